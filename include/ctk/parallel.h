@@ -1,0 +1,39 @@
+// The one CPU thread pool. ctk's kernels, oneDNN (built on OpenMP in Debian) and OpenBLAS (the OpenMP
+// variant) all run on libgomp's threads, so set_num_threads() governs all three and nothing
+// oversubscribes. Work splitting never depends on timing, so results are reproducible.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace ctk {
+
+// Number of threads used by parallel regions (ctk kernels, oneDNN, OpenBLAS).
+int num_threads();
+// Sets the thread count for ctk, oneDNN and OpenBLAS together; n >= 1, else ValueError.
+void set_num_threads(int n);
+
+// Splits [begin, end) into at most num_threads() contiguous chunks of at least `grain` items and
+// calls fn(chunk_begin, chunk_end) on each, in parallel. Runs inline when the range is small or when
+// already inside a parallel region.
+template <typename Fn>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
+    int64_t n = end - begin;
+    if (n <= 0) return;
+    grain = std::max<int64_t>(grain, 1);
+    int threads = omp_in_parallel() ? 1 : num_threads();
+    int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+    if (chunks <= 1) {
+        fn(begin, end);
+        return;
+    }
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
+    for (int64_t c = 0; c < chunks; ++c) {
+        int64_t b = begin + n * c / chunks, e = begin + n * (c + 1) / chunks;
+        fn(b, e);
+    }
+}
+
+}  // namespace ctk

@@ -1,0 +1,61 @@
+// Storage: a reference-counted block of device memory, and the allocators that provide it.
+// The CPU allocator aligns to 64 bytes (a cache line, and what AVX-512 and oneDNN prefer) and keeps
+// statistics; the CUDA caching allocator will implement the same interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ctk/device.h"
+
+namespace ctk {
+
+struct AllocatorStats {
+    int64_t bytes_in_use = 0;      // currently allocated by callers
+    int64_t peak_bytes_in_use = 0; // high-water mark since the last reset_peak()
+    int64_t bytes_cached = 0;      // held by the allocator but free (caching allocators only)
+    int64_t num_allocations = 0;   // calls to allocate() since start
+    int64_t num_frees = 0;
+};
+
+class Allocator {
+public:
+    virtual ~Allocator() = default;
+    virtual void* allocate(size_t bytes) = 0;  // throws OutOfMemoryError
+    virtual void deallocate(void* ptr, size_t bytes) = 0;
+    virtual AllocatorStats stats() const = 0;
+    virtual void reset_peak() = 0;
+    virtual Device device() const = 0;
+};
+
+inline constexpr size_t kCpuAlignment = 64;
+
+// The process's CPU allocator (thread-safe).
+Allocator& cpu_allocator();
+// The allocator for a device; throws DeviceError for a device this build cannot reach.
+Allocator& allocator_for(Device device);
+
+class Storage {
+public:
+    // Allocates `bytes` on `device`.
+    Storage(size_t bytes, Device device);
+    // Wraps memory owned elsewhere; `keep_alive` holds the owner (may be null for static data).
+    Storage(void* data, size_t bytes, Device device, std::shared_ptr<void> keep_alive);
+    ~Storage();
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+
+    void* data() const { return data_; }
+    size_t bytes() const { return bytes_; }
+    Device device() const { return device_; }
+
+private:
+    void* data_ = nullptr;
+    size_t bytes_ = 0;
+    Device device_;
+    Allocator* allocator_ = nullptr;  // null when the memory is owned elsewhere
+    std::shared_ptr<void> keep_alive_;
+};
+
+}  // namespace ctk

@@ -1,0 +1,90 @@
+// Internal: iterate N strided operands over one shape, with dims coalesced and the innermost dim handed
+// to a callback as a 1-D run. Used by copies and by the element-wise and reduction kernels.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "ctk/parallel.h"
+#include "ctk/shape.h"
+
+namespace ctk::detail {
+
+template <int N>
+struct StridedPlan {
+    Dims shape;                         // coalesced, innermost last; never empty (at least {1})
+    std::array<Dims, N> byte_strides;   // per operand, same rank as shape
+    int64_t inner() const { return shape.back(); }
+    int64_t outer() const {
+        int64_t n = 1;
+        for (size_t i = 0; i + 1 < shape.size(); ++i) n *= shape[i];
+        return n;
+    }
+};
+
+// Drops size-1 dims and merges dims that are contiguous with respect to each other in every operand.
+template <int N>
+StridedPlan<N> make_strided_plan(const Dims& shape, const std::array<Dims, N>& byte_strides) {
+    StridedPlan<N> plan;
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] == 1) continue;
+        bool merge = !plan.shape.empty();
+        for (int k = 0; k < N && merge; ++k)
+            merge = plan.byte_strides[k].back() == byte_strides[k][i] * shape[i];
+        if (merge) {
+            plan.shape.back() *= shape[i];
+            for (int k = 0; k < N; ++k) plan.byte_strides[k].back() = byte_strides[k][i];
+        } else {
+            plan.shape.push_back(shape[i]);
+            for (int k = 0; k < N; ++k) plan.byte_strides[k].push_back(byte_strides[k][i]);
+        }
+    }
+    if (plan.shape.empty()) {
+        plan.shape.push_back(1);
+        for (int k = 0; k < N; ++k) plan.byte_strides[k].push_back(0);
+    }
+    return plan;
+}
+
+// Calls inner(ptrs, n, inner_strides) for every innermost run of outer rows [row_begin, row_end).
+template <int N, typename Inner>
+void run_strided_rows(const StridedPlan<N>& plan, std::array<char*, N> base, int64_t row_begin,
+                      int64_t row_end, Inner&& inner) {
+    const int outer_rank = static_cast<int>(plan.shape.size()) - 1;
+    std::array<int64_t, N> inner_strides;
+    for (int k = 0; k < N; ++k) inner_strides[k] = plan.byte_strides[k].back();
+    std::vector<int64_t> idx(static_cast<size_t>(outer_rank), 0);
+    // position at row_begin
+    int64_t rem = row_begin;
+    for (int d = outer_rank - 1; d >= 0; --d) {
+        idx[d] = rem % plan.shape[d];
+        rem /= plan.shape[d];
+    }
+    std::array<char*, N> ptr;
+    for (int k = 0; k < N; ++k) {
+        ptr[k] = base[k];
+        for (int d = 0; d < outer_rank; ++d) ptr[k] += idx[d] * plan.byte_strides[k][d];
+    }
+    for (int64_t row = row_begin; row < row_end; ++row) {
+        inner(ptr, plan.inner(), inner_strides);
+        for (int d = outer_rank - 1; d >= 0; --d) {  // odometer increment
+            for (int k = 0; k < N; ++k) ptr[k] += plan.byte_strides[k][d];
+            if (++idx[d] < plan.shape[d]) break;
+            for (int k = 0; k < N; ++k) ptr[k] -= plan.byte_strides[k][d] * plan.shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+// Runs the plan, in parallel over outer rows when the work is large enough.
+template <int N, typename Inner>
+void run_strided(const StridedPlan<N>& plan, std::array<char*, N> base, Inner&& inner,
+                 int64_t grain_elements = 32768) {
+    int64_t rows = plan.outer(), inner_n = plan.inner();
+    int64_t grain_rows = std::max<int64_t>(1, grain_elements / std::max<int64_t>(inner_n, 1));
+    parallel_for(0, rows, grain_rows,
+                 [&](int64_t b, int64_t e) { run_strided_rows<N>(plan, base, b, e, inner); });
+}
+
+}  // namespace ctk::detail

@@ -1,0 +1,7 @@
+// STUB: replaced by the real implementation.
+#include "ctk/ops.h"
+
+namespace ctk {
+
+DropoutResult dropout(const Tensor&, double, Generator&) { CTK_THROW(NotImplementedError, "dropout"); }
+}  // namespace ctk

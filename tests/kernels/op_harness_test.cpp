@@ -1,0 +1,64 @@
+// GoogleTest driver for the op harness: one parameterised test per case and check.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "kernels/op_harness.h"
+
+using namespace ctk;
+using namespace ctk::test;
+
+namespace {
+
+const std::vector<OpCase>& cases() {
+    static const std::vector<OpCase> all = all_op_cases();
+    return all;
+}
+
+class OpHarness : public ::testing::TestWithParam<size_t> {
+protected:
+    const OpCase& op_case() const { return cases()[GetParam()]; }
+};
+
+std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
+    std::string n = cases()[info.param].name;
+    for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    return n;
+}
+
+}  // namespace
+
+TEST_P(OpHarness, ForwardF32) { EXPECT_EQ(check_forward(op_case(), DataType::f32), ""); }
+TEST_P(OpHarness, ForwardF64) { EXPECT_EQ(check_forward(op_case(), DataType::f64), ""); }
+TEST_P(OpHarness, Forward16Bit) {
+    EXPECT_EQ(check_forward(op_case(), DataType::bf16), "");
+    EXPECT_EQ(check_forward(op_case(), DataType::f16), "");
+}
+TEST_P(OpHarness, NonContiguous) {
+    EXPECT_EQ(check_non_contiguous(op_case(), DataType::f32), "");
+    EXPECT_EQ(check_non_contiguous(op_case(), DataType::f64), "");
+}
+TEST_P(OpHarness, Gradient) { EXPECT_EQ(check_gradients(op_case()), ""); }
+TEST_P(OpHarness, Backends) { EXPECT_EQ(check_backends(op_case()), ""); }
+
+INSTANTIATE_TEST_SUITE_P(Cases, OpHarness, ::testing::Range<size_t>(0, cases().size()), case_name);
+
+TEST(OpHarnessCoverage, CaseNamesAreUnique) {
+    std::set<std::string> names;
+    for (const auto& c : cases()) EXPECT_TRUE(names.insert(c.name).second) << "duplicate case " << c.name;
+}
+
+// The harness itself must be able to fail: a wrong reference and a wrong gradient are caught.
+TEST(OpHarnessSelfTest, DetectsWrongResults) {
+    OpCase c;
+    c.name = "self/wrong";
+    c.inputs = {InputSpec::uniform({3, 4})};
+    c.forward = [](const Tensors& in) { return Tensors{ctk::exp(in[0])}; };
+    c.reference = [](const Tensors& in) { return Tensors{ctk::exp(in[0]).to(DataType::f64)}; };
+    c.backward = [](const Tensors& in, const Tensors& dy) { return Tensors{ctk::element_times(dy[0], in[0])}; };
+    EXPECT_EQ(check_forward(c, DataType::f64), "");
+    EXPECT_NE(check_gradients(c), "");  // d exp(x) is exp(x), not x
+    c.reference = [](const Tensors& in) { return Tensors{ctk::sin(in[0])}; };
+    EXPECT_NE(check_forward(c, DataType::f32), "");
+}
