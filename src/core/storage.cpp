@@ -1,6 +1,7 @@
 // The aligned CPU allocator with statistics, and Storage.
 #include "ctk/storage.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -18,9 +19,10 @@ namespace {
 class CpuAllocator final : public Allocator {
 public:
     void* allocate(size_t bytes) override {
-        size_t rounded = (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-        void* p = rounded ? std::aligned_alloc(kCpuAlignment, rounded) : nullptr;
-        if (rounded && !p) {
+        // Empty tensors get a real (one-line) block too, so kernels never do arithmetic on null.
+        size_t rounded = std::max<size_t>((bytes + kCpuAlignment - 1) / kCpuAlignment, 1) * kCpuAlignment;
+        void* p = rounded >= bytes ? std::aligned_alloc(kCpuAlignment, rounded) : nullptr;  // >= : no overflow
+        if (!p) {
             AllocatorStats s = stats();
             CTK_THROW(OutOfMemoryError, "CPU allocation of ", bytes, " bytes failed (", s.bytes_in_use,
                       " bytes in use by ctk)");

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test: installs dependencies, builds ctk with warnings as errors and runs the whole suite,
+# then rebuilds the unit tests with AddressSanitizer + UndefinedBehaviorSanitizer and runs them again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+jobs=${CTK_JOBS:-$(nproc)}
+
+echo "== release build (warnings are errors) =="
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTK_WARNINGS_AS_ERRORS=ON >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build -j "$jobs" --output-on-failure
+
+echo "== sanitizer build (ASan + UBSan) =="
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTK_SANITIZE=ON -DCTK_BUILD_BENCH=OFF \
+      -DCTK_WARNINGS_AS_ERRORS=ON >/dev/null
+cmake --build build-asan -j "$jobs"
+# allocator_may_return_null: the out-of-memory tests ask for absurd sizes on purpose.
+export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp
+ctest --test-dir build-asan -j "$jobs" -L unit --output-on-failure
