@@ -1,9 +1,99 @@
-// STUB: replaced by the real implementation.
+// Batch normalization op API: shape rules and validation. x is [N, C, spatial...] (or [N, C]);
+// spatial statistics are per channel ([C] parameters), per-activation ones per sample element
+// (parameters shaped like one sample, x.shape[1:]).
+#include <cmath>
+
+#include "ctk/kernel_table.h"
 #include "ctk/ops.h"
 
 namespace ctk {
 
-BatchNormResult batch_norm_training(const Tensor&, const Tensor&, const Tensor&, const BatchNormAttrs&) { CTK_THROW(NotImplementedError, "bn"); }
-Tensor batch_norm_inference(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const BatchNormAttrs&) { CTK_THROW(NotImplementedError, "bn"); }
-BatchNormGrads batch_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const BatchNormAttrs&) { CTK_THROW(NotImplementedError, "bn"); }
+namespace {
+
+void check_float(const char* op, const char* operand, const Tensor& t) {
+    CTK_CHECK(t.defined(), ValueError, op, ": operand '", operand, "' is undefined");
+    CTK_CHECK(is_floating(t.dtype()), TypeError, op, ": operand '", operand, "' of shape ",
+              t.shape().to_string(), " has dtype ", dtype_name(t.dtype()),
+              "; a floating-point dtype is required");
+}
+
+// Checks x and the attributes; returns the shape every per-channel/per-activation operand must have.
+Shape check_x(const char* op, const Tensor& x, const BatchNormAttrs& attrs) {
+    check_float(op, "x", x);
+    CTK_CHECK(x.rank() >= 2 && x.rank() <= 5, ShapeError, op, ": x of shape ", x.shape().to_string(),
+              " must be [N, C] or [N, C, spatial...] with up to 3 spatial axes");
+    CTK_CHECK(std::isfinite(attrs.epsilon) && attrs.epsilon >= 0, ValueError, op, ": epsilon ", attrs.epsilon,
+              " must be finite and >= 0");
+    if (attrs.spatial) return Shape{x.dim(1)};
+    return Shape(Dims(x.shape().dims().begin() + 1, x.shape().dims().end()));
+}
+
+void check_param(const char* op, const char* name, const Tensor& t, const Tensor& x, const Shape& expected,
+                 const BatchNormAttrs& attrs) {
+    check_float(op, name, t);
+    CTK_CHECK(t.dtype() == x.dtype(), TypeError, op, ": operand '", name, "' (", dtype_name(t.dtype()), " ",
+              t.shape().to_string(), ") and x (", dtype_name(x.dtype()), " ", x.shape().to_string(),
+              ") have different dtypes");
+    CTK_CHECK(t.shape() == expected, ShapeError, op, ": operand '", name, "' of shape ",
+              t.shape().to_string(), " must have shape ", expected.to_string(),
+              attrs.spatial ? " (one per channel)" : " (one per activation)", " for x of shape ",
+              x.shape().to_string());
+}
+
+}  // namespace
+
+BatchNormResult batch_norm_training(const Tensor& x, const Tensor& scale, const Tensor& bias,
+                                    const BatchNormAttrs& attrs) {
+    constexpr const char* op = "batch_norm_training";
+    const Shape param = check_x(op, x, attrs);
+    check_param(op, "scale", scale, x, param, attrs);
+    check_param(op, "bias", bias, x, param, attrs);
+    CTK_CHECK(x.dim(0) >= 1 && x.numel() > 0, ShapeError, op, ": x of shape ", x.shape().to_string(),
+              " has no samples to take statistics over");
+    Tensor outs[] = {Tensor::empty(x.shape(), x.dtype(), x.device()),
+                     Tensor::empty(param, x.dtype(), x.device()),
+                     Tensor::empty(param, x.dtype(), x.device())};
+    const Tensor inputs[] = {x, scale, bias};
+    dispatch(OpKind::batch_norm_training, inputs, outs, attrs);
+    return {outs[0], outs[1], outs[2]};
+}
+
+Tensor batch_norm_inference(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                            const Tensor& var, const BatchNormAttrs& attrs) {
+    constexpr const char* op = "batch_norm_inference";
+    const Shape param = check_x(op, x, attrs);
+    check_param(op, "scale", scale, x, param, attrs);
+    check_param(op, "bias", bias, x, param, attrs);
+    check_param(op, "mean", mean, x, param, attrs);
+    check_param(op, "var", var, x, param, attrs);
+    Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+    if (x.numel() == 0) return y;
+    const Tensor inputs[] = {x, scale, bias, mean, var};
+    dispatch(OpKind::batch_norm_inference, inputs, std::span<Tensor>(&y, 1), attrs);
+    return y;
+}
+
+BatchNormGrads batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean,
+                                   const Tensor& var, const BatchNormAttrs& attrs) {
+    constexpr const char* op = "batch_norm_backward";
+    const Shape param = check_x(op, x, attrs);
+    check_float(op, "dy", dy);
+    CTK_CHECK(dy.dtype() == x.dtype(), TypeError, op, ": dy (", dtype_name(dy.dtype()), " ",
+              dy.shape().to_string(), ") and x (", dtype_name(x.dtype()), " ", x.shape().to_string(),
+              ") have different dtypes");
+    CTK_CHECK(dy.shape() == x.shape(), ShapeError, op, ": dy of shape ", dy.shape().to_string(),
+              " must match x of shape ", x.shape().to_string());
+    check_param(op, "scale", scale, x, param, attrs);
+    check_param(op, "mean", mean, x, param, attrs);
+    check_param(op, "var", var, x, param, attrs);
+    CTK_CHECK(x.dim(0) >= 1 && x.numel() > 0, ShapeError, op, ": x of shape ", x.shape().to_string(),
+              " has no samples");
+    Tensor outs[] = {Tensor::empty(x.shape(), x.dtype(), x.device()),
+                     Tensor::empty(param, x.dtype(), x.device()),
+                     Tensor::empty(param, x.dtype(), x.device())};
+    const Tensor inputs[] = {x, dy, scale, mean, var};
+    dispatch(OpKind::batch_norm_backward, inputs, outs, attrs);
+    return {outs[0], outs[1], outs[2]};
+}
+
 }  // namespace ctk

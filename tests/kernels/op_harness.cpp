@@ -73,11 +73,12 @@ Tensors non_contiguous_copies(const Tensors& inputs) {
             out.push_back(t);
             continue;
         }
-        // Place the values in every other element of a buffer twice as long on the last axis.
+        // Every axis strided: the values sit at odd positions of a buffer more than twice as large in
+        // each dimension, so outer strides grow large and no axis is unit-stride.
         Dims big = t.shape().dims();
-        big.back() *= 2;
-        Tensor buffer = Tensor::full(Shape(big), 12345.0, t.dtype());
-        Tensor view = buffer.slice(-1, 1, big.back(), 2);
+        for (auto& d : big) d = 2 * d + 1;
+        Tensor view = Tensor::full(Shape(big), 12345.0, t.dtype());
+        for (int a = 0; a < t.rank(); ++a) view = view.slice(a, 1, big[static_cast<size_t>(a)], 2);
         view.copy_from(t);
         out.push_back(view);
     }

@@ -1,8 +1,17 @@
-// Internal: the oneDNN CPU engine and stream, and memory descriptors built from ctk tensors (any
-// strides, so views need no copy). oneDNN runs on the shared OpenMP pool.
+// Internal: the oneDNN CPU engine and stream, memory descriptors built from ctk tensors (any strides,
+// so views need no copy), a bounded cache for primitives, and per-thread scratch buffers.
+// oneDNN runs on the shared OpenMP pool.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "ctk/tensor.h"
 
@@ -21,5 +30,71 @@ dnnl::memory memory_of(const Tensor& t, const dnnl::memory::desc& desc);
 
 // Converts oneDNN's exceptions into ctk errors that name the op.
 [[noreturn]] void rethrow(const char* op, const dnnl::error& e);
+
+// ---- scratch memory ----
+// Per-thread buffers that grow on demand and are kept for the thread's lifetime. Cached primitives
+// stage their blocked-layout operands and their scratchpads here, so a training step in steady state
+// allocates (and page-faults) nothing. A kernel owns all slots while it runs; kernels never nest.
+inline constexpr int kScratchSlots = 6;
+void* scratch(int slot, size_t bytes);
+
+// Attributes for cached primitives: the scratchpad comes from scratch(), so one primitive can run on
+// several threads at once and nothing is allocated per call.
+dnnl::primitive_attr user_scratchpad_attr();
+// Adds DNNL_ARG_SCRATCHPAD (backed by scratch slot `slot`) when `md` is not empty.
+void add_scratchpad(std::unordered_map<int, dnnl::memory>& args, const dnnl::memory::desc& md, int slot);
+
+// ---- primitive cache ----
+// Creating primitive descriptors costs far more than running small primitives (JIT code generation),
+// so every family caches what it built, keyed by everything the primitive depends on.
+using CacheKey = std::vector<int64_t>;
+struct CacheKeyHash {
+    size_t operator()(const CacheKey& key) const noexcept;
+};
+// The part of a key every family shares: the data type and the OpenMP thread count, because oneDNN
+// fixes the thread partition of a JIT kernel when the primitive descriptor is created.
+CacheKey base_key(int64_t family, DataType dtype);
+void append(CacheKey& key, const Dims& values);
+inline void append(CacheKey& key, std::initializer_list<int64_t> values) {
+    key.insert(key.end(), values.begin(), values.end());
+}
+
+// A least-recently-used map from keys to immutable plans, safe to share between threads. Plans are
+// built outside the lock (two threads may build the same plan once; one copy wins).
+template <typename Plan>
+class PlanCache {
+public:
+    explicit PlanCache(size_t capacity) : capacity_(capacity) {}
+
+    template <typename Make>
+    std::shared_ptr<const Plan> get(const CacheKey& key, Make&& make) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            auto it = map_.find(key);
+            if (it != map_.end()) {
+                order_.splice(order_.begin(), order_, it->second.second);
+                return it->second.first;
+            }
+        }
+        auto plan = std::make_shared<const Plan>(make());
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = map_.find(key);
+        if (it != map_.end()) return it->second.first;
+        order_.push_front(key);
+        map_.emplace(key, std::make_pair(plan, order_.begin()));
+        if (map_.size() > capacity_) {
+            map_.erase(order_.back());
+            order_.pop_back();
+        }
+        return plan;
+    }
+
+private:
+    using Order = std::list<CacheKey>;
+    size_t capacity_;
+    std::mutex mutex_;
+    Order order_;  // most recently used first
+    std::unordered_map<CacheKey, std::pair<std::shared_ptr<const Plan>, Order::iterator>, CacheKeyHash> map_;
+};
 
 }  // namespace ctk::cpu::onednn

@@ -1,6 +1,146 @@
-// STUB: replaced by the real implementation.
+// CPU pooling through oneDNN (f32, bf16) on plain [N, C, spatial...] tensors; max pooling in training
+// returns oneDNN's workspace (where the maxima were) as a u8 tensor for the backward pass. Primitives
+// are cached per geometry. f64 is reference_pooling.cpp.
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/onednn_common.h"
 
 namespace ctk::cpu {
-void register_pooling(KernelTable&) {}
+
+void register_reference_pooling(KernelTable& t);  // reference_pooling.cpp
+
+namespace {
+
+using dnnl::memory;
+namespace onednn = ctk::cpu::onednn;
+
+constexpr int kSlotScratchpad = 0;
+constexpr int64_t kCacheFamily = 2;  // onednn::base_key's family tag for pooling
+
+enum class Pass : int64_t { inference = 1, training = 2, backward = 3 };
+
+struct Plan {
+    dnnl::primitive prim;
+    memory::desc src, dst;   // diff_src, diff_dst for the backward pass
+    memory::desc workspace;  // zero-sized when the pass has none
+    memory::desc scratchpad;
+};
+
+memory::dims to_dims(const Dims& d) {
+    return memory::dims(d.begin(), d.end());
+}
+
+memory::desc plain_desc(const Shape& shape, DataType dtype) {
+    return memory::desc(to_dims(shape.dims()), onednn::data_type(dtype), to_dims(shape.contiguous_strides()));
+}
+
+dnnl::algorithm algorithm_of(const PoolAttrs& a) {
+    if (a.kind == PoolKind::max) return dnnl::algorithm::pooling_max;
+    return a.include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                         : dnnl::algorithm::pooling_avg_exclude_padding;
+}
+
+Plan make_plan(Pass pass, const memory::desc& x, const memory::desc& y, const PoolAttrs& a) {
+    const dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
+    const memory::dims strides = to_dims(a.strides), kernel = to_dims(a.kernel), pad_l = to_dims(a.pad_lo),
+                       pad_r = to_dims(a.pad_hi);
+    using fwd = dnnl::pooling_forward;
+    const auto prop =
+        pass == Pass::inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
+    const fwd::primitive_desc fwd_pd(fwd::desc(prop, algorithm_of(a), x, y, strides, kernel, pad_l, pad_r),
+                                     attr, onednn::engine());
+    Plan p;
+    p.src = x;
+    p.dst = y;
+    if (pass != Pass::backward) {
+        p.prim = fwd(fwd_pd);
+        p.workspace = fwd_pd.workspace_desc();
+        p.scratchpad = fwd_pd.scratchpad_desc();
+        return p;
+    }
+    using bwd = dnnl::pooling_backward;
+    const bwd::primitive_desc pd(bwd::desc(algorithm_of(a), x, y, strides, kernel, pad_l, pad_r), attr,
+                                 onednn::engine(), fwd_pd);
+    p.prim = bwd(pd);
+    p.workspace = pd.workspace_desc();
+    p.scratchpad = pd.scratchpad_desc();
+    return p;
+}
+
+onednn::PlanCache<Plan>& plan_cache() {
+    static onednn::PlanCache<Plan> cache(512);
+    return cache;
+}
+
+std::shared_ptr<const Plan> plan_for(Pass pass, const Shape& x, const Shape& y, DataType dtype,
+                                     const PoolAttrs& a) {
+    onednn::CacheKey key = onednn::base_key(kCacheFamily, dtype);
+    onednn::append(key, {static_cast<int64_t>(pass), static_cast<int64_t>(a.kind), a.include_pad ? 1 : 0});
+    for (const Dims* d : {&x.dims(), &y.dims(), &a.kernel, &a.strides, &a.pad_lo, &a.pad_hi})
+        onednn::append(key, *d);
+    return plan_cache().get(key,
+                            [&] { return make_plan(pass, plain_desc(x, dtype), plain_desc(y, dtype), a); });
+}
+
+void pooling_kernel(const KernelCall& call) {
+    const PoolAttrs& a = call.attr<PoolAttrs>();
+    // oneDNN's JIT pooling wants dense tensors; strided views would take its reference kernel.
+    const Tensor x = call.inputs[0].contiguous();
+    const Tensor& y = call.outputs[0];
+    const bool with_workspace = call.outputs.size() > 1;
+    try {
+        auto plan =
+            plan_for(with_workspace ? Pass::training : Pass::inference, x.shape(), y.shape(), y.dtype(), a);
+        std::unordered_map<int, memory> args;
+        args.insert({DNNL_ARG_SRC, memory(plan->src, onednn::engine(), x.raw_data())});
+        args.insert({DNNL_ARG_DST, memory(plan->dst, onednn::engine(), y.raw_data())});
+        if (with_workspace) {
+            const int64_t bytes = static_cast<int64_t>(plan->workspace.get_size());
+            call.outputs[1] = Tensor::empty(Shape{bytes}, DataType::u8, y.device());
+            args.insert(
+                {DNNL_ARG_WORKSPACE, memory(plan->workspace, onednn::engine(), call.outputs[1].raw_data())});
+        }
+        onednn::add_scratchpad(args, plan->scratchpad, kSlotScratchpad);
+        plan->prim.execute(onednn::stream(), args);
+        onednn::stream().wait();
+    } catch (const dnnl::error& e) {
+        onednn::rethrow("pooling", e);
+    }
+}
+
+void pooling_backward_kernel(const KernelCall& call) {
+    const PoolAttrs& a = call.attr<PoolAttrs>();
+    const Tensor dy = call.inputs[0].contiguous();
+    const Tensor& workspace = call.inputs[2];
+    const Tensor& dx = call.outputs[0];
+    try {
+        auto plan = plan_for(Pass::backward, dx.shape(), dy.shape(), dx.dtype(), a);
+        std::unordered_map<int, memory> args;
+        args.insert({DNNL_ARG_DIFF_DST, memory(plan->dst, onednn::engine(), dy.raw_data())});
+        args.insert({DNNL_ARG_DIFF_SRC, memory(plan->src, onednn::engine(), dx.raw_data())});
+        const size_t bytes = plan->workspace.get_size();
+        if (bytes > 0) {
+            CTK_CHECK(workspace.defined() && static_cast<size_t>(workspace.numel()) == bytes, ValueError,
+                      "pooling_backward: workspace ", workspace.to_string(), " does not hold the ", bytes,
+                      " bytes that pooling(training=true) of x ", dx.shape().to_string(), " returns");
+            args.insert(
+                {DNNL_ARG_WORKSPACE, memory(plan->workspace, onednn::engine(), workspace.raw_data())});
+        }
+        onednn::add_scratchpad(args, plan->scratchpad, kSlotScratchpad);
+        plan->prim.execute(onednn::stream(), args);
+        onednn::stream().wait();
+    } catch (const dnnl::error& e) {
+        onednn::rethrow("pooling_backward", e);
+    }
+}
+
+}  // namespace
+
+void register_pooling(KernelTable& t) {
+    for (DataType d : {DataType::f32, DataType::bf16}) {
+        t.add(OpKind::pooling, DeviceType::cpu, d, pooling_kernel);
+        t.add(OpKind::pooling_backward, DeviceType::cpu, d, pooling_backward_kernel);
+    }
+    register_reference_pooling(t);
+}
+
 }  // namespace ctk::cpu

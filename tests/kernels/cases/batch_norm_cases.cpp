@@ -1,6 +1,124 @@
-// STUB: the batch_norm family's op-harness cases.
+// Op-harness cases for batch normalization: per-channel (spatial) and per-activation statistics,
+// training (y, batch mean, biased batch variance; gradients through the batch statistics) and
+// inference with given statistics; x of rank 2 to 5.
+#include <cmath>
+#include <string>
+
 #include "kernels/op_harness.h"
 
 namespace ctk::test {
-std::vector<OpCase> batch_norm_cases() { return {}; }
+
+namespace {
+
+// The index of the statistic an element of x belongs to: its channel, or (per activation) its
+// position within the sample.
+Dims stat_index(const Dims& xi, bool spatial) {
+    if (spatial) return {xi[1]};
+    return Dims(xi.begin() + 1, xi.end());
+}
+
+Shape stat_shape(const Shape& x, bool spatial) {
+    if (spatial) return Shape{x[1]};
+    return Shape(Dims(x.dims().begin() + 1, x.dims().end()));
+}
+
+Tensor normalize_reference(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                           const Tensor& var, const BatchNormAttrs& a) {
+    Tensor y = Tensor::empty(x.shape(), DataType::f64);
+    for_each_index(x.shape(), [&](const Dims& i) {
+        const Dims s = stat_index(i, a.spatial);
+        y.set(i, scale.at(s) * (x.at(i) - mean.at(s)) / std::sqrt(var.at(s) + a.epsilon) + bias.at(s));
+    });
+    return y;
+}
+
+Tensors training_reference(const Tensor& x, const Tensor& scale, const Tensor& bias,
+                           const BatchNormAttrs& a) {
+    const Shape ss = stat_shape(x.shape(), a.spatial);
+    Tensor sum = Tensor::zeros(ss, DataType::f64), sq = Tensor::zeros(ss, DataType::f64);
+    const double count = static_cast<double>(x.numel() / ss.numel());
+    for_each_index(x.shape(), [&](const Dims& i) {
+        const Dims s = stat_index(i, a.spatial);
+        sum.set(s, sum.at(s) + x.at(i));
+    });
+    Tensor mean = Tensor::empty(ss, DataType::f64), var = Tensor::empty(ss, DataType::f64);
+    for_each_index(ss, [&](const Dims& s) { mean.set(s, sum.at(s) / count); });
+    for_each_index(x.shape(), [&](const Dims& i) {
+        const Dims s = stat_index(i, a.spatial);
+        const double d = x.at(i) - mean.at(s);
+        sq.set(s, sq.at(s) + d * d);
+    });
+    for_each_index(ss, [&](const Dims& s) { var.set(s, sq.at(s) / count); });  // biased
+    return {normalize_reference(x, scale, bias, mean, var, a), mean, var};
+}
+
+OpCase training_case(const std::string& name, const Shape& x, bool spatial, double epsilon,
+                     bool bf16 = false) {
+    const BatchNormAttrs a{epsilon, spatial};
+    const Shape ss = stat_shape(x, spatial);
+    OpCase c;
+    c.name = "batch_norm/training/" + name;
+    c.ops = {OpKind::batch_norm_training, OpKind::batch_norm_backward};
+    c.inputs = {InputSpec::uniform(x, -2, 2), InputSpec::uniform(ss, 0.5, 1.5), InputSpec::uniform(ss)};
+    c.forward = [a](const Tensors& in) {
+        BatchNormResult r = batch_norm_training(in[0], in[1], in[2], a);
+        return Tensors{r.y, r.mean, r.var};
+    };
+    c.reference = [a](const Tensors& in) { return training_reference(in[0], in[1], in[2], a); };
+    c.backward = [a](const Tensors& in, const Tensors& dy) {
+        BatchNormResult r = batch_norm_training(in[0], in[1], in[2], a);
+        BatchNormGrads g = batch_norm_backward(in[0], dy[0], in[1], r.mean, r.var, a);
+        return Tensors{g.dx, g.dscale, g.dbias};
+    };
+    c.outputs_without_grad = {1, 2};  // the saved statistics
+    if (bf16) c.dtypes = {DataType::f32, DataType::f64, DataType::bf16};
+    c.rtol_f32 = 1e-4;
+    c.atol_f32 = 1e-5;
+    c.grad_atol = 1e-7;
+    return c;
+}
+
+OpCase inference_case(const std::string& name, const Shape& x, bool spatial, double epsilon) {
+    const BatchNormAttrs a{epsilon, spatial};
+    const Shape ss = stat_shape(x, spatial);
+    OpCase c;
+    c.name = "batch_norm/inference/" + name;
+    c.ops = {OpKind::batch_norm_inference};
+    c.inputs = {InputSpec::uniform(x, -2, 2), InputSpec::uniform(ss, 0.5, 1.5), InputSpec::uniform(ss),
+                InputSpec::uniform(ss, -0.5, 0.5), InputSpec::uniform(ss, 0.5, 2.0)};
+    c.forward = [a](const Tensors& in) {
+        return Tensors{batch_norm_inference(in[0], in[1], in[2], in[3], in[4], a)};
+    };
+    c.reference = [a](const Tensors& in) {
+        return Tensors{normalize_reference(in[0], in[1], in[2], in[3], in[4], a)};
+    };
+    c.dtypes = {DataType::f32, DataType::f64, DataType::bf16};
+    c.rtol_f32 = 1e-5;
+    c.atol_f32 = 1e-5;
+    return c;
+}
+
+}  // namespace
+
+std::vector<OpCase> batch_norm_cases() {
+    return {
+        training_case("spatial_2d", {4, 3, 3, 2}, true, 1e-5, true),
+        training_case("spatial_rank2", {6, 4}, true, 1e-5),
+        training_case("spatial_1d", {3, 2, 5}, true, 1e-3),
+        training_case("spatial_3d", {2, 2, 2, 3, 2}, true, 1e-5),
+        training_case("spatial_batch1", {1, 3, 2, 3}, true, 1e-3),
+        // 16 or more (per-activation: C * spatial) channels take oneDNN's blocked layout.
+        training_case("spatial_blocked_20ch", {3, 20, 2, 2}, true, 1e-5, true),
+        training_case("per_activation_blocked", {4, 2, 3, 3}, false, 1e-5),
+        training_case("per_activation_2d", {5, 2, 3, 2}, false, 1e-5, true),
+        training_case("per_activation_rank2", {5, 3}, false, 1e-3),
+        training_case("per_activation_1d", {4, 3, 2}, false, 1e-5),
+        inference_case("spatial_2d", {3, 4, 2, 2}, true, 1e-5),
+        inference_case("spatial_rank2", {3, 5}, true, 1e-3),
+        inference_case("spatial_blocked_3d", {2, 17, 2, 1, 2}, true, 1e-5),
+        inference_case("per_activation_2d", {3, 2, 2, 3}, false, 1e-5),
+        inference_case("per_activation_3d", {2, 2, 2, 2, 3}, false, 1e-3),
+    };
+}
+
 }  // namespace ctk::test
