@@ -62,3 +62,20 @@ TEST(OpHarnessSelfTest, DetectsWrongResults) {
     c.reference = [](const Tensors& in) { return Tensors{ctk::sin(in[0])}; };
     EXPECT_NE(check_forward(c, DataType::f32), "");
 }
+
+// A new op is not done until it has a case: every op in the list must be exercised by one.
+TEST(OpHarnessCoverage, EveryOpHasACase) {
+    std::set<int> covered;
+    for (const auto& c : cases())
+        for (OpKind op : c.ops) covered.insert(static_cast<int>(op));
+    for (int i = 0; i < kNumOps; ++i)
+        EXPECT_TRUE(covered.count(i)) << "op '" << op_name(static_cast<OpKind>(i)) << "' has no op-harness case";
+}
+
+// Every op has a CPU kernel for f32 (the harness compares other backends against it).
+TEST(OpHarnessCoverage, EveryOpHasACpuKernel) {
+    for (int i = 0; i < kNumOps; ++i) {
+        auto op = static_cast<OpKind>(i);
+        EXPECT_TRUE(supports(op, Device::cpu(), DataType::f32)) << op_name(op);
+    }
+}
