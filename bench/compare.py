@@ -1,0 +1,381 @@
+#!/usr/bin/python3
+"""ctk versus PyTorch on the same workloads, same thread count, in one run.
+
+For every (case, threads), runs ctk (bench/ctk_bench as a subprocess) and the identical PyTorch workload
+in this process, interleaved A B A B ... for --rounds rounds, and prints one JSON line with the median
+of each side and ratio = ctk rate / torch rate. These machines drift by +-15 %, so only ratios taken in
+the same run, interleaved, mean anything. Run with Debian's /usr/bin/python3 (it has torch); see
+docs/benchmarks.md. The case table comes from `ctk_bench --list`, so both sides build the same work,
+and before timing a case its ctk outputs are checked against torch in float64 on the same inputs.
+"""
+
+import argparse
+import fnmatch
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def fail(message):
+    """Setup errors exit with 2, so that 1 stays the answer of --require-ratio."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
+# ---- the torch side --------------------------------------------------------------------------------
+
+def mapped_blas_paths():
+    """Paths of the BLAS/LAPACK libraries mapped into this process."""
+    paths = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            name = os.path.basename(path).lower()
+            if path.startswith("/") and ("blas" in name or "lapack" in name):
+                paths.add(os.path.realpath(path))
+    return sorted(paths)
+
+
+def check_torch_blas(allow_other):
+    """Torch's BLAS must be OpenBLAS: Debian's torch links libblas.so.3, which without libopenblas0-openmp
+    is the netlib reference BLAS (sgemm ~30x slower) and would make every GEMM ratio meaningless. Every
+    mapped BLAS must come from OpenBLAS (libblas.so.3 of the openblas-openmp alternative counts)."""
+    a = torch.randn(256, 256)
+    torch.matmul(a, a)  # maps the BLAS library if it is loaded lazily
+    paths = mapped_blas_paths()
+    if paths and all("openblas" in p for p in paths):
+        return ", ".join(os.path.basename(p) for p in paths if "libopenblas" in p) or paths[0]
+    message = ("compare.py: torch is not running on OpenBLAS (mapped: %s); install libopenblas0-openmp "
+               "so that torch's GEMM is comparable" % (", ".join(paths) or "no BLAS"))
+    if not allow_other:
+        fail(message + " (or pass --allow-non-openblas to measure anyway)")
+    print("WARNING: " + message, file=sys.stderr)
+    return "NOT OpenBLAS: " + (", ".join(paths) or "none")
+
+
+def minor_faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def time_iterations(iteration, warmup_s, min_time_s):
+    """The same discipline as ctk_bench: warm up for >= 2 iterations and warmup_s, then time single
+    iterations until min_time_s has passed and >= 5 were taken. Returns the iteration count, the median
+    seconds and the minor page faults per timed iteration (memory the allocator returned to the kernel
+    and faulted back in: a cost of the allocator's state, not of the kernels)."""
+    start = time.perf_counter()
+    done = 0
+    while done < 2 or time.perf_counter() - start < warmup_s:
+        iteration()
+        done += 1
+    samples = []
+    faults = minor_faults()
+    start = time.perf_counter()
+    while len(samples) < 5 or time.perf_counter() - start < min_time_s:
+        t0 = time.perf_counter()
+        iteration()
+        samples.append(time.perf_counter() - t0)
+    return {"iterations": len(samples), "median_s": statistics.median(samples),
+            "faults_per_iter": (minor_faults() - faults) / len(samples)}
+
+
+def torch_workload(case):
+    """Inputs (built once, outside the timing) and one iteration of `case` in PyTorch, plus a label of the
+    kernel family torch picks. The iteration does exactly what ctk_bench's does: GEMM allocates C; a conv
+    step runs the bias-free forward, then dx and dw for a fixed dy (no bias gradient, no extra outputs)."""
+    gen = torch.Generator().manual_seed(1234)
+    if case["kind"] == "gemm":
+        n = case["n"]
+        a = torch.randn(n, n, generator=gen)
+        b = torch.randn(n, n, generator=gen)
+        assert torch.matmul(a, b).shape == (n, n)
+        return (lambda: torch.matmul(a, b)), "BLAS"
+
+    n, c_in, c_out, hw, k = case["batch"], case["c_in"], case["c_out"], case["hw"], case["kernel"]
+    stride, pad, out_hw = case["stride"], case["pad"], case["out_hw"]
+    x = torch.randn(n, c_in, hw, hw, generator=gen).requires_grad_()
+    w = (torch.randn(c_out, c_in, k, k, generator=gen) / (c_in * k * k) ** 0.5).requires_grad_()
+    dy = torch.randn(n, c_out, out_hw, out_hw, generator=gen)
+
+    def step():
+        y = F.conv2d(x, w, None, stride=stride, padding=pad)
+        return torch.autograd.grad(y, (x, w), dy)
+
+    y = F.conv2d(x, w, None, stride=stride, padding=pad)
+    assert y.shape == dy.shape, (tuple(y.shape), tuple(dy.shape))
+    dx, dw = step()
+    assert dx.shape == x.shape and dw.shape == w.shape
+    backend = torch._C._select_conv_backend(x, w, None, [stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1)
+    return step, str(backend).split(".")[-1]
+
+
+def time_torch(case, threads, workload, args):
+    torch.set_num_threads(threads)
+    if torch.get_num_threads() != threads:
+        fail("compare.py: torch.set_num_threads(%d) left %d threads" % (threads, torch.get_num_threads()))
+    return time_iterations(workload, args.warmup, args.min_time)
+
+
+def run_torch_worker(case, threads, args):
+    """--torch-subprocess: one round of torch in a fresh interpreter, as ctk gets a fresh process."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", json.dumps(case), "--threads",
+           str(threads), "--min-time", str(args.min_time), "--warmup", str(args.warmup)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300 + 20 * args.min_time)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        fail("compare.py: torch worker failed (%d): %s" % (proc.returncode, proc.stderr.strip()[-500:]))
+    return json.loads(lines[-1])
+
+
+# ---- the ctk side ----------------------------------------------------------------------------------
+
+def run_ctk(case, threads, args):
+    """One ctk_bench process; its JSON line, or {"error": ...} when it failed."""
+    cmd = [args.ctk_bench, "--case", case["case"], "--threads", str(threads),
+           "--min-time", str(args.min_time), "--warmup", str(args.warmup)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120 + 20 * args.min_time)
+    except subprocess.TimeoutExpired:
+        return {"error": "ctk_bench timed out"}
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return {"error": "ctk_bench exited with %d and printed no JSON: %s"
+                % (proc.returncode, (proc.stderr or proc.stdout).strip()[-300:])}
+    result = json.loads(lines[-1])
+    if proc.returncode != 0 and "error" not in result:
+        result["error"] = "ctk_bench exited with %d" % proc.returncode
+    return result
+
+
+def check_case(case, args):
+    """Runs one ctk step on ctk's own inputs (ctk_bench --dump), recomputes it in torch in float64 from
+    the same inputs, and returns the worst error relative to each output's largest magnitude: proof that
+    both sides compute the same thing, not just something of the same size."""
+    with tempfile.TemporaryDirectory(prefix="ctk_bench_check_") as tmp:
+        proc = subprocess.run([args.ctk_bench, "--case", case["case"], "--dump", tmp], capture_output=True,
+                              text=True, timeout=300)
+        if proc.returncode != 0:
+            lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+            error = json.loads(lines[-1]).get("error") if lines else proc.stderr.strip()[-300:]
+            return {"ok": False, "error": error}
+
+        def load(name, shape):
+            data = np.fromfile(os.path.join(tmp, name + ".f32"), dtype="<f4").reshape(shape)
+            return torch.from_numpy(data).double()
+
+        if case["kind"] == "gemm":
+            n = case["n"]
+            a, b = load("a", (n, n)), load("b", (n, n))
+            pairs = {"c": (load("c", (n, n)), torch.matmul(a, b))}
+        else:
+            n, c_in, c_out, hw, k, out_hw = (case[key] for key in ("batch", "c_in", "c_out", "hw", "kernel",
+                                                                    "out_hw"))
+            x = load("x", (n, c_in, hw, hw)).requires_grad_()
+            w = load("w", (c_out, c_in, k, k)).requires_grad_()
+            dy = load("dy", (n, c_out, out_hw, out_hw))
+            y = F.conv2d(x, w, None, stride=case["stride"], padding=case["pad"])
+            dx, dw = torch.autograd.grad(y, (x, w), dy)
+            pairs = {"y": (load("y", y.shape), y.detach()), "dx": (load("dx", dx.shape), dx),
+                     "dw": (load("dw", dw.shape), dw)}
+    worst = max(float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+                for got, want in pairs.values())
+    # f32 sums of a few thousand products (dw: N*Ho*Wo of them) stay near 1e-5 of the largest value;
+    # a wrong pad, stride or transpose gives errors of order one.
+    return {"ok": worst < 1e-4, "max_rel_err": float("%.2g" % worst)}
+
+
+# ---- the comparison --------------------------------------------------------------------------------
+
+def rate_of(case, median_s):
+    if case["kind"] == "gemm":
+        return case["gflop_per_iter"] / median_s
+    return case["batch"] / median_s
+
+
+def side_summary(case, rounds):
+    """Median over rounds of the per-round medians, with the derived rates."""
+    median_s = statistics.median(r["median_s"] for r in rounds)
+    return {"median_s": float("%.6g" % median_s), "rate": round(rate_of(case, median_s), 2),
+            "gflops": round(case["gflop_per_iter"] / median_s, 2), "rounds": len(rounds),
+            "faults_per_iter": round(statistics.median(r["faults_per_iter"] for r in rounds), 1)}
+
+
+def measure(case, threads, args, check):
+    workload, backend = (None, None) if args.torch_subprocess else torch_workload(case)
+    ctk_rounds, torch_rounds, paired = [], [], []
+    ctk_error = None
+    for _ in range(args.rounds):
+        ctk = None
+        if ctk_error is None:
+            ctk = run_ctk(case, threads, args)
+            if "error" in ctk:
+                ctk_error = ctk["error"]  # a failing case fails every round: stop asking
+                ctk = None
+            else:
+                if not ctk_rounds and "openblas" not in ctk.get("blas", ""):
+                    print("WARNING: ctk_bench mapped BLAS '%s', not OpenBLAS" % ctk.get("blas"), file=sys.stderr)
+                ctk_rounds.append(ctk)
+        if args.torch_subprocess:
+            t = run_torch_worker(case, threads, args)
+            backend = t["backend"]
+        else:
+            t = time_torch(case, threads, workload, args)
+        torch_rounds.append(t)
+        if ctk is not None:
+            paired.append(t["median_s"] / ctk["median_s"])  # this round's ctk rate / torch rate
+
+    line = {"case": case["case"], "threads": threads}
+    if ctk_error is None:
+        line["ctk"] = side_summary(case, ctk_rounds)
+        line["ctk"]["blas"] = ctk_rounds[0].get("blas")
+    else:
+        line["ctk"] = {"error": ctk_error}
+    line["torch"] = side_summary(case, torch_rounds)
+    line["torch"]["backend"] = backend
+    if ctk_error is None:
+        # rates are inverse times, so ctk rate / torch rate = torch median / ctk median
+        line["ratio"] = round(statistics.median(r["median_s"] for r in torch_rounds)
+                              / statistics.median(r["median_s"] for r in ctk_rounds), 3)
+        line["ratio_range"] = [round(min(paired), 3), round(max(paired), 3)]
+    else:
+        line["ratio"] = None
+    line["unit"] = case["unit"]
+    if check is not None:
+        line["check"] = check
+    line["load_avg"] = round(os.getloadavg()[0], 2)
+    return line
+
+
+def list_cases(ctk_bench):
+    try:
+        proc = subprocess.run([ctk_bench, "--list"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        fail("compare.py: cannot run '%s --list' (%s); build it with `ninja -C build ctk_bench` or pass "
+             "--ctk-bench PATH" % (ctk_bench, e))
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def select_cases(cases, patterns):
+    if not patterns:
+        return cases
+    wanted = [p.strip() for p in patterns.split(",") if p.strip()]
+    for p in wanted:
+        if not any(fnmatch.fnmatchcase(c["case"], p) for c in cases):
+            fail("compare.py: no case matches '%s'; cases: %s" % (p, ", ".join(c["case"] for c in cases)))
+    return [c for c in cases if any(fnmatch.fnmatchcase(c["case"], p) for p in wanted)]
+
+
+def print_table(lines, header, out):
+    print(header, file=out)
+    row = "{:<26} {:>3} {:>10} {:>10} {:>7}  {:<11} {:<8} {:>11} {:>5}"
+    print(row.format("case", "thr", "ctk", "torch", "ratio", "round range", "unit", "faults c/t", "load"),
+          file=out)
+    for line in lines:
+        ctk, tch = line["ctk"], line["torch"]
+        ctk_rate = "%.1f" % ctk["rate"] if "rate" in ctk else "error"
+        ratio = "%.3f" % line["ratio"] if line["ratio"] is not None else "-"
+        spread = "%.2f-%.2f" % tuple(line["ratio_range"]) if "ratio_range" in line else ""
+        faults = "%d/%d" % (ctk.get("faults_per_iter", -1), tch["faults_per_iter"])
+        print(row.format(line["case"], line["threads"], ctk_rate, "%.1f" % tch["rate"], ratio, spread,
+                         line["unit"], faults, line["load_avg"]), file=out)
+    notes = {}
+    for line in lines:
+        if "error" in line["ctk"]:
+            notes.setdefault(line["case"], "ctk error: " + line["ctk"]["error"])
+        elif "check" in line and not line["check"]["ok"]:
+            notes.setdefault(line["case"], "ctk result differs from torch: %s" % line["check"])
+    for name, note in notes.items():
+        print("%s: %s" % (name, note), file=out)
+
+
+def torch_worker(args):
+    """The body of one --torch-subprocess round: time the case, print one JSON line."""
+    case = json.loads(args.torch_worker)
+    threads = int(args.threads)
+    workload, backend = torch_workload(case)
+    result = time_torch(case, threads, workload, args)
+    result["backend"] = backend
+    print(json.dumps(result))
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ctk-bench", default="build/bench/ctk_bench", help="path of the ctk_bench driver")
+    parser.add_argument("--cases", default="", help="comma-separated case names or globs (default: all)")
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved ctk/torch rounds (default 5)")
+    parser.add_argument("--min-time", type=float, default=1.0, help="timed seconds per side per round")
+    parser.add_argument("--warmup", type=float, default=0.3, help="warm-up seconds per side per round")
+    parser.add_argument("--require-ratio", type=float, default=None,
+                        help="exit 1 if any ratio (ctk/torch) is below this, or a ctk case failed")
+    parser.add_argument("--allow-non-openblas", action="store_true",
+                        help="measure even if torch is not on OpenBLAS (prints a warning)")
+    parser.add_argument("--no-check", action="store_true",
+                        help="skip checking ctk's outputs against torch (float64) before timing a case")
+    parser.add_argument("--torch-subprocess", action="store_true",
+                        help="run each torch round in a fresh interpreter (as ctk's), so torch's timing does "
+                             "not depend on the allocator state earlier cases left behind")
+    parser.add_argument("--list", action="store_true", help="print the cases and exit")
+    parser.add_argument("--torch-worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.torch_worker:
+        return torch_worker(args)
+    if args.rounds < 1:
+        parser.error("--rounds must be >= 1")
+    try:
+        thread_counts = [int(t) for t in args.threads.split(",") if t.strip()]
+    except ValueError:
+        parser.error("--threads takes comma-separated integers")
+    if not thread_counts or min(thread_counts) < 1:
+        parser.error("--threads needs counts >= 1")
+
+    cases = select_cases(list_cases(args.ctk_bench), args.cases)
+    if args.list:
+        for case in cases:
+            print(json.dumps(case))
+        return 0
+    blas = check_torch_blas(args.allow_non_openblas)
+    load_start = os.getloadavg()
+    print("compare.py: torch %s (BLAS %s, %s), %d cases x threads %s, %d rounds, min-time %gs; load average %s"
+          % (torch.__version__, blas, "fresh process per round" if args.torch_subprocess else "in-process",
+             len(cases), thread_counts, args.rounds, args.min_time, " ".join("%.2f" % v for v in load_start)),
+          file=sys.stderr)
+
+    lines = []
+    for case in cases:
+        check = None if args.no_check else check_case(case, args)
+        if check is not None and not check["ok"]:
+            print("WARNING: %s: ctk's result differs from torch's: %s" % (case["case"], check), file=sys.stderr)
+        for threads in thread_counts:
+            line = measure(case, threads, args, check)
+            print(json.dumps(line, separators=(",", ":")), flush=True)
+            lines.append(line)
+
+    load_end = os.getloadavg()
+    header = ("\nctk vs torch %s (%s), medians of %d interleaved rounds; ratio = ctk / torch (> 1: ctk faster)"
+              "\nload average at start %s, at end %s" % (
+                  torch.__version__, "fresh process per round" if args.torch_subprocess else "in-process",
+                  args.rounds, " ".join("%.2f" % v for v in load_start), " ".join("%.2f" % v for v in load_end)))
+    print_table(lines, header, sys.stderr)
+
+    if args.require_ratio is not None:
+        failing = [l for l in lines if l["ratio"] is None or l["ratio"] < args.require_ratio]
+        if failing:
+            print("compare.py: %d of %d results below --require-ratio %g: %s"
+                  % (len(failing), len(lines), args.require_ratio,
+                     ", ".join("%s@%d" % (l["case"], l["threads"]) for l in failing)), file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,366 @@
+// ctk_bench: times one benchmark case in ctk and prints one JSON object. bench/compare.py runs it as a
+// subprocess, interleaved with the same workload in PyTorch; `--list` prints the case table that both
+// sides build their workloads from, so the two can never disagree about what a case is.
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/resource.h>
+
+#include "ctk/ctk.h"
+
+namespace {
+
+enum class CaseKind { gemm, conv };
+
+// One workload. GEMM: square f32 C = A * B of size n. Conv: y = conv(x, w) without bias, then dx and dw
+// for a fixed dy (the training step of one bias-free ResNet convolution), x [batch, c_in, hw, hw].
+struct BenchCase {
+    const char* name;
+    CaseKind kind;
+    int64_t n = 0;                                                                    // gemm
+    int64_t batch = 0, c_in = 0, c_out = 0, hw = 0, kernel = 0, stride = 1, pad = 0;  // conv
+    const char* note = "";
+};
+
+BenchCase gemm_case(const char* name, int64_t n, const char* note) {
+    BenchCase c{.name = name, .kind = CaseKind::gemm, .note = note};
+    c.n = n;
+    return c;
+}
+
+BenchCase conv_case(const char* name, int64_t c_in, int64_t c_out, int64_t hw, int64_t kernel, int64_t stride,
+                    int64_t pad, const char* note) {
+    BenchCase c{.name = name, .kind = CaseKind::conv, .note = note};
+    c.batch = 128;  // ResNet-20 on CIFAR-10 trains with minibatches of 128
+    c.c_in = c_in;
+    c.c_out = c_out;
+    c.hw = hw;
+    c.kernel = kernel;
+    c.stride = stride;
+    c.pad = pad;
+    return c;
+}
+
+// The ResNet-20 CIFAR shapes: the 3x3 convs of the three stages, the stride-2 first convs of stages 2
+// and 3, and the 1x1 stride-2 projection shortcuts beside them.
+const std::vector<BenchCase>& cases() {
+    static const std::vector<BenchCase> table = {
+        gemm_case("gemm_512", 512, "f32 C = A B, 512^3"),
+        gemm_case("gemm_1024", 1024, "f32 C = A B, 1024^3"),
+        gemm_case("gemm_2048", 2048, "f32 C = A B, 2048^3"),
+        conv_case("conv3x3_c16_32x32", 16, 16, 32, 3, 1, 1, "stage 1 3x3 conv"),
+        conv_case("conv3x3_c32_16x16", 32, 32, 16, 3, 1, 1, "stage 2 3x3 conv"),
+        conv_case("conv3x3_c64_8x8", 64, 64, 8, 3, 1, 1, "stage 3 3x3 conv"),
+        conv_case("conv3x3_s2_c16to32_32x32", 16, 32, 32, 3, 2, 1, "stage 2 entry, 32x32 -> 16x16"),
+        conv_case("conv3x3_s2_c32to64_16x16", 32, 64, 16, 3, 2, 1, "stage 3 entry, 16x16 -> 8x8"),
+        conv_case("conv1x1_s2_c16to32_32x32", 16, 32, 32, 1, 2, 0, "stage 2 projection shortcut"),
+        conv_case("conv1x1_s2_c32to64_16x16", 32, 64, 16, 1, 2, 0, "stage 3 projection shortcut"),
+    };
+    return table;
+}
+
+int64_t conv_out_hw(const BenchCase& c) {
+    return (c.hw + 2 * c.pad - c.kernel) / c.stride + 1;
+}
+
+// Floating-point operations in one iteration: 2 n^3 for GEMM; for a conv, three products of the same
+// size (forward, backward data, backward weights), each 2 * N * O * C * kh * kw * Ho * Wo.
+double flops_per_iter(const BenchCase& c) {
+    if (c.kind == CaseKind::gemm) return 2.0 * static_cast<double>(c.n) * c.n * c.n;
+    double out = static_cast<double>(conv_out_hw(c));
+    return 3.0 * 2.0 * c.batch * c.c_out * c.c_in * c.kernel * c.kernel * out * out;
+}
+
+// JSON text for a string (case names and error messages; escapes what JSON requires).
+std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (char ch : s) {
+        switch (ch) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                if (static_cast<unsigned char>(ch) < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+                    out += buf;
+                } else {
+                    out += ch;
+                }
+        }
+    }
+    return out + "\"";
+}
+
+std::string json_number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+std::string case_json(const BenchCase& c) {
+    std::ostringstream o;
+    o << "{\"case\":" << json_string(c.name);
+    if (c.kind == CaseKind::gemm) {
+        o << ",\"kind\":\"gemm\",\"n\":" << c.n << ",\"unit\":\"GFLOP/s\"";
+    } else {
+        o << ",\"kind\":\"conv\",\"batch\":" << c.batch << ",\"c_in\":" << c.c_in << ",\"c_out\":" << c.c_out
+          << ",\"hw\":" << c.hw << ",\"kernel\":" << c.kernel << ",\"stride\":" << c.stride
+          << ",\"pad\":" << c.pad << ",\"out_hw\":" << conv_out_hw(c) << ",\"unit\":\"images/s\"";
+    }
+    o << ",\"gflop_per_iter\":" << json_number(flops_per_iter(c) * 1e-9)
+      << ",\"note\":" << json_string(c.note) << "}";
+    return o.str();
+}
+
+// The file name of the BLAS library mapped into this process ("" if none), so a run shows which BLAS
+// ctk actually used.
+std::string mapped_blas() {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        auto slash = line.rfind('/');
+        if (slash == std::string::npos) continue;
+        std::string file = line.substr(slash + 1);
+        if (file.find("blas") != std::string::npos) return file;
+    }
+    return "";
+}
+
+// Deterministic inputs: N(0, stddev), far from denormals, so speed does not depend on the values.
+ctk::Tensor random_tensor(const ctk::Shape& shape, double stddev, ctk::Generator& gen) {
+    ctk::Tensor t = ctk::Tensor::empty(shape, ctk::DataType::f32);
+    gen.normal(t, 0.0, stddev);
+    return t;
+}
+
+void expect_shape(const ctk::Tensor& t, const ctk::Shape& want, const char* what) {
+    CTK_CHECK(t.shape() == want, ctk::ShapeError, "ctk_bench: ", what, " has shape ", t.shape().to_string(),
+              ", expected ", want.to_string());
+}
+
+// Writes a tensor as raw little-endian float32 (row-major) to dir/name.f32, for compare.py's check.
+void dump_tensor(const std::string& dir, const char* name, const ctk::Tensor& t) {
+    ctk::Tensor c = t.contiguous();
+    std::string path = dir + "/" + name + ".f32";
+    std::ofstream out(path, std::ios::binary);
+    out.write(static_cast<const char*>(c.raw_data()),
+              static_cast<std::streamsize>(c.numel() * c.element_size()));
+    CTK_CHECK(out.good(), ctk::IOError, "ctk_bench: cannot write ", path);
+}
+
+// Builds the inputs of a case (outside the timing), runs one untimed step that checks the output shapes
+// (and, given dump_dir, writes inputs and outputs there), and returns one timed iteration. Every
+// iteration allocates its outputs: the ctk op API has no out-parameter variants, and PyTorch allocates too.
+std::function<void()> make_iteration(const BenchCase& c, const std::string& dump_dir) {
+    ctk::Generator gen(1234);
+    if (c.kind == CaseKind::gemm) {
+        ctk::Tensor a = random_tensor({c.n, c.n}, 1.0, gen);
+        ctk::Tensor b = random_tensor({c.n, c.n}, 1.0, gen);
+        ctk::Tensor out = ctk::matmul(a, b);
+        expect_shape(out, {c.n, c.n}, "matmul output");
+        if (!dump_dir.empty()) {
+            dump_tensor(dump_dir, "a", a);
+            dump_tensor(dump_dir, "b", b);
+            dump_tensor(dump_dir, "c", out);
+        }
+        return [a, b] { (void)ctk::matmul(a, b); };
+    }
+    ctk::ConvAttrs attrs;
+    attrs.strides = {c.stride, c.stride};
+    attrs.dilation = {1, 1};
+    attrs.pad_lo = {c.pad, c.pad};
+    attrs.pad_hi = {c.pad, c.pad};
+    attrs.groups = 1;
+    int64_t ho = conv_out_hw(c);
+    ctk::Shape x_shape{c.batch, c.c_in, c.hw, c.hw};
+    ctk::Shape w_shape{c.c_out, c.c_in, c.kernel, c.kernel};
+    ctk::Shape y_shape{c.batch, c.c_out, ho, ho};
+    ctk::Tensor x = random_tensor(x_shape, 1.0, gen);
+    // He-style scale keeps y, dx and dw of order one.
+    ctk::Tensor w =
+        random_tensor(w_shape, 1.0 / std::sqrt(static_cast<double>(c.c_in * c.kernel * c.kernel)), gen);
+    ctk::Tensor dy = random_tensor(y_shape, 1.0, gen);
+    ctk::Tensor no_bias;
+    ctk::Tensor y = ctk::convolution(x, w, no_bias, attrs);
+    ctk::Tensor dx = ctk::convolution_backward_data(dy, w, x_shape, attrs);
+    ctk::Tensor dw = ctk::convolution_backward_weights(x, dy, w_shape, attrs, false).dw;
+    expect_shape(y, y_shape, "convolution output");
+    expect_shape(dx, x_shape, "dx");
+    expect_shape(dw, w_shape, "dw");
+    if (!dump_dir.empty()) {
+        const std::pair<const char*, const ctk::Tensor*> tensors[] = {{"x", &x}, {"w", &w},   {"dy", &dy},
+                                                                      {"y", &y}, {"dx", &dx}, {"dw", &dw}};
+        for (const auto& [name, t] : tensors) dump_tensor(dump_dir, name, *t);
+    }
+    return [x, w, dy, no_bias, attrs, x_shape, w_shape] {
+        ctk::Tensor y = ctk::convolution(x, w, no_bias, attrs);
+        ctk::Tensor dx = ctk::convolution_backward_data(dy, w, x_shape, attrs);
+        ctk::ConvWeightGrads g = ctk::convolution_backward_weights(x, dy, w_shape, attrs, false);
+        (void)y;
+        (void)dx;
+        (void)g;
+    };
+}
+
+struct Timing {
+    int64_t iterations = 0;
+    double median_s = 0.0;
+    double min_s = 0.0;
+    double faults_per_iter = 0.0;  // minor page faults: memory the allocator handed back to the kernel
+};
+
+long minor_faults() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+}
+
+// Warm-up (at least 2 iterations and warmup_s seconds: first-touch pages, oneDNN primitive creation,
+// OpenMP team start-up), then iterations timed one by one until min_time_s has passed and at least
+// 5 were taken; the median resists the odd slow iteration on a shared machine.
+Timing time_iterations(const std::function<void()>& iteration, double warmup_s, double min_time_s) {
+    using clock = std::chrono::steady_clock;
+    auto seconds_since = [](clock::time_point t0) {
+        return std::chrono::duration<double>(clock::now() - t0).count();
+    };
+    auto warm_start = clock::now();
+    for (int i = 0; i < 2 || seconds_since(warm_start) < warmup_s; ++i) iteration();
+
+    std::vector<double> samples;
+    long faults_before = minor_faults();
+    auto start = clock::now();
+    while (samples.size() < 5 || seconds_since(start) < min_time_s) {
+        auto t0 = clock::now();
+        iteration();
+        samples.push_back(seconds_since(t0));
+    }
+    Timing t;
+    t.iterations = static_cast<int64_t>(samples.size());
+    t.faults_per_iter =
+        static_cast<double>(minor_faults() - faults_before) / static_cast<double>(samples.size());
+    t.min_s = *std::min_element(samples.begin(), samples.end());
+    std::sort(samples.begin(), samples.end());
+    size_t mid = samples.size() / 2;
+    t.median_s = samples.size() % 2 ? samples[mid] : 0.5 * (samples[mid - 1] + samples[mid]);
+    return t;
+}
+
+void usage(std::ostream& os) {
+    os << "usage: ctk_bench --list\n"
+          "       ctk_bench --case NAME [--threads N] [--min-time SECONDS] [--warmup SECONDS]\n"
+          "       ctk_bench --case NAME --dump DIR\n"
+          "Times one case and prints one JSON line: case, threads, iterations, median_s, rate, unit.\n"
+          "--dump writes the case's inputs and the outputs of one step to DIR/<name>.f32 (raw float32)\n"
+          "instead of timing; bench/compare.py checks them against PyTorch.\n"
+          "On failure prints a JSON line with \"error\" and exits with status 2.\n";
+}
+
+bool parse_double(std::string_view s, double& out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parse_int(std::string_view s, int& out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string case_name, dump_dir;
+    int threads = 1;
+    double min_time = 1.0, warmup = 0.3;
+    bool list = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view arg = argv[i];
+        auto value = [&]() -> std::string_view {
+            if (i + 1 >= argc) {
+                std::cerr << "ctk_bench: " << arg << " needs a value\n";
+                std::exit(64);
+            }
+            return argv[++i];
+        };
+        bool ok = true;
+        if (arg == "--list") {
+            list = true;
+        } else if (arg == "--case") {
+            case_name = value();
+        } else if (arg == "--dump") {
+            dump_dir = value();
+        } else if (arg == "--threads") {
+            ok = parse_int(value(), threads) && threads >= 1;
+        } else if (arg == "--min-time") {
+            ok = parse_double(value(), min_time) && min_time >= 0;
+        } else if (arg == "--warmup") {
+            ok = parse_double(value(), warmup) && warmup >= 0;
+        } else if (arg == "-h" || arg == "--help") {
+            usage(std::cout);
+            return 0;
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            std::cerr << "ctk_bench: bad argument near '" << arg << "'\n";
+            usage(std::cerr);
+            return 64;
+        }
+    }
+    if (list) {
+        for (const BenchCase& c : cases()) std::cout << case_json(c) << "\n";
+        return 0;
+    }
+    auto it =
+        std::find_if(cases().begin(), cases().end(), [&](const BenchCase& c) { return case_name == c.name; });
+    if (it == cases().end()) {
+        std::cerr << "ctk_bench: unknown case '" << case_name << "' (see --list)\n";
+        return 64;
+    }
+    const BenchCase& c = *it;
+
+    std::string head = "{\"case\":" + json_string(c.name) + ",\"threads\":" + std::to_string(threads);
+    try {
+        ctk::set_num_threads(threads);
+        std::function<void()> iteration = make_iteration(c, dump_dir);
+        if (!dump_dir.empty()) {
+            std::cout << head << ",\"dumped\":" << json_string(dump_dir) << "}" << std::endl;
+            return 0;
+        }
+        Timing t = time_iterations(iteration, warmup, min_time);
+        double rate = c.kind == CaseKind::gemm ? flops_per_iter(c) * 1e-9 / t.median_s
+                                               : static_cast<double>(c.batch) / t.median_s;
+        ctk::BuildInfo info = ctk::build_info();
+        std::cout << head << ",\"iterations\":" << t.iterations << ",\"median_s\":" << json_number(t.median_s)
+                  << ",\"min_s\":" << json_number(t.min_s) << ",\"rate\":" << json_number(rate)
+                  << ",\"unit\":" << json_string(c.kind == CaseKind::gemm ? "GFLOP/s" : "images/s")
+                  << ",\"gflops\":" << json_number(flops_per_iter(c) * 1e-9 / t.median_s)
+                  << ",\"faults_per_iter\":" << json_number(t.faults_per_iter)
+                  << ",\"num_threads\":" << ctk::num_threads() << ",\"blas\":" << json_string(mapped_blas())
+                  << ",\"build\":" << json_string(info.build_type + " " + info.git_sha) << "}" << std::endl;
+        return 0;
+    } catch (const std::exception& e) {
+        std::cout << head << ",\"error\":" << json_string(e.what()) << "}" << std::endl;
+        return 2;
+    }
+}
