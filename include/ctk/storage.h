@@ -1,6 +1,7 @@
 // Storage: a reference-counted block of device memory, and the allocators that provide it.
-// The CPU allocator aligns to 64 bytes (a cache line, and what AVX-512 and oneDNN prefer) and keeps
-// statistics; the CUDA caching allocator will implement the same interface.
+// The CPU allocator aligns to 64 bytes (a cache line, and what AVX-512 and oneDNN prefer), keeps
+// statistics, and caches freed blocks of 256 KiB and more for reuse (bounded by a limit); the CUDA
+// caching allocator will implement the same interface.
 #pragma once
 
 #include <cstddef>
@@ -12,11 +13,12 @@
 namespace ctk {
 
 struct AllocatorStats {
-    int64_t bytes_in_use = 0;      // currently allocated by callers
-    int64_t peak_bytes_in_use = 0; // high-water mark since the last reset_peak()
-    int64_t bytes_cached = 0;      // held by the allocator but free (caching allocators only)
-    int64_t num_allocations = 0;   // calls to allocate() since start
+    int64_t bytes_in_use = 0;       // currently allocated by callers
+    int64_t peak_bytes_in_use = 0;  // high-water mark since the last reset_peak()
+    int64_t bytes_cached = 0;       // held by the allocator but free (caching allocators only)
+    int64_t num_allocations = 0;    // calls to allocate() since start
     int64_t num_frees = 0;
+    int64_t num_cache_hits = 0;  // allocations served from the cache (caching allocators only)
 };
 
 class Allocator {
@@ -27,11 +29,18 @@ public:
     virtual AllocatorStats stats() const = 0;
     virtual void reset_peak() = 0;
     virtual Device device() const = 0;
+    // Caching: frees every cached block; the most bytes kept cached (0 turns caching off and empties
+    // the cache). An allocator without a cache ignores these.
+    virtual void empty_cache() {}
+    virtual void set_cache_limit(size_t /*bytes*/) {}
+    virtual size_t cache_limit() const { return 0; }
 };
 
 inline constexpr size_t kCpuAlignment = 64;
 
-// The process's CPU allocator (thread-safe).
+// The process's CPU allocator (thread-safe). Its cache limit defaults to 2 GiB, or CTK_CPU_CACHE_MB
+// mebibytes from the environment, or 0 in AddressSanitizer builds (so that use after free is caught).
+// A request that fails empties the cache and tries once more before it throws OutOfMemoryError.
 Allocator& cpu_allocator();
 // The allocator for a device; throws DeviceError for a device this build cannot reach.
 Allocator& allocator_for(Device device);

@@ -1,5 +1,9 @@
-// The CPU allocator's alignment and statistics.
+// The CPU allocator: alignment, statistics, and its cache of large freed blocks.
 #include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "ctk/error.h"
 #include "ctk/tensor.h"
@@ -37,4 +41,113 @@ TEST(Storage, UnavailableDevice) {
 
 TEST(Storage, HugeAllocationFailsCleanly) {
     EXPECT_THROW(Tensor::empty(Shape{int64_t(1) << 50}), OutOfMemoryError);
+}
+
+// The cache of large freed blocks. Each test sets its own limit and restores the process's afterwards.
+class CpuCache : public ::testing::Test {
+protected:
+    void SetUp() override {
+        saved_limit_ = cpu_allocator().cache_limit();
+        cpu_allocator().set_cache_limit(size_t(64) << 20);
+        cpu_allocator().empty_cache();
+    }
+    void TearDown() override {
+        cpu_allocator().empty_cache();
+        cpu_allocator().set_cache_limit(saved_limit_);
+    }
+    size_t saved_limit_ = 0;
+};
+
+TEST_F(CpuCache, FreedLargeBlockIsReused) {
+    Allocator& a = cpu_allocator();
+    const void* first = nullptr;
+    {
+        Tensor t = Tensor::empty(Shape{1 << 18});  // 1 MiB
+        first = t.raw_data();
+    }
+    AllocatorStats freed = a.stats();
+    EXPECT_EQ(freed.bytes_cached, 1 << 20);
+    Tensor again = Tensor::empty(Shape{1 << 18});
+    EXPECT_EQ(again.raw_data(), first);
+    AllocatorStats reused = a.stats();
+    EXPECT_EQ(reused.num_cache_hits - freed.num_cache_hits, 1);
+    EXPECT_EQ(reused.bytes_cached, 0);
+    EXPECT_EQ(reused.bytes_in_use - freed.bytes_in_use, 1 << 20);  // callers' bytes, not the block's
+}
+
+TEST_F(CpuCache, NearbySizesShareAClass) {
+    // 1 MiB + 4 bytes and 1 MiB + 100 KiB both round up to the 1.125 MiB class.
+    const void* first = nullptr;
+    {
+        Tensor t = Tensor::empty(Shape{(1 << 18) + 1});
+        first = t.raw_data();
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % kCpuAlignment, 0u);
+    }
+    EXPECT_EQ(cpu_allocator().stats().bytes_cached, (1 << 20) + (1 << 17));
+    Tensor again = Tensor::empty(Shape{(1 << 18) + 25600});
+    EXPECT_EQ(again.raw_data(), first);
+    // A request of the next class up does not take the smaller block.
+    Tensor bigger = Tensor::empty(Shape{(1 << 18) + 40000});
+    EXPECT_NE(bigger.raw_data(), first);
+}
+
+TEST_F(CpuCache, SmallBlocksAreNotCached) {
+    { Tensor t = Tensor::empty(Shape{1024}); }
+    EXPECT_EQ(cpu_allocator().stats().bytes_cached, 0);
+}
+
+TEST_F(CpuCache, LimitBoundsTheCache) {
+    Allocator& a = cpu_allocator();
+    a.set_cache_limit(size_t(3) << 20);
+    {
+        Tensor t1 = Tensor::empty(Shape{1 << 19});  // 2 MiB
+        Tensor t2 = Tensor::empty(Shape{1 << 19});  // 2 MiB: would exceed 3 MiB, goes back to the system
+    }
+    EXPECT_EQ(a.stats().bytes_cached, 2 << 20);
+    a.set_cache_limit(size_t(1) << 20);  // below what is cached: empties it
+    EXPECT_EQ(a.stats().bytes_cached, 0);
+    a.set_cache_limit(0);
+    { Tensor t = Tensor::empty(Shape{1 << 19}); }
+    EXPECT_EQ(a.stats().bytes_cached, 0);
+}
+
+TEST_F(CpuCache, EmptyCacheReleasesEverything) {
+    { Tensor t = Tensor::empty(Shape{1 << 20}); }
+    EXPECT_GT(cpu_allocator().stats().bytes_cached, 0);
+    cpu_allocator().empty_cache();
+    EXPECT_EQ(cpu_allocator().stats().bytes_cached, 0);
+}
+
+TEST_F(CpuCache, FailedRequestEmptiesTheCacheAndSaysSo) {
+    { Tensor t = Tensor::empty(Shape{1 << 20}); }
+    ASSERT_GT(cpu_allocator().stats().bytes_cached, 0);
+    try {
+        Tensor::empty(Shape{int64_t(1) << 50});
+        FAIL() << "expected OutOfMemoryError";
+    } catch (const OutOfMemoryError& e) {
+        EXPECT_NE(std::string(e.what()).find("4503599627370496 bytes"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(cpu_allocator().stats().bytes_cached, 0);
+}
+
+TEST_F(CpuCache, ThreadsShareItSafely) {
+    Allocator& a = cpu_allocator();
+    AllocatorStats before = a.stats();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([t] {
+            for (int i = 0; i < 200; ++i) {
+                // Sizes from 192 KiB to 1.5 MiB: some cached, some not, several classes.
+                Tensor x = Tensor::empty(Shape{(48 << 10) * (1 + (i + t) % 8)});
+                static_cast<float*>(x.raw_data())[x.numel() - 1] = 1.0f;  // touch the whole block's end
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    AllocatorStats after = a.stats();
+    EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+    EXPECT_EQ(after.num_allocations - before.num_allocations, 800);
+    EXPECT_EQ(after.num_frees - before.num_frees, 800);
+    EXPECT_GT(after.num_cache_hits - before.num_cache_hits, 0);
+    EXPECT_LE(after.bytes_cached, int64_t(64) << 20);
 }
