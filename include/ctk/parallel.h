@@ -15,6 +15,18 @@ int num_threads();
 // Sets the thread count for ctk, oneDNN and OpenBLAS together; n >= 1, else ValueError.
 void set_num_threads(int n);
 
+// Sets the thread count for a scope and restores the previous count when the scope ends.
+class ScopedNumThreads {
+public:
+    explicit ScopedNumThreads(int n) : saved_(num_threads()) { set_num_threads(n); }
+    ~ScopedNumThreads() { set_num_threads(saved_); }
+    ScopedNumThreads(const ScopedNumThreads&) = delete;
+    ScopedNumThreads& operator=(const ScopedNumThreads&) = delete;
+
+private:
+    int saved_;
+};
+
 // Splits [begin, end) into at most num_threads() contiguous chunks of at least `grain` items and
 // calls fn(chunk_begin, chunk_end) on each, in parallel. Runs inline when the range is small or when
 // already inside a parallel region.

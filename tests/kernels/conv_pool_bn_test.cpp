@@ -464,8 +464,6 @@ TEST(ConvolutionCache, RepeatableAcrossThreadsAndThreadCounts) {
     for (auto& t : threads) t.join();
     for (const auto& r : results) EXPECT_EQ(max_rel_error(r, ref), 0.0);
     // Another thread count builds another plan; the result agrees up to summation order.
-    const int before = num_threads();
-    set_num_threads(before == 1 ? 2 : 1);
+    ScopedNumThreads other(num_threads() == 1 ? 2 : 1);
     EXPECT_LT(max_rel_error(convolution(x, w, b, a), ref), 1e-6);
-    set_num_threads(before);
 }

@@ -27,16 +27,6 @@ void expect_error(Fn fn, std::initializer_list<const char*> parts) {
     }
 }
 
-// Restores the thread count when a test changes it.
-class ThreadCount {
-public:
-    ThreadCount() : saved_(num_threads()) {}
-    ~ThreadCount() { set_num_threads(saved_); }
-
-private:
-    int saved_;
-};
-
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
     Tensor ca = a.contiguous(), cb = b.contiguous();
     return a.shape() == b.shape() && a.dtype() == b.dtype() &&
@@ -98,7 +88,7 @@ TEST(Dropout, RateZeroIsIdentity) {
 }
 
 TEST(Dropout, IndependentOfThreadCountAndStrides) {
-    ThreadCount restore;
+    ScopedNumThreads restore(num_threads());
     Tensor x = random({257, 1031});
     Tensors results;
     for (int threads : {1, 2}) {
@@ -183,7 +173,7 @@ TEST(Gather, IntegerAndSixteenBitData) {
 }
 
 TEST(Gather, DeterministicWithDuplicateIndices) {
-    ThreadCount restore;
+    ScopedNumThreads restore(num_threads());
     Tensor data = random({50, 300});
     Tensor idx = Tensor::empty(Shape{4000}, DataType::i64);
     for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = (i * 7) % 50;
@@ -224,7 +214,7 @@ TEST(ScatterAdd, Errors) {
 }
 
 TEST(ScatterAdd, AccumulatesDuplicatesDeterministically) {
-    ThreadCount restore;
+    ScopedNumThreads restore(num_threads());
     // Few target rows and many indices: every row is hit hundreds of times.
     const int64_t rows = 4, width = 300, n = 5000;
     Tensor target = random({rows, width}, 1);
@@ -268,7 +258,7 @@ TEST(Permute, Errors) {
 }
 
 TEST(Permute, TiledTransposeMatchesAStridedCopy) {
-    ThreadCount restore;
+    ScopedNumThreads restore(num_threads());
     for (DataType d : {DataType::f32, DataType::f64, DataType::bf16, DataType::u8}) {
         Tensor x = random({513, 1027}, 6, DataType::f32, 0, 200).to(d);  // u8 needs non-negative values
         Tensor expect = x.transpose(0, 1).contiguous();

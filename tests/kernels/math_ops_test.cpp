@@ -107,8 +107,7 @@ TEST(Reduce, SemanticsAndErrors) {
 TEST(Reduce, IndependentOfThreadCount) {
     Tensor x = Tensor::empty(Shape{3, 200003});
     Generator(1).normal(x);
-    int saved = num_threads();
-    set_num_threads(1);
+    ScopedNumThreads restore(1);
     auto one = reduce_sum(x, {1}).to_vector<float>();
     auto one_all = reduce_sum(x).item();
     auto one_cols = reduce_mean(x, {0}).to_vector<float>();
@@ -116,7 +115,6 @@ TEST(Reduce, IndependentOfThreadCount) {
     EXPECT_EQ(reduce_sum(x, {1}).to_vector<float>(), one);
     EXPECT_EQ(reduce_sum(x).item(), one_all);
     EXPECT_EQ(reduce_mean(x, {0}).to_vector<float>(), one_cols);
-    set_num_threads(saved);
 }
 
 TEST(Softmax, StableAndChecked) {
