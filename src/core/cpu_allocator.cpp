@@ -5,6 +5,7 @@
 // the CUDA caching allocator does for cudaMalloc.
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -36,6 +37,7 @@ size_t default_cache_limit() {
         char* end = nullptr;
         unsigned long long mb = std::strtoull(env, &end, 10);
         if (end != env && *end == '\0') return static_cast<size_t>(mb) << 20;
+        std::fprintf(stderr, "ctk: ignoring CTK_CPU_CACHE_MB=\"%s\": not a whole number of mebibytes\n", env);
     }
     return size_t(2) << 30;
 #endif
@@ -54,7 +56,7 @@ public:
         }
         std::lock_guard<std::mutex> lock(mutex_);
         CTK_CHECK(p != nullptr, OutOfMemoryError, "CPU allocation of ", bytes, " bytes failed (",
-                  stats_.bytes_in_use, " bytes in use by ctk; its cache of free blocks was emptied)");
+                  stats_.bytes_in_use, " bytes in use by ctk, ", stats_.bytes_cached, " bytes cached)");
         stats_.bytes_in_use += static_cast<int64_t>(bytes);
         stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
         ++stats_.num_allocations;
