@@ -41,7 +41,8 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
         fn(begin, end);
         return;
     }
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
+    const int team = static_cast<int>(chunks);
+#pragma omp parallel for num_threads(team) schedule(static, 1)
     for (int64_t c = 0; c < chunks; ++c) {
         int64_t b = begin + n * c / chunks, e = begin + n * (c + 1) / chunks;
         fn(b, e);

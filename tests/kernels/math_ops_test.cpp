@@ -100,7 +100,8 @@ TEST(Reduce, SemanticsAndErrors) {
     EXPECT_THROW(reduce_max(Tensor::zeros(Shape{0})), ValueError);
     EXPECT_THROW(argmax(Tensor::scalar(1), 0), ValueError);
     EXPECT_THROW(reduce_sum(Tensor::zeros(Shape{2}, DataType::i64)), TypeError);
-    EXPECT_EQ(sum_to_shape(Tensor::ones(Shape{4, 2, 3}), Shape{2, 1}).to_vector<float>(), (std::vector<float>{12, 12}));
+    EXPECT_EQ(sum_to_shape(Tensor::ones(Shape{4, 2, 3}), Shape{2, 1}).to_vector<float>(),
+              (std::vector<float>{12, 12}));
     EXPECT_THROW(sum_to_shape(Tensor::ones(Shape{4, 2, 3}), Shape{5}), ShapeError);
 }
 

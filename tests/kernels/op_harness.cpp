@@ -33,7 +33,8 @@ void for_each_index(const Shape& shape, const std::function<void(const Dims&)>& 
 double at_broadcast(const Tensor& t, const Dims& out_index) {
     Dims idx(static_cast<size_t>(t.rank()));
     size_t shift = out_index.size() - idx.size();
-    for (size_t i = 0; i < idx.size(); ++i) idx[i] = t.shape()[static_cast<int>(i)] == 1 ? 0 : out_index[i + shift];
+    for (size_t i = 0; i < idx.size(); ++i)
+        idx[i] = t.shape()[static_cast<int>(i)] == 1 ? 0 : out_index[i + shift];
     return t.at(idx);
 }
 
@@ -100,8 +101,8 @@ std::string compare(const Tensor& actual, const Tensor& expected, double rtol, d
                   std::fabs(a[i] - e[i]) <= atol + rtol * std::fabs(e[i]);
         if (!ok) {
             msg.precision(10);
-            msg << "element " << i << " of " << actual.shape().to_string() << ": got " << a[i] << ", expected "
-                << e[i] << " (rtol " << rtol << ", atol " << atol << ")";
+            msg << "element " << i << " of " << actual.shape().to_string() << ": got " << a[i]
+                << ", expected " << e[i] << " (rtol " << rtol << ", atol " << atol << ")";
             return msg.str();
         }
     }
@@ -117,8 +118,8 @@ std::vector<int> compared(const OpCase& c, size_t n) {
     return all;
 }
 
-std::string compare_outputs(const OpCase& c, const Tensors& got, const Tensors& want, double rtol, double atol,
-                            const char* what) {
+std::string compare_outputs(const OpCase& c, const Tensors& got, const Tensors& want, double rtol,
+                            double atol, const char* what) {
     if (got.size() != want.size()) {
         return detail::concat(what, ": ", got.size(), " outputs, expected ", want.size());
     }
@@ -145,10 +146,14 @@ bool has_dtype(const OpCase& c, DataType d) {
 
 std::pair<double, double> tolerance(const OpCase& c, DataType dtype) {
     switch (dtype) {
-        case DataType::f64: return {c.rtol_f64, c.atol_f64};
-        case DataType::bf16: return {std::max(c.rtol_f32, 1.6e-2), std::max(c.atol_f32, 1.6e-2)};  // 8-bit mantissa
-        case DataType::f16: return {std::max(c.rtol_f32, 2e-3), std::max(c.atol_f32, 2e-3)};  // 11-bit mantissa
-        default: return {c.rtol_f32, c.atol_f32};
+        case DataType::f64:
+            return {c.rtol_f64, c.atol_f64};
+        case DataType::bf16:
+            return {std::max(c.rtol_f32, 1.6e-2), std::max(c.atol_f32, 1.6e-2)};  // 8-bit mantissa
+        case DataType::f16:
+            return {std::max(c.rtol_f32, 2e-3), std::max(c.atol_f32, 2e-3)};  // 11-bit mantissa
+        default:
+            return {c.rtol_f32, c.atol_f32};
     }
 }
 
@@ -181,10 +186,12 @@ std::string check_gradients(const OpCase& c) {
     Tensors weights;
     for (size_t k = 0; k < outputs.size(); ++k) {
         Tensor w = Tensor::empty(outputs[k].shape(), DataType::f64);
-        bool skip = std::find(c.outputs_without_grad.begin(), c.outputs_without_grad.end(), static_cast<int>(k)) !=
-                    c.outputs_without_grad.end();
-        if (skip || !is_floating(outputs[k].dtype())) w.fill(0.0);
-        else gen.uniform(w, -1.0, 1.0);
+        bool skip = std::find(c.outputs_without_grad.begin(), c.outputs_without_grad.end(),
+                              static_cast<int>(k)) != c.outputs_without_grad.end();
+        if (skip || !is_floating(outputs[k].dtype()))
+            w.fill(0.0);
+        else
+            gen.uniform(w, -1.0, 1.0);
         weights.push_back(w);
     }
     auto loss = [&](const Tensors& xs) {
