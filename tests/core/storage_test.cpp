@@ -1,6 +1,8 @@
 // The CPU allocator: alignment, statistics, and its cache of large freed blocks.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -151,4 +153,25 @@ TEST_F(CpuCache, ThreadsShareItSafely) {
     EXPECT_EQ(after.num_frees - before.num_frees, 800);
     EXPECT_GT(after.num_cache_hits - before.num_cache_hits, 0);
     EXPECT_LE(after.bytes_cached, int64_t(64) << 20);
+}
+
+// CTK_CPU_CACHE_MB is read once, when the allocator is first used, so the test runs this binary again
+// with the variable set; in that child run the same test checks the limit it sees.
+TEST(CpuCacheEnvironment, LimitComesFromCtkCpuCacheMb) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "ASan builds never cache";
+#else
+    if (const char* mode = std::getenv("CTK_TEST_CACHE_CHILD")) {
+        size_t want = std::string(mode) == "valid" ? size_t(7) << 20 : size_t(2) << 30;
+        EXPECT_EQ(cpu_allocator().cache_limit(), want);
+        return;
+    }
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const std::string run = "'" + self + "' --gtest_filter=CpuCacheEnvironment.* > /dev/null 2>&1";
+    EXPECT_EQ(std::system(("CTK_TEST_CACHE_CHILD=valid CTK_CPU_CACHE_MB=7 " + run).c_str()), 0);
+    // A malformed value keeps the default (and says so on stderr).
+    EXPECT_EQ(std::system(("CTK_TEST_CACHE_CHILD=malformed CTK_CPU_CACHE_MB=7x " + run).c_str()), 0);
+    // The check can fail: a wrong expectation makes the child fail.
+    EXPECT_NE(std::system(("CTK_TEST_CACHE_CHILD=valid CTK_CPU_CACHE_MB=8 " + run).c_str()), 0);
+#endif
 }
