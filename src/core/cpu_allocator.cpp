@@ -50,7 +50,7 @@ public:
         size_t rounded = block_bytes(bytes);
         void* p = nullptr;
         if (rounded >= bytes) {  // else the rounding overflowed: an absurd request
-            p = take_cached(rounded);
+            if (rounded >= kCacheMinBytes) p = take_cached(rounded);  // small blocks are never cached
             if (!p) p = std::aligned_alloc(kCpuAlignment, rounded);
             if (!p && empty_cache_if_any()) p = std::aligned_alloc(kCpuAlignment, rounded);
         }

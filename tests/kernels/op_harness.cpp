@@ -206,16 +206,16 @@ std::string check_gradients(const OpCase& c) {
         return s;
     };
     Tensors analytic = c.backward(inputs, weights);
+    // Two forward passes per input element: thousands of tiny parallel regions, which under ctest -j2
+    // (two processes, two threads each, two cores) make OpenMP's spinning barriers wait for a
+    // descheduled partner, 50x slower. Results do not depend on the thread count, so use one.
+    ScopedNumThreads one_thread(1);
     for (size_t k = 0; k < c.inputs.size(); ++k) {
         if (!c.inputs[k].differentiable) continue;
         if (k >= analytic.size() || !analytic[k].defined())
             return detail::concat("backward returned no gradient for input ", k);
         Tensor numeric = Tensor::empty(inputs[k].shape(), DataType::f64);
         Tensor x = inputs[k];
-        // Two forward passes per element: thousands of tiny parallel regions, which under ctest -j2
-        // (two processes, two threads each, two cores) make OpenMP's spinning barriers wait for a
-        // descheduled partner, 50x slower. Results do not depend on the thread count, so use one.
-        ScopedNumThreads one_thread(1);
         int64_t n = x.numel();
         for (int64_t i = 0; i < n; ++i) {
             Dims idx(static_cast<size_t>(x.rank()));
