@@ -1,4 +1,5 @@
-// What this build of ctk is: version, git SHA, build type, the math libraries and their versions.
+// What this build of ctk is: version, git SHA, build type, when it was built, the math libraries and,
+// in GPU builds, the CUDA toolkit, cuDNN and the GPU architectures compiled in.
 #pragma once
 
 #include <string>
@@ -9,8 +10,13 @@ struct BuildInfo {
     std::string version;
     std::string git_sha;
     std::string build_type;
-    std::string build_target;  // "CPU" until the CUDA backend is built in
-    std::string math_lib;      // e.g. "OpenBLAS 0.3.21 (OpenMP) + oneDNN"
+    std::string build_target;  // "GPU" when the CUDA backend is built in, else "CPU"
+    std::string math_lib;      // e.g. "OpenBLAS (OpenBLAS 0.3.21 ...) + oneDNN"
+    std::string built_time;    // "Nov 23 2025 02:48:00": __DATE__ __TIME__, as CNTK printed it
+    // Empty in CPU builds.
+    std::string cuda_version;        // the CUDA toolkit, e.g. "13.0.88"
+    std::string cudnn_version;       // e.g. "9.19.0"
+    std::string cuda_architectures;  // CMake's CUDA_ARCHITECTURES, e.g. "80-real 86-real 89-real 90"
 };
 
 BuildInfo build_info();

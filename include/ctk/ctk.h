@@ -2,7 +2,9 @@
 #pragma once
 
 #include "ctk/build_info.h"
+#include "ctk/cuda.h"
 #include "ctk/device.h"
+#include "ctk/device_info.h"
 #include "ctk/dtype.h"
 #include "ctk/error.h"
 #include "ctk/kernel_table.h"

@@ -58,7 +58,8 @@ inline void dispatch(OpKind op, std::span<const Tensor> inputs, std::span<Tensor
 }
 
 namespace detail {
-void register_cpu_kernels(KernelTable& table);  // src/kernels/cpu/register.cpp
+void register_cpu_kernels(KernelTable& table);   // src/kernels/cpu/register.cpp
+void register_cuda_kernels(KernelTable& table);  // src/kernels/cuda/register.cpp (CUDA builds only)
 }
 
 }  // namespace ctk

@@ -19,6 +19,7 @@ struct AllocatorStats {
     int64_t num_allocations = 0;    // calls to allocate() since start
     int64_t num_frees = 0;
     int64_t num_cache_hits = 0;  // allocations served from the cache (caching allocators only)
+    int64_t bytes_reserved = 0;  // taken from the device (in use, rounding and cache; GPU allocator only)
 };
 
 class Allocator {

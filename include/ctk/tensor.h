@@ -71,6 +71,7 @@ public:
     Tensor contiguous() const;               // this tensor if already contiguous
     Tensor clone() const;                    // always a new contiguous tensor
     Tensor to(DataType dtype) const;         // a converted copy (this tensor if dtype matches)
+    Tensor to(Device device) const;          // a copy on `device` (this tensor if already there)
     // Copies src into this tensor, broadcasting src and converting its dtype.
     void copy_from(const Tensor& src);
     void fill(double value);
@@ -117,7 +118,7 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-    Tensor c = contiguous().to(dtype_v<T>);
+    Tensor c = to(Device::cpu()).contiguous().to(dtype_v<T>);
     const T* p = c.data<T>();
     return std::vector<T>(p, p + c.numel());
 }

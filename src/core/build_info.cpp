@@ -1,4 +1,4 @@
-// Build facts baked in by CMake.
+// Build facts baked in by CMake (CTK_* macros, private to ctk_core).
 #include "ctk/build_info.h"
 
 #include <cblas.h>
@@ -10,8 +10,17 @@ BuildInfo build_info() {
     info.version = CTK_VERSION;
     info.git_sha = CTK_GIT_SHA;
     info.build_type = CTK_BUILD_TYPE;
-    info.build_target = "CPU";
     info.math_lib = std::string("OpenBLAS (") + openblas_get_config() + ") + oneDNN";
+    // The time this file was last compiled, as in CNTK; it changes only when this file is rebuilt.
+    info.built_time = __DATE__ " " __TIME__;
+#ifdef CTK_HAVE_CUDA
+    info.build_target = "GPU";
+    info.cuda_version = CTK_CUDA_VERSION;
+    info.cudnn_version = CTK_CUDNN_VERSION;
+    info.cuda_architectures = CTK_CUDA_ARCHITECTURES;
+#else
+    info.build_target = "CPU";
+#endif
     return info;
 }
 

@@ -3,6 +3,10 @@
 
 #include "ctk/error.h"
 
+#if CTK_HAVE_CUDA
+#include "core/cuda/allocator.h"
+#endif
+
 namespace ctk {
 
 std::string Device::to_string() const {
@@ -11,6 +15,9 @@ std::string Device::to_string() const {
 
 Allocator& allocator_for(Device device) {
     if (device.is_cpu()) return cpu_allocator();
+#if CTK_HAVE_CUDA
+    return cuda::detail::device_allocator(device.index);
+#endif
     CTK_THROW(DeviceError, "device ", device.to_string(), " is not available in this build of ctk");
 }
 

@@ -8,30 +8,55 @@
 
 #include "core/strided_loop.h"
 
+#if CTK_HAVE_CUDA
+#include "core/cuda/copy.h"
+#endif
+
 namespace ctk {
 
 double load_as_double(const void* p, DataType dtype) {
     switch (dtype) {
-        case DataType::f32: return *static_cast<const float*>(p);
-        case DataType::f64: return *static_cast<const double*>(p);
-        case DataType::f16: return static_cast<float>(*static_cast<const Half*>(p));
-        case DataType::bf16: return static_cast<float>(*static_cast<const BFloat16*>(p));
-        case DataType::i32: return *static_cast<const int32_t*>(p);
-        case DataType::i64: return static_cast<double>(*static_cast<const int64_t*>(p));
-        case DataType::u8: return *static_cast<const uint8_t*>(p);
+        case DataType::f32:
+            return *static_cast<const float*>(p);
+        case DataType::f64:
+            return *static_cast<const double*>(p);
+        case DataType::f16:
+            return static_cast<float>(*static_cast<const Half*>(p));
+        case DataType::bf16:
+            return static_cast<float>(*static_cast<const BFloat16*>(p));
+        case DataType::i32:
+            return *static_cast<const int32_t*>(p);
+        case DataType::i64:
+            return static_cast<double>(*static_cast<const int64_t*>(p));
+        case DataType::u8:
+            return *static_cast<const uint8_t*>(p);
     }
     return 0;
 }
 
 void store_from_double(void* p, DataType dtype, double v) {
     switch (dtype) {
-        case DataType::f32: *static_cast<float*>(p) = static_cast<float>(v); break;
-        case DataType::f64: *static_cast<double*>(p) = v; break;
-        case DataType::f16: *static_cast<Half*>(p) = Half(static_cast<float>(v)); break;
-        case DataType::bf16: *static_cast<BFloat16*>(p) = BFloat16(static_cast<float>(v)); break;
-        case DataType::i32: *static_cast<int32_t*>(p) = static_cast<int32_t>(v); break;
-        case DataType::i64: *static_cast<int64_t*>(p) = static_cast<int64_t>(v); break;
-        case DataType::u8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v); break;
+        case DataType::f32:
+            *static_cast<float*>(p) = static_cast<float>(v);
+            break;
+        case DataType::f64:
+            *static_cast<double*>(p) = v;
+            break;
+        case DataType::f16:
+            *static_cast<Half*>(p) = Half(static_cast<float>(v));
+            break;
+        case DataType::bf16:
+            *static_cast<BFloat16*>(p) = BFloat16(static_cast<float>(v));
+            break;
+        case DataType::i32:
+            *static_cast<int32_t*>(p) = static_cast<int32_t>(v);
+            break;
+        case DataType::i64:
+            *static_cast<int64_t*>(p) = static_cast<int64_t>(v);
+            break;
+        case DataType::u8:
+            *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v);
+            break;
     }
 }
 
@@ -79,7 +104,9 @@ Dims byte_strides(const Tensor& t) {
 
 }  // namespace
 
-Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+Device Tensor::device() const {
+    return storage_ ? storage_->device() : Device::cpu();
+}
 
 void* Tensor::raw_data() const {
     CTK_CHECK(defined(), ValueError, "use of an undefined tensor");
@@ -111,11 +138,19 @@ Tensor Tensor::full(const Shape& shape, double value, DataType dtype, Device dev
 }
 Tensor Tensor::zeros(const Shape& shape, DataType dtype, Device device) {
     Tensor t = empty(shape, dtype, device);
+    if (!device.is_cpu()) {
+        t.fill(0.0);
+        return t;
+    }
     std::memset(t.raw_data(), 0, static_cast<size_t>(t.numel()) * t.element_size());
     return t;
 }
-Tensor Tensor::ones(const Shape& shape, DataType dtype, Device device) { return full(shape, 1.0, dtype, device); }
-Tensor Tensor::scalar(double value, DataType dtype) { return full(Shape{}, value, dtype); }
+Tensor Tensor::ones(const Shape& shape, DataType dtype, Device device) {
+    return full(shape, 1.0, dtype, device);
+}
+Tensor Tensor::scalar(double value, DataType dtype) {
+    return full(Shape{}, value, dtype);
+}
 
 Tensor Tensor::arange(const Shape& shape, DataType dtype) {
     Tensor t = empty(shape, dtype);
@@ -150,13 +185,13 @@ void Tensor::check_view_in_bounds(const char* op) const {
     }
     int64_t capacity = static_cast<int64_t>(storage_->bytes() / element_size());
     CTK_CHECK(lo >= 0 && hi < capacity, IndexError, op, ": view of shape ", shape_.to_string(),
-              " with strides ", dims_to_string(strides_), " and offset ", offset_,
-              " reaches elements [", lo, ", ", hi, "] outside its storage of ", capacity, " elements");
+              " with strides ", dims_to_string(strides_), " and offset ", offset_, " reaches elements [", lo,
+              ", ", hi, "] outside its storage of ", capacity, " elements");
 }
 
 Tensor Tensor::as_strided(const Shape& shape, const Dims& strides, int64_t offset) const {
-    CTK_CHECK(static_cast<int>(strides.size()) == shape.rank(), ShapeError, "as_strided: ",
-              strides.size(), " strides given for shape ", shape.to_string());
+    CTK_CHECK(static_cast<int>(strides.size()) == shape.rank(), ShapeError, "as_strided: ", strides.size(),
+              " strides given for shape ", shape.to_string());
     Tensor t = *this;
     t.shape_ = shape;
     t.strides_ = strides;
@@ -196,8 +231,8 @@ Tensor Tensor::select(int axis, int64_t index) const {
 }
 
 Tensor Tensor::permute(const std::vector<int>& order) const {
-    CTK_CHECK(static_cast<int>(order.size()) == rank(), ShapeError, "permute: order of length ",
-              order.size(), " for a tensor of shape ", shape_.to_string());
+    CTK_CHECK(static_cast<int>(order.size()) == rank(), ShapeError, "permute: order of length ", order.size(),
+              " for a tensor of shape ", shape_.to_string());
     std::vector<bool> seen(order.size(), false);
     Dims dims(order.size()), strides(order.size());
     for (size_t i = 0; i < order.size(); ++i) {
@@ -222,16 +257,16 @@ Tensor Tensor::transpose(int axis0, int axis1) const {
 }
 
 Tensor Tensor::broadcast_to(const Shape& shape) const {
-    CTK_CHECK(shape.rank() >= rank(), ShapeError, "broadcast_to: cannot broadcast shape ",
-              shape_.to_string(), " to lower-rank shape ", shape.to_string());
+    CTK_CHECK(shape.rank() >= rank(), ShapeError, "broadcast_to: cannot broadcast shape ", shape_.to_string(),
+              " to lower-rank shape ", shape.to_string());
     Dims strides(static_cast<size_t>(shape.rank()), 0);
     for (int i = 0; i < rank(); ++i) {
         int j = shape.rank() - rank() + i;
         if (shape_[i] == shape[j]) {
             strides[static_cast<size_t>(j)] = strides_[static_cast<size_t>(i)];
         } else {
-            CTK_CHECK(shape_[i] == 1, ShapeError, "broadcast_to: cannot broadcast shape ",
-                      shape_.to_string(), " to ", shape.to_string());
+            CTK_CHECK(shape_[i] == 1, ShapeError, "broadcast_to: cannot broadcast shape ", shape_.to_string(),
+                      " to ", shape.to_string());
         }
     }
     Tensor t = *this;
@@ -256,8 +291,8 @@ Tensor Tensor::expand_dims(int axis) const {
 
 Tensor Tensor::squeeze(int axis) const {
     int a = shape_.normalize_axis(axis, "squeeze axis");
-    CTK_CHECK(shape_[a] == 1, ShapeError, "squeeze: axis ", a, " of shape ", shape_.to_string(),
-              " has size ", shape_[a], ", not 1");
+    CTK_CHECK(shape_[a] == 1, ShapeError, "squeeze: axis ", a, " of shape ", shape_.to_string(), " has size ",
+              shape_[a], ", not 1");
     return select(a, 0);
 }
 
@@ -313,8 +348,10 @@ Tensor Tensor::view(const Dims& dims) const {
         size_t i_end = i, j_end = j;
         int64_t p0 = sd[i], p1 = target[j];
         while (p0 != p1) {
-            if (p0 < p1) p0 *= sd[++i_end];
-            else p1 *= target[++j_end];
+            if (p0 < p1)
+                p0 *= sd[++i_end];
+            else
+                p1 *= target[++j_end];
         }
         for (size_t k = i; k < i_end; ++k)
             CTK_CHECK(ss[k] == ss[k + 1] * sd[k + 1], ShapeError, "view: shape ", shape_.to_string(),
@@ -352,6 +389,13 @@ Tensor Tensor::clone() const {
     return t;
 }
 
+Tensor Tensor::to(Device device) const {
+    if (device == this->device()) return *this;
+    Tensor t = empty(shape_, dtype_, device);
+    t.copy_from(*this);
+    return t;
+}
+
 Tensor Tensor::to(DataType dtype) const {
     if (dtype == dtype_) return *this;
     Tensor t = empty(shape_, dtype, device());
@@ -361,9 +405,15 @@ Tensor Tensor::to(DataType dtype) const {
 
 void Tensor::copy_from(const Tensor& src) {
     CTK_CHECK(defined() && src.defined(), ValueError, "copy_from: undefined tensor");
-    CTK_CHECK(device().is_cpu() && src.device().is_cpu(), NotImplementedError,
-              "copy_from: copies between ", src.device().to_string(), " and ", device().to_string(),
-              " are not available in this build");
+    if (!device().is_cpu() || !src.device().is_cpu()) {
+#if CTK_HAVE_CUDA
+        CTK_CHECK(src.broadcast_to(shape_).numel() == numel(), ShapeError, "copy_from: shape mismatch");
+        return cuda::detail::copy_tensor(src, *this);
+#else
+        CTK_THROW(DeviceError, "copy_from: copies between ", src.device().to_string(), " and ",
+                  device().to_string(), " are not available in this build");
+#endif
+    }
     Tensor s = src.broadcast_to(shape_);
     if (numel() == 0) return;
     auto plan = detail::make_strided_plan<2>(shape_.dims(), {byte_strides(*this), byte_strides(s)});
@@ -396,27 +446,30 @@ int64_t Tensor::element_offset(const Dims& index) const {
 }
 
 double Tensor::at(const Dims& index) const {
-    return load_as_double(static_cast<char*>(storage_->data()) +
-                              element_offset(index) * static_cast<int64_t>(element_size()),
-                          dtype_);
+    if (!device().is_cpu()) return as_strided(Shape{}, {}, element_offset(index)).to(Device::cpu()).item();
+    return load_as_double(
+        static_cast<char*>(storage_->data()) + element_offset(index) * static_cast<int64_t>(element_size()),
+        dtype_);
 }
 
 void Tensor::set(const Dims& index, double value) {
-    store_from_double(static_cast<char*>(storage_->data()) +
-                          element_offset(index) * static_cast<int64_t>(element_size()),
-                      dtype_, value);
+    if (!device().is_cpu()) return as_strided(Shape{}, {}, element_offset(index)).fill(value);
+    store_from_double(
+        static_cast<char*>(storage_->data()) + element_offset(index) * static_cast<int64_t>(element_size()),
+        dtype_, value);
 }
 
 double Tensor::item() const {
     CTK_CHECK(numel() == 1, ShapeError, "item: tensor of shape ", shape_.to_string(), " has ", numel(),
               " elements, not 1");
+    if (!device().is_cpu()) return to(Device::cpu()).item();
     return load_as_double(raw_data(), dtype_);
 }
 
 std::string Tensor::to_string() const {
     if (!defined()) return "Tensor(undefined)";
-    return detail::concat("Tensor(", dtype_name(dtype_), ", ", shape_.to_string(), ", ",
-                          device().to_string(), ")");
+    return detail::concat("Tensor(", dtype_name(dtype_), ", ", shape_.to_string(), ", ", device().to_string(),
+                          ")");
 }
 
 }  // namespace ctk

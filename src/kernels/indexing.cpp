@@ -27,9 +27,10 @@ int checked_axis(const char* op, const char* operand, const Shape& shape, int ax
 // Returns `indices` as a contiguous int64 tensor after checking that every value is an integer (floating
 // indices must hold integral values, as CNTK feeds them) in [0, size). `where` names the indexed axis.
 Tensor checked_indices(const char* op, const Tensor& indices, int64_t size, const std::string& where) {
-    // The scan reads the values on the host; a device backend would check inside its kernel instead.
-    CTK_CHECK(indices.device().is_cpu(), NotImplementedError, op, ": operand 'indices' on ",
-              indices.device().to_string(), " is not supported in this build");
+    // The scan reads the values on the host, so indices on a GPU make a round trip (and the error names
+    // the bad value exactly). Checking inside the kernels instead would save the copies.
+    if (!indices.device().is_cpu())
+        return checked_indices(op, indices.to(Device::cpu()), size, where).to(indices.device());
     Tensor src = indices.contiguous();
     const bool reuse = src.dtype() == DataType::i64;
     Tensor out = reuse ? src : Tensor::empty(src.shape(), DataType::i64, src.device());

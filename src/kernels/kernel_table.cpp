@@ -1,6 +1,8 @@
 // The kernel table and dispatch.
 #include "ctk/kernel_table.h"
 
+#include "ctk/cuda.h"
+
 namespace ctk {
 
 size_t KernelTable::index(OpKind op, DeviceType device, DataType dtype) {
@@ -20,12 +22,17 @@ const KernelTable& kernel_table() {
     static const KernelTable table = [] {
         KernelTable t;
         detail::register_cpu_kernels(t);
+#if CTK_HAVE_CUDA
+        detail::register_cuda_kernels(t);
+#endif
         return t;
     }();
     return table;
 }
 
-bool supports(OpKind op, Device device, DataType dtype) { return kernel_table().supports(op, device.type, dtype); }
+bool supports(OpKind op, Device device, DataType dtype) {
+    return kernel_table().supports(op, device.type, dtype);
+}
 
 void dispatch(OpKind op, std::span<const Tensor> inputs, std::span<Tensor> outputs, const OpAttrs& attrs,
               DataType dispatch_dtype) {
@@ -41,7 +48,10 @@ void dispatch(OpKind op, std::span<const Tensor> inputs, std::span<Tensor> outpu
     KernelFn fn = kernel_table().find(op, device.type, dispatch_dtype);
     CTK_CHECK(fn != nullptr, NotImplementedError, op_name(op), ": no ", device.to_string(),
               " kernel for dtype ", dtype_name(dispatch_dtype));
-    KernelContext ctx{device, nullptr};
+    for (const Tensor& out : outputs)
+        CTK_CHECK(!out.defined() || out.device() == device, DeviceError, op_name(op), ": an output is on ",
+                  out.device().to_string(), " but the inputs are on ", device.to_string());
+    KernelContext ctx{device, device.is_cuda() ? cuda::stream(device) : nullptr};
     fn(KernelCall{op, inputs, outputs, attrs, ctx});
 }
 

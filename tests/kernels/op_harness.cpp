@@ -1,6 +1,7 @@
 // The op harness runner: input generation, comparisons, forward/non-contiguous/gradient/backend checks.
 #include "kernels/op_harness.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -238,9 +239,67 @@ std::string check_gradients(const OpCase& c) {
     return "";
 }
 
-std::string check_backends(const OpCase&) {
-    // Each non-CPU backend in the build runs the case and is compared with the CPU result here. This
-    // build has only the CPU backend; the CUDA backend adds its device to this loop.
+std::string check_backends(const OpCase& c) {
+    // Every GPU of the build runs the case (forward, and backward where the case has one) on the same
+    // inputs as the CPU, and must agree within the case's tolerance for the dtype, doubled: both
+    // sides carry rounding error against the exact result.
+    for (int g = 0; g < cuda::device_count(); ++g) {
+        const Device gpu = Device::cuda(g);
+        for (DataType dtype : {DataType::f32, DataType::f64, DataType::bf16, DataType::f16}) {
+            if (dtype == DataType::f64 || dtype == DataType::f32) {
+                if (std::find(c.dtypes.begin(), c.dtypes.end(), dtype) == c.dtypes.end()) continue;
+            } else if (!supports(c.ops.front(), Device::cpu(), dtype)) {
+                continue;
+            }
+            auto [rtol, atol] = tolerance(c, dtype);
+            const Tensors in = make_inputs(c, dtype, 3);
+            Tensors in_gpu;
+            for (const Tensor& t : in) in_gpu.push_back(t.defined() ? t.to(gpu) : t);
+            const std::string where = detail::concat(gpu.to_string(), " ", dtype_name(dtype), " ");
+            Tensors cpu_out, gpu_out;
+            try {
+                cpu_out = c.forward(in);
+                gpu_out = c.forward(in_gpu);
+            } catch (const std::exception& e) {
+                return where + "forward threw: " + e.what();
+            }
+            std::vector<int> which = c.compared_outputs;
+            if (which.empty())
+                for (size_t k = 0; k < cpu_out.size(); ++k) which.push_back(static_cast<int>(k));
+            for (int k : which) {
+                if (!cpu_out[static_cast<size_t>(k)].defined()) continue;
+                const Tensor& go = gpu_out[static_cast<size_t>(k)];
+                if (!go.device().is_cuda())
+                    return where + detail::concat("output ", k, " is on ", go.device().to_string());
+                std::string m =
+                    compare(go.to(Device::cpu()).to(DataType::f64),
+                            cpu_out[static_cast<size_t>(k)].to(DataType::f64), 2 * rtol, 2 * atol);
+                if (!m.empty()) return where + detail::concat("output ", k, ": ", m);
+            }
+            if (!c.backward || dtype != DataType::f32) continue;
+            Tensors dys, dys_gpu;
+            Generator gen(11);
+            for (const Tensor& o : cpu_out) {
+                Tensor d = Tensor::empty(o.shape(), DataType::f64);
+                gen.uniform(d, -1.0, 1.0);
+                dys.push_back(d.to(o.dtype()));
+                dys_gpu.push_back(dys.back().to(gpu));
+            }
+            Tensors cpu_grads, gpu_grads;
+            try {
+                cpu_grads = c.backward(in, dys);
+                gpu_grads = c.backward(in_gpu, dys_gpu);
+            } catch (const std::exception& e) {
+                return where + "backward threw: " + e.what();
+            }
+            for (size_t k = 0; k < cpu_grads.size(); ++k) {
+                if (!cpu_grads[k].defined()) continue;
+                std::string m = compare(gpu_grads[k].to(Device::cpu()).to(DataType::f64),
+                                        cpu_grads[k].to(DataType::f64), 2 * rtol, 2 * atol);
+                if (!m.empty()) return where + detail::concat("gradient of input ", k, ": ", m);
+            }
+        }
+    }
     return "";
 }
 

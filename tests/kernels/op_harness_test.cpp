@@ -40,7 +40,6 @@ TEST_P(OpHarness, NonContiguous) {
     EXPECT_EQ(check_non_contiguous(op_case(), DataType::f64), "");
 }
 TEST_P(OpHarness, Gradient) { EXPECT_EQ(check_gradients(op_case()), ""); }
-TEST_P(OpHarness, Backends) { EXPECT_EQ(check_backends(op_case()), ""); }
 
 INSTANTIATE_TEST_SUITE_P(Cases, OpHarness, ::testing::Range<size_t>(0, cases().size()), case_name);
 

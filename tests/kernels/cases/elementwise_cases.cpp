@@ -152,7 +152,7 @@ std::vector<OpCase> elementwise_cases() {
         c.name = "element_select/broadcast";
         c.ops = {OpKind::element_select};
         c.inputs = {InputSpec::uniform({3, 1}, -1, 1), InputSpec::uniform({3, 4}), InputSpec::uniform({4})};
-        c.forward = [](const Tensors& in) { return Tensors{element_select(greater(in[0], Tensor::scalar(0, in[0].dtype())), in[1], in[2])}; };
+        c.forward = [](const Tensors& in) { return Tensors{element_select(greater(in[0], Tensor::zeros(Shape{}, in[0].dtype(), in[0].device())), in[1], in[2])}; };
         c.reference = [](const Tensors& in) {
             Tensor r = Tensor::empty(Shape{3, 4}, DataType::f64);
             for_each_index(r.shape(), [&](const Dims& i) {

@@ -123,7 +123,7 @@ Tensor pad_backward(const Tensor& dy, const Shape& x_shape, const Dims& lo, PadM
         for (int64_t p = 0; p < g.dim(a); ++p) map.data<int64_t>()[p] = mirror(p - l, n, mode);
         Dims zeros = g.shape().dims();
         zeros[static_cast<size_t>(a)] = n;
-        g = scatter_add(Tensor::zeros(Shape(zeros), g.dtype()), map, g, a);
+        g = scatter_add(Tensor::zeros(Shape(zeros), g.dtype(), g.device()), map.to(g.device()), g, a);
     }
     return g;
 }
@@ -188,7 +188,7 @@ void add_gather(std::vector<OpCase>& cases, const char* tag, Shape data, Shape i
     c.forward = [=](const Tensors& in) { return Tensors{gather(in[0], indices(in), axis)}; };
     c.reference = [=](const Tensors& in) { return Tensors{gather_ref(in[0], in[1], axis)}; };
     c.backward = [=](const Tensors& in, const Tensors& dy) {
-        return Tensors{scatter_add(Tensor::zeros(in[0].shape(), dy[0].dtype()), in[1], dy[0], axis),
+        return Tensors{scatter_add(Tensor::zeros(in[0].shape(), dy[0].dtype(), dy[0].device()), in[1], dy[0], axis),
                        Tensor()};
     };
     c.dtypes = kFloatTypes;

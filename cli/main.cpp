@@ -1,0 +1,82 @@
+// The `ctk` command. Each job is a subcommand with its own options; `info` is the first, and `train`,
+// `eval`, `convert` and `data` join the table below as they land.
+#include <cstdio>
+#include <exception>
+#include <string_view>
+
+#include "ctk/build_info.h"
+#include "ctk/device_info.h"
+
+namespace {
+
+struct Subcommand {
+    const char* name;
+    const char* summary;
+    int (*run)(int argc, char** argv);  // argv holds the arguments after the name
+};
+
+int run_info(int argc, char** argv);
+
+constexpr Subcommand kSubcommands[] = {
+    {"info", "the build banner, the GPUs, and whether this build runs on them (and the fix if not)",
+     run_info},
+};
+
+void print_usage(std::FILE* out) {
+    std::fputs("usage: ctk <command> [arguments]\n       ctk --help | --version\n\ncommands:\n", out);
+    for (const Subcommand& c : kSubcommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+    std::fputs("\n`ctk <command> --help` describes a command.\n", out);
+}
+
+bool is_help(std::string_view arg) {
+    return arg == "-h" || arg == "--help";
+}
+
+int run_info(int argc, char** argv) {
+    if (argc == 1 && is_help(argv[0])) {
+        std::puts(
+            "usage: ctk info\n\nPrints CNTK's build banner, the CUDA versions and architectures in this "
+            "build,\n"
+            "each GPU with a compatibility verdict, and the fix when a GPU cannot run ctk.\n"
+            "Exits 0 whether or not a GPU is usable.");
+        return 0;
+    }
+    if (argc > 0) {
+        std::fprintf(stderr, "ctk info: unexpected argument '%s'\nusage: ctk info\n", argv[0]);
+        return 2;
+    }
+    std::fputs(ctk::info_report().c_str(), stdout);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        print_usage(stderr);
+        return 2;
+    }
+    const std::string_view command = argv[1];
+    if (is_help(command)) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (command == "--version") {
+        const ctk::BuildInfo info = ctk::build_info();
+        std::printf("ctk %s (%s, %s, %s)\n", info.version.c_str(), info.git_sha.c_str(),
+                    info.build_type.c_str(), info.build_target.c_str());
+        return 0;
+    }
+    for (const Subcommand& c : kSubcommands) {
+        if (command != c.name) continue;
+        try {
+            return c.run(argc - 2, argv + 2);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "ctk %s: error: %s\n", c.name, e.what());
+            return 1;
+        }
+    }
+    std::fprintf(stderr, "ctk: unknown command '%s'\n\n", argv[1]);
+    print_usage(stderr);
+    return 2;
+}

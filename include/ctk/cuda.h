@@ -1,0 +1,60 @@
+// The CUDA runtime as ctk sees it: devices, their properties, one stream per device, synchronization.
+// Declared in every build; without CUDA (CTK_HAVE_CUDA undefined) device_count() is 0 and the rest
+// throws DeviceError. No CUDA type appears here, so users need no CUDA headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ctk/device.h"
+
+namespace ctk::cuda {
+
+// True when this build has the CUDA backend compiled in.
+bool is_built();
+// Number of usable GPUs: 0 without the backend, without a driver or without a GPU. Never throws.
+int device_count();
+bool is_available();
+// Why device_count() is 0, in words ("this build of ctk has no CUDA backend", "no CUDA driver is
+// installed", "CUDA driver found but no GPU", ...); empty when GPUs are available.
+std::string unavailable_reason();
+
+// The CUDA version the installed driver supports (e.g. 13000 for 13.0), or 0 without a driver.
+int driver_version();
+// The CUDA runtime version this binary was built with and links (e.g. 13000).
+int runtime_version();
+
+struct DeviceProperties {
+    int index = 0;
+    std::string name;
+    int major = 0;  // compute capability
+    int minor = 0;
+    int multiprocessors = 0;
+    int64_t total_memory = 0;  // bytes
+    int64_t free_memory = 0;   // bytes, when queried
+    int l2_cache_bytes = 0;
+};
+DeviceProperties properties(int device);
+
+// Throws DeviceError naming the device when `device` is not a usable GPU of this process.
+void check_device(Device device);
+
+// The stream every ctk kernel on `device` runs on (created on first use, non-blocking with respect to
+// the legacy default stream). Work on one device is ordered on this stream, which is what lets the
+// caching allocator reuse a freed block at once. Returned as void* (a cudaStream_t).
+void* stream(Device device);
+// Waits until all work queued on the device's ctk stream is done; rethrows an asynchronous kernel
+// error as DeviceError.
+void synchronize(Device device);
+
+// Whether f32 matrix products may use TF32 tensor cores (10-bit mantissa inputs, f32 accumulation):
+// several times faster on Ampere and Hopper, but not f32-exact. Off by default, as in CNTK.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
+// Deterministic algorithms only (CNTK's force_deterministic_algorithms): cuDNN candidates that are not
+// bit-reproducible are skipped. Off by default.
+void set_deterministic(bool deterministic);
+bool deterministic();
+
+}  // namespace ctk::cuda

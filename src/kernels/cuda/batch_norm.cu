@@ -1,0 +1,187 @@
+// CUDA batch normalization (training statistics, inference, backward), by hand rather than through
+// cuDNN: ctk's op returns the biased batch variance (cuDNN saves the inverse standard deviation) and
+// takes any per-channel or per-activation layout. x is seen as [N, C, S]; one block reduces one channel
+// (two passes, so the variance does not suffer from cancellation), and element-wise kernels apply the
+// result. Mirrors cpu/reference_batch_norm.cpp.
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/rows.cuh"
+
+namespace ctk::cuda {
+
+namespace {
+
+struct Layout {
+    int64_t n = 1, c = 1, s = 1;
+};
+
+Layout layout_of(const Shape& x, bool spatial) {
+    Layout l;
+    l.n = x[0];
+    l.c = spatial ? x[1] : x.numel() / std::max<int64_t>(x[0], 1);
+    l.s = x.numel() / std::max<int64_t>(l.n * l.c, 1);
+    return l;
+}
+
+struct SumOp {
+    template <typename C>
+    __device__ C operator()(C a, C b) const {
+        return a + b;
+    }
+};
+
+// Statistics accumulate in double: a channel can hold millions of values.
+template <typename D>
+__global__ void stats_kernel(Layout l, const D* x, D* mean, D* var) {
+    __shared__ double shared[8];
+    const int64_t ch = blockIdx.x, count = l.n * l.s;
+    double sum = 0;
+    for (int64_t k = threadIdx.x; k < count; k += blockDim.x)
+        sum += to_comp(x[((k / l.s) * l.c + ch) * l.s + k % l.s]);
+    const double m = block_reduce(sum, SumOp(), shared) / double(count);
+    double sq = 0;
+    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+        const double d = to_comp(x[((k / l.s) * l.c + ch) * l.s + k % l.s]) - m;
+        sq += d * d;
+    }
+    sq = block_reduce(sq, SumOp(), shared);
+    if (threadIdx.x == 0) {
+        mean[ch] = from_comp<D>(comp_t<D>(m));
+        var[ch] = from_comp<D>(comp_t<D>(sq / double(count)));  // biased, as CNTK normalizes with it
+    }
+}
+
+template <typename D>
+__global__ void normalize_kernel(Layout l, const D* x, const D* scale, const D* bias, const D* mean,
+                                 const D* var, double epsilon, D* y) {
+    using C = comp_t<D>;
+    const int64_t total = l.n * l.c * l.s;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+         i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t ch = (i / l.s) % l.c;
+        const C inv_std = C(1) / sqrt(to_comp(var[ch]) + C(epsilon));
+        y[i] = from_comp<D>(to_comp(scale[ch]) * (to_comp(x[i]) - to_comp(mean[ch])) * inv_std +
+                            to_comp(bias[ch]));
+    }
+}
+
+// dbias = sum(dy), dscale = sum(dy * xhat) per channel.
+template <typename D>
+__global__ void grad_stats_kernel(Layout l, const D* x, const D* dy, const D* mean, const D* var,
+                                  double epsilon, D* dscale, D* dbias) {
+    __shared__ double shared[8];
+    const int64_t ch = blockIdx.x, count = l.n * l.s;
+    const double m = to_comp(mean[ch]), inv_std = 1.0 / sqrt(double(to_comp(var[ch])) + epsilon);
+    double s_dy = 0, s_dyx = 0;
+    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+        const int64_t q = ((k / l.s) * l.c + ch) * l.s + k % l.s;
+        const double g = to_comp(dy[q]);
+        s_dy += g;
+        s_dyx += g * (double(to_comp(x[q])) - m) * inv_std;
+    }
+    s_dy = block_reduce(s_dy, SumOp(), shared);
+    s_dyx = block_reduce(s_dyx, SumOp(), shared);
+    if (threadIdx.x == 0) {
+        dbias[ch] = from_comp<D>(comp_t<D>(s_dy));
+        dscale[ch] = from_comp<D>(comp_t<D>(s_dyx));
+    }
+}
+
+// dx = scale / std * (dy - dbias / M - xhat * dscale / M), M values per statistic.
+template <typename D>
+__global__ void grad_input_kernel(Layout l, const D* x, const D* dy, const D* scale, const D* mean,
+                                  const D* var, const D* dscale, const D* dbias, double epsilon, D* dx) {
+    using C = comp_t<D>;
+    const int64_t total = l.n * l.c * l.s;
+    const C count = C(l.n * l.s);
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+         i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t ch = (i / l.s) % l.c;
+        const C inv_std = C(1) / sqrt(to_comp(var[ch]) + C(epsilon));
+        const C xhat = (to_comp(x[i]) - to_comp(mean[ch])) * inv_std;
+        dx[i] =
+            from_comp<D>(to_comp(scale[ch]) * inv_std *
+                         (to_comp(dy[i]) - to_comp(dbias[ch]) / count - xhat * to_comp(dscale[ch]) / count));
+    }
+}
+
+// A contiguous version of an output to write into, and the copy back when one was needed.
+Tensor writable(const Tensor& t) {
+    return t.is_contiguous() ? t : Tensor::empty(t.shape(), t.dtype(), t.device());
+}
+void settle(const Tensor& tmp, const Tensor& out) {
+    if (!tmp.shares_storage(out)) Tensor(out).copy_from(tmp);
+}
+
+template <typename T>
+void training(const KernelCall& call) {
+    using D = dev_t<T>;
+    const auto& a = call.attr<BatchNormAttrs>();
+    const Tensor x = call.inputs[0].contiguous(), scale = call.inputs[1].contiguous(),
+                 bias = call.inputs[2].contiguous();
+    const Layout l = layout_of(x.shape(), a.spatial);
+    Tensor y = writable(call.outputs[0]), mean = writable(call.outputs[1]), var = writable(call.outputs[2]);
+    cudaStream_t s = stream_of(call);
+    stats_kernel<D><<<static_cast<unsigned>(l.c), 256, 0, s>>>(l, ptr<D>(x), ptr<D>(mean), ptr<D>(var));
+    CTK_CUDA_LAUNCH_CHECK();
+    normalize_kernel<D><<<grid_for(x.numel()), 256, 0, s>>>(l, ptr<D>(x), ptr<D>(scale), ptr<D>(bias),
+                                                            ptr<D>(mean), ptr<D>(var), a.epsilon, ptr<D>(y));
+    CTK_CUDA_LAUNCH_CHECK();
+    settle(y, call.outputs[0]);
+    settle(mean, call.outputs[1]);
+    settle(var, call.outputs[2]);
+}
+
+template <typename T>
+void inference(const KernelCall& call) {
+    using D = dev_t<T>;
+    const auto& a = call.attr<BatchNormAttrs>();
+    Tensor in[5];
+    for (size_t i = 0; i < 5; ++i) in[i] = call.inputs[i].contiguous();
+    const Layout l = layout_of(in[0].shape(), a.spatial);
+    Tensor y = writable(call.outputs[0]);
+    normalize_kernel<D><<<grid_for(y.numel()), 256, 0, stream_of(call)>>>(
+        l, ptr<D>(in[0]), ptr<D>(in[1]), ptr<D>(in[2]), ptr<D>(in[3]), ptr<D>(in[4]), a.epsilon, ptr<D>(y));
+    CTK_CUDA_LAUNCH_CHECK();
+    settle(y, call.outputs[0]);
+}
+
+template <typename T>
+void backward(const KernelCall& call) {
+    using D = dev_t<T>;
+    const auto& a = call.attr<BatchNormAttrs>();
+    Tensor in[5];  // x, dy, scale, mean, var
+    for (size_t i = 0; i < 5; ++i) in[i] = call.inputs[i].contiguous();
+    const Layout l = layout_of(in[0].shape(), a.spatial);
+    Tensor dx = writable(call.outputs[0]), dscale = writable(call.outputs[1]),
+           dbias = writable(call.outputs[2]);
+    cudaStream_t s = stream_of(call);
+    grad_stats_kernel<D><<<static_cast<unsigned>(l.c), 256, 0, s>>>(l, ptr<D>(in[0]), ptr<D>(in[1]),
+                                                                    ptr<D>(in[3]), ptr<D>(in[4]), a.epsilon,
+                                                                    ptr<D>(dscale), ptr<D>(dbias));
+    CTK_CUDA_LAUNCH_CHECK();
+    grad_input_kernel<D><<<grid_for(dx.numel()), 256, 0, s>>>(l, ptr<D>(in[0]), ptr<D>(in[1]), ptr<D>(in[2]),
+                                                              ptr<D>(in[3]), ptr<D>(in[4]), ptr<D>(dscale),
+                                                              ptr<D>(dbias), a.epsilon, ptr<D>(dx));
+    CTK_CUDA_LAUNCH_CHECK();
+    settle(dx, call.outputs[0]);
+    settle(dscale, call.outputs[1]);
+    settle(dbias, call.outputs[2]);
+}
+
+template <typename T>
+void add(KernelTable& t) {
+    t.add(OpKind::batch_norm_training, DeviceType::cuda, dtype_v<T>, training<T>);
+    t.add(OpKind::batch_norm_inference, DeviceType::cuda, dtype_v<T>, inference<T>);
+    t.add(OpKind::batch_norm_backward, DeviceType::cuda, dtype_v<T>, backward<T>);
+}
+
+}  // namespace
+
+void register_batch_norm(KernelTable& t) {
+    add<float>(t);
+    add<double>(t);
+    add<Half>(t);
+    add<BFloat16>(t);
+}
+
+}  // namespace ctk::cuda

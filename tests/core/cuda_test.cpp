@@ -1,0 +1,135 @@
+// The CUDA runtime, the caching device allocator and copies between host and GPU. Tests that need a
+// GPU skip (saying why) without one; the no-GPU behaviour is tested where there is none.
+#include <gtest/gtest.h>
+
+#include "ctk/ctk.h"
+
+using namespace ctk;
+
+namespace {
+
+class CudaTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+    }
+    const Device gpu = Device::cuda(0);
+};
+
+}  // namespace
+
+TEST(CudaRuntime, ReportsWhyThereIsNoGpu) {
+    if (cuda::is_available()) GTEST_SKIP() << "a GPU is present";
+    EXPECT_EQ(cuda::device_count(), 0);
+    EXPECT_FALSE(cuda::unavailable_reason().empty());
+    try {
+        Tensor::empty(Shape{4}, DataType::f32, Device::cuda(0));
+        FAIL() << "allocating on a missing GPU must throw";
+    } catch (const DeviceError& e) {
+        EXPECT_NE(std::string(e.what()).find("CUDA:0"), std::string::npos) << e.what();
+    }
+}
+
+TEST(CudaRuntime, Tf32AndDeterministicSwitches) {
+    EXPECT_FALSE(cuda::allow_tf32());
+    cuda::set_allow_tf32(true);
+    EXPECT_TRUE(cuda::allow_tf32());
+    cuda::set_allow_tf32(false);
+    EXPECT_FALSE(cuda::deterministic());
+    cuda::set_deterministic(true);
+    EXPECT_TRUE(cuda::deterministic());
+    cuda::set_deterministic(false);
+}
+
+TEST_F(CudaTest, MissingDeviceIndexIsAnError) {
+    EXPECT_THROW(Tensor::empty(Shape{4}, DataType::f32, Device::cuda(cuda::device_count())), DeviceError);
+}
+
+TEST_F(CudaTest, PropertiesAreSane) {
+    auto p = cuda::properties(0);
+    EXPECT_FALSE(p.name.empty());
+    EXPECT_GE(p.major, 7);
+    EXPECT_GT(p.total_memory, 0);
+    EXPECT_GT(p.multiprocessors, 0);
+    EXPECT_GT(cuda::driver_version(), 0);
+}
+
+TEST_F(CudaTest, RoundTripPreservesValues) {
+    Tensor a = Tensor::arange(Shape{3, 5}, DataType::f32);
+    Tensor g = a.to(gpu);
+    EXPECT_TRUE(g.device().is_cuda());
+    EXPECT_EQ(g.to(Device::cpu()).to_vector<float>(), a.to_vector<float>());
+    EXPECT_EQ(g.to_vector<float>(), a.to_vector<float>());  // to_vector copies device tensors itself
+}
+
+TEST_F(CudaTest, StridedAndConvertingCopies) {
+    Tensor a = Tensor::arange(Shape{4, 6}, DataType::f64);
+    Tensor g = a.to(gpu);
+    // A transposed view copied on the device, with a dtype conversion on the way.
+    Tensor t = Tensor::empty(Shape{6, 4}, DataType::f32, gpu);
+    t.copy_from(g.transpose(0, 1));
+    EXPECT_EQ(t.to_vector<double>(), a.transpose(0, 1).contiguous().to_vector<double>());
+    // Host strided view -> device, device -> host strided view.
+    Tensor host_view = a.slice(1, 1, 5, 2);
+    Tensor d = Tensor::empty(host_view.shape(), DataType::bf16, gpu);
+    d.copy_from(host_view);
+    EXPECT_EQ(d.to_vector<double>(), host_view.contiguous().to_vector<double>());
+    Tensor back = Tensor::zeros(Shape{4, 6}, DataType::f64);
+    back.slice(1, 0, 3).copy_from(g.slice(1, 3, 6));
+    EXPECT_EQ(back.at({2, 1}), a.at({2, 4}));
+    EXPECT_EQ(back.at({2, 4}), 0.0);
+    // int64 beyond 2^53 moves exactly.
+    Tensor big = Tensor::full(Shape{3}, 0.0, DataType::i64);
+    big.data<int64_t>()[1] = (int64_t(1) << 60) + 1;
+    EXPECT_EQ(big.to(gpu).to_vector<int64_t>(), big.to_vector<int64_t>());
+}
+
+TEST_F(CudaTest, FillAtAndSet) {
+    Tensor g = Tensor::full(Shape{2, 3}, 2.5, DataType::f16, gpu);
+    EXPECT_EQ(g.to_vector<float>(), std::vector<float>(6, 2.5f));
+    g.set({1, 2}, -1.0);
+    EXPECT_EQ(g.at({1, 2}), -1.0);
+    EXPECT_EQ(g.at({0, 0}), 2.5);
+    EXPECT_EQ(Tensor::scalar(7.0).to(gpu).item(), 7.0);
+    EXPECT_EQ(Tensor::zeros(Shape{2, 2}, DataType::f32, gpu).to_vector<float>(), std::vector<float>(4, 0.0f));
+}
+
+TEST_F(CudaTest, AllocatorCachesAndReportsStatistics) {
+    Allocator& alloc = allocator_for(gpu);
+    alloc.empty_cache();
+    const auto before = alloc.stats();
+    {
+        Tensor t = Tensor::empty(Shape{1 << 20}, DataType::f32, gpu);
+        EXPECT_GE(alloc.stats().bytes_in_use, before.bytes_in_use + (4 << 20));
+    }
+    const auto freed = alloc.stats();
+    EXPECT_GE(freed.bytes_cached, 4 << 20);
+    Tensor again = Tensor::empty(Shape{1 << 20}, DataType::f32, gpu);
+    EXPECT_EQ(alloc.stats().num_cache_hits, freed.num_cache_hits + 1);
+    alloc.empty_cache();
+    EXPECT_EQ(alloc.stats().bytes_cached, 0);
+}
+
+TEST_F(CudaTest, OutOfMemoryIsAClearError) {
+    try {
+        Tensor::empty(Shape{int64_t(1) << 48}, DataType::f32, gpu);  // 1 PiB
+        FAIL() << "expected OutOfMemoryError";
+    } catch (const OutOfMemoryError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("CUDA out of memory on CUDA:0"), std::string::npos) << m;
+        EXPECT_NE(m.find("in use"), std::string::npos) << m;
+        EXPECT_NE(m.find("cached"), std::string::npos) << m;
+    }
+    // The device still works afterwards.
+    EXPECT_EQ(Tensor::full(Shape{2}, 1.0, DataType::f32, gpu).to_vector<float>(),
+              std::vector<float>(2, 1.0f));
+}
+
+TEST_F(CudaTest, OpsRunOnTheGpuAndCrossDeviceInputsAreRefused) {
+    Tensor a = Tensor::arange(Shape{2, 3}, DataType::f32).to(gpu);
+    Tensor b = Tensor::ones(Shape{3}, DataType::f32, gpu);
+    Tensor c = plus(a, b);
+    EXPECT_TRUE(c.device().is_cuda());
+    EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    EXPECT_THROW(plus(a, Tensor::ones(Shape{3})), DeviceError);
+}
