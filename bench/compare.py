@@ -87,27 +87,42 @@ def time_iterations(iteration, warmup_s, min_time_s):
             "faults_per_iter": (minor_faults() - faults) / len(samples)}
 
 
-def torch_workload(case):
+TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+
+def torch_workload(case, device="cpu", dtype="f32"):
     """Inputs (built once, outside the timing) and one iteration of `case` in PyTorch, plus a label of the
     kernel family torch picks. The iteration does exactly what ctk_bench's does: GEMM allocates C; a conv
-    step runs the bias-free forward, then dx and dw for a fixed dy (no bias gradient, no extra outputs)."""
+    step runs the bias-free forward, then dx and dw for a fixed dy (no bias gradient, no extra outputs).
+    On a GPU the iteration waits for the device at its end, as ctk_bench's does."""
     gen = torch.Generator().manual_seed(1234)
+    dt = TORCH_DTYPES[dtype]
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def make(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=gen) * scale).to(device=device, dtype=dt)
+
     if case["kind"] == "gemm":
         n = case["n"]
-        a = torch.randn(n, n, generator=gen)
-        b = torch.randn(n, n, generator=gen)
+        a, b = make(n, n), make(n, n)
         assert torch.matmul(a, b).shape == (n, n)
-        return (lambda: torch.matmul(a, b)), "BLAS"
+
+        def gemm():
+            torch.matmul(a, b)
+            sync()
+        return gemm, "cuBLAS" if device == "cuda" else "BLAS"
 
     n, c_in, c_out, hw, k = case["batch"], case["c_in"], case["c_out"], case["hw"], case["kernel"]
     stride, pad, out_hw = case["stride"], case["pad"], case["out_hw"]
-    x = torch.randn(n, c_in, hw, hw, generator=gen).requires_grad_()
-    w = (torch.randn(c_out, c_in, k, k, generator=gen) / (c_in * k * k) ** 0.5).requires_grad_()
-    dy = torch.randn(n, c_out, out_hw, out_hw, generator=gen)
+    x = make(n, c_in, hw, hw).requires_grad_()
+    w = make(c_out, c_in, k, k, scale=1 / (c_in * k * k) ** 0.5).requires_grad_()
+    dy = make(n, c_out, out_hw, out_hw)
 
     def step():
         y = F.conv2d(x, w, None, stride=stride, padding=pad)
-        return torch.autograd.grad(y, (x, w), dy)
+        grads = torch.autograd.grad(y, (x, w), dy)
+        sync()
+        return grads
 
     y = F.conv2d(x, w, None, stride=stride, padding=pad)
     assert y.shape == dy.shape, (tuple(y.shape), tuple(dy.shape))
@@ -118,6 +133,8 @@ def torch_workload(case):
 
 
 def time_torch(case, threads, workload, args):
+    if args.device == "cuda":
+        return time_iterations(workload, args.warmup, args.min_time)
     torch.set_num_threads(threads)
     if torch.get_num_threads() != threads:
         fail("compare.py: torch.set_num_threads(%d) left %d threads" % (threads, torch.get_num_threads()))
@@ -127,7 +144,8 @@ def time_torch(case, threads, workload, args):
 def run_torch_worker(case, threads, args):
     """--torch-subprocess: one round of torch in a fresh interpreter, as ctk gets a fresh process."""
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", json.dumps(case), "--threads",
-           str(threads), "--min-time", str(args.min_time), "--warmup", str(args.warmup)]
+           str(threads), "--device", args.device, "--dtype", args.dtype, "--min-time", str(args.min_time),
+           "--warmup", str(args.warmup)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300 + 20 * args.min_time)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -139,8 +157,8 @@ def run_torch_worker(case, threads, args):
 
 def run_ctk(case, threads, args):
     """One ctk_bench process; its JSON line, or {"error": ...} when it failed."""
-    cmd = [args.ctk_bench, "--case", case["case"], "--threads", str(threads),
-           "--min-time", str(args.min_time), "--warmup", str(args.warmup)]
+    cmd = [args.ctk_bench, "--case", case["case"], "--threads", str(threads), "--device", args.device,
+           "--dtype", args.dtype, "--min-time", str(args.min_time), "--warmup", str(args.warmup)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120 + 20 * args.min_time)
     except subprocess.TimeoutExpired:
@@ -160,16 +178,17 @@ def check_case(case, args):
     the same inputs, and returns the worst error relative to each output's largest magnitude: proof that
     both sides compute the same thing, not just something of the same size."""
     with tempfile.TemporaryDirectory(prefix="ctk_bench_check_") as tmp:
-        proc = subprocess.run([args.ctk_bench, "--case", case["case"], "--dump", tmp], capture_output=True,
-                              text=True, timeout=300)
+        proc = subprocess.run([args.ctk_bench, "--case", case["case"], "--device", args.device, "--dtype",
+                               args.dtype, "--dump", tmp], capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
             error = json.loads(lines[-1]).get("error") if lines else proc.stderr.strip()[-300:]
             return {"ok": False, "error": error}
 
         def load(name, shape):
+            # The reference runs in float64 on the benchmark's device (an 8192^3 product is slow on a CPU).
             data = np.fromfile(os.path.join(tmp, name + ".f32"), dtype="<f4").reshape(shape)
-            return torch.from_numpy(data).double()
+            return torch.from_numpy(data).double().to(args.device)
 
         if case["kind"] == "gemm":
             n = case["n"]
@@ -188,8 +207,8 @@ def check_case(case, args):
     worst = max(float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
                 for got, want in pairs.values())
     # f32 sums of a few thousand products (dw: N*Ho*Wo of them) stay near 1e-5 of the largest value;
-    # a wrong pad, stride or transpose gives errors of order one.
-    return {"ok": worst < 1e-4, "max_rel_err": float("%.2g" % worst)}
+    # bf16 outputs carry 8-bit mantissas (~4e-3); a wrong pad, stride or transpose gives errors of order one.
+    return {"ok": worst < (2e-2 if args.dtype == "bf16" else 1e-4), "max_rel_err": float("%.2g" % worst)}
 
 
 # ---- the comparison --------------------------------------------------------------------------------
@@ -209,7 +228,7 @@ def side_summary(case, rounds):
 
 
 def measure(case, threads, args, check):
-    workload, backend = (None, None) if args.torch_subprocess else torch_workload(case)
+    workload, backend = (None, None) if args.torch_subprocess else torch_workload(case, args.device, args.dtype)
     ctk_rounds, torch_rounds, paired = [], [], []
     ctk_error = None
     for _ in range(args.rounds):
@@ -300,7 +319,7 @@ def torch_worker(args):
     """The body of one --torch-subprocess round: time the case, print one JSON line."""
     case = json.loads(args.torch_worker)
     threads = int(args.threads)
-    workload, backend = torch_workload(case)
+    workload, backend = torch_workload(case, args.device, args.dtype)
     result = time_torch(case, threads, workload, args)
     result["backend"] = backend
     print(json.dumps(result))
@@ -311,7 +330,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ctk-bench", default="build/bench/ctk_bench", help="path of the ctk_bench driver")
     parser.add_argument("--cases", default="", help="comma-separated case names or globs (default: all)")
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2; "
+                        "one count, 1, on a GPU)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="where both sides run (cuda: GPU 0, PyTorch with CUDA)")
+    parser.add_argument("--dtype", default="f32", choices=["f32", "bf16"],
+                        help="element type of the inputs (bf16: 16-bit inputs and outputs, f32 accumulation)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved ctk/torch rounds (default 5)")
     parser.add_argument("--min-time", type=float, default=1.0, help="timed seconds per side per round")
     parser.add_argument("--warmup", type=float, default=0.3, help="warm-up seconds per side per round")
@@ -338,12 +362,24 @@ def main():
     if not thread_counts or min(thread_counts) < 1:
         parser.error("--threads needs counts >= 1")
 
-    cases = select_cases(list_cases(args.ctk_bench), args.cases)
+    cases = list_cases(args.ctk_bench)
+    if args.device == "cpu":
+        cases = [c for c in cases if not c.get("gpu_only")]
+    cases = select_cases(cases, args.cases)
     if args.list:
         for case in cases:
             print(json.dumps(case))
         return 0
-    blas = check_torch_blas(args.allow_non_openblas)
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            fail("compare.py: --device cuda, but torch sees no GPU")
+        # Both sides run f32 exactly: no TF32 tensor cores in torch's convolutions (its default allows them).
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        thread_counts = [1]
+        blas = "cuBLAS/cuDNN on %s" % torch.cuda.get_device_name(0)
+    else:
+        blas = check_torch_blas(args.allow_non_openblas)
     load_start = os.getloadavg()
     print("compare.py: torch %s (BLAS %s, %s), %d cases x threads %s, %d rounds, min-time %gs; load average %s"
           % (torch.__version__, blas, "fresh process per round" if args.torch_subprocess else "in-process",

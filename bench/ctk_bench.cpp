@@ -31,6 +31,7 @@ struct BenchCase {
     int64_t n = 0;                                                                    // gemm
     int64_t batch = 0, c_in = 0, c_out = 0, hw = 0, kernel = 0, stride = 1, pad = 0;  // conv
     const char* note = "";
+    bool gpu_only = false;  // too large for the CPU runs (the GPU GEMM sizes)
 };
 
 BenchCase gemm_case(const char* name, int64_t n, const char* note) {
@@ -52,6 +53,11 @@ BenchCase conv_case(const char* name, int64_t c_in, int64_t c_out, int64_t hw, i
     return c;
 }
 
+BenchCase gpu_only(BenchCase c) {
+    c.gpu_only = true;
+    return c;
+}
+
 // The ResNet-20 CIFAR shapes: the 3x3 convs of the three stages, the stride-2 first convs of stages 2
 // and 3, and the 1x1 stride-2 projection shortcuts beside them.
 const std::vector<BenchCase>& cases() {
@@ -59,6 +65,8 @@ const std::vector<BenchCase>& cases() {
         gemm_case("gemm_512", 512, "f32 C = A B, 512^3"),
         gemm_case("gemm_1024", 1024, "f32 C = A B, 1024^3"),
         gemm_case("gemm_2048", 2048, "f32 C = A B, 2048^3"),
+        gpu_only(gemm_case("gemm_4096", 4096, "C = A B, 4096^3 (GPU only)")),
+        gpu_only(gemm_case("gemm_8192", 8192, "C = A B, 8192^3 (GPU only)")),
         conv_case("conv3x3_c16_32x32", 16, 16, 32, 3, 1, 1, "stage 1 3x3 conv"),
         conv_case("conv3x3_c32_16x16", 32, 32, 16, 3, 1, 1, "stage 2 3x3 conv"),
         conv_case("conv3x3_c64_8x8", 64, 64, 8, 3, 1, 1, "stage 3 3x3 conv"),
@@ -129,7 +137,7 @@ std::string case_json(const BenchCase& c) {
           << ",\"pad\":" << c.pad << ",\"out_hw\":" << conv_out_hw(c) << ",\"unit\":\"images/s\"";
     }
     o << ",\"gflop_per_iter\":" << json_number(flops_per_iter(c) * 1e-9)
-      << ",\"note\":" << json_string(c.note) << "}";
+      << ",\"gpu_only\":" << (c.gpu_only ? "true" : "false") << ",\"note\":" << json_string(c.note) << "}";
     return o.str();
 }
 
@@ -161,7 +169,7 @@ void expect_shape(const ctk::Tensor& t, const ctk::Shape& want, const char* what
 
 // Writes a tensor as raw little-endian float32 (row-major) to dir/name.f32, for compare.py's check.
 void dump_tensor(const std::string& dir, const char* name, const ctk::Tensor& t) {
-    ctk::Tensor c = t.contiguous();
+    ctk::Tensor c = t.to(ctk::Device::cpu()).contiguous().to(ctk::DataType::f32);
     std::string path = dir + "/" + name + ".f32";
     std::ofstream out(path, std::ios::binary);
     out.write(static_cast<const char*>(c.raw_data()),
@@ -172,11 +180,19 @@ void dump_tensor(const std::string& dir, const char* name, const ctk::Tensor& t)
 // Builds the inputs of a case (outside the timing), runs one untimed step that checks the output shapes
 // (and, given dump_dir, writes inputs and outputs there), and returns one timed iteration. Every
 // iteration allocates its outputs: the ctk op API has no out-parameter variants, and PyTorch allocates too.
-std::function<void()> make_iteration(const BenchCase& c, const std::string& dump_dir) {
+// On a GPU the iteration ends by waiting for the device, so that it times the kernels, not their launch.
+std::function<void()> make_iteration(const BenchCase& c, const std::string& dump_dir, ctk::Device device,
+                                     ctk::DataType dtype) {
     ctk::Generator gen(1234);
+    auto input = [&](const ctk::Shape& shape, double stddev) {
+        return random_tensor(shape, stddev, gen).to(dtype).to(device);
+    };
+    auto sync = [device] {
+        if (device.is_cuda()) ctk::cuda::synchronize(device);
+    };
     if (c.kind == CaseKind::gemm) {
-        ctk::Tensor a = random_tensor({c.n, c.n}, 1.0, gen);
-        ctk::Tensor b = random_tensor({c.n, c.n}, 1.0, gen);
+        ctk::Tensor a = input({c.n, c.n}, 1.0);
+        ctk::Tensor b = input({c.n, c.n}, 1.0);
         ctk::Tensor out = ctk::matmul(a, b);
         expect_shape(out, {c.n, c.n}, "matmul output");
         if (!dump_dir.empty()) {
@@ -184,7 +200,10 @@ std::function<void()> make_iteration(const BenchCase& c, const std::string& dump
             dump_tensor(dump_dir, "b", b);
             dump_tensor(dump_dir, "c", out);
         }
-        return [a, b] { (void)ctk::matmul(a, b); };
+        return [a, b, sync] {
+            (void)ctk::matmul(a, b);
+            sync();
+        };
     }
     ctk::ConvAttrs attrs;
     attrs.strides = {c.stride, c.stride};
@@ -196,11 +215,10 @@ std::function<void()> make_iteration(const BenchCase& c, const std::string& dump
     ctk::Shape x_shape{c.batch, c.c_in, c.hw, c.hw};
     ctk::Shape w_shape{c.c_out, c.c_in, c.kernel, c.kernel};
     ctk::Shape y_shape{c.batch, c.c_out, ho, ho};
-    ctk::Tensor x = random_tensor(x_shape, 1.0, gen);
+    ctk::Tensor x = input(x_shape, 1.0);
     // He-style scale keeps y, dx and dw of order one.
-    ctk::Tensor w =
-        random_tensor(w_shape, 1.0 / std::sqrt(static_cast<double>(c.c_in * c.kernel * c.kernel)), gen);
-    ctk::Tensor dy = random_tensor(y_shape, 1.0, gen);
+    ctk::Tensor w = input(w_shape, 1.0 / std::sqrt(static_cast<double>(c.c_in * c.kernel * c.kernel)));
+    ctk::Tensor dy = input(y_shape, 1.0);
     ctk::Tensor no_bias;
     ctk::Tensor y = ctk::convolution(x, w, no_bias, attrs);
     ctk::Tensor dx = ctk::convolution_backward_data(dy, w, x_shape, attrs);
@@ -213,10 +231,11 @@ std::function<void()> make_iteration(const BenchCase& c, const std::string& dump
                                                                       {"y", &y}, {"dx", &dx}, {"dw", &dw}};
         for (const auto& [name, t] : tensors) dump_tensor(dump_dir, name, *t);
     }
-    return [x, w, dy, no_bias, attrs, x_shape, w_shape] {
+    return [x, w, dy, no_bias, attrs, x_shape, w_shape, sync] {
         ctk::Tensor y = ctk::convolution(x, w, no_bias, attrs);
         ctk::Tensor dx = ctk::convolution_backward_data(dy, w, x_shape, attrs);
         ctk::ConvWeightGrads g = ctk::convolution_backward_weights(x, dy, w_shape, attrs, false);
+        sync();
         (void)y;
         (void)dx;
         (void)g;
@@ -269,6 +288,7 @@ Timing time_iterations(const std::function<void()>& iteration, double warmup_s, 
 void usage(std::ostream& os) {
     os << "usage: ctk_bench --list\n"
           "       ctk_bench --case NAME [--threads N] [--min-time SECONDS] [--warmup SECONDS]\n"
+          "                 [--device cpu|cuda] [--dtype f32|bf16]\n"
           "       ctk_bench --case NAME --dump DIR\n"
           "Times one case and prints one JSON line: case, threads, iterations, median_s, rate, unit.\n"
           "--dump writes the case's inputs and the outputs of one step to DIR/<name>.f32 (raw float32)\n"
@@ -290,6 +310,8 @@ bool parse_int(std::string_view s, int& out) {
 
 int main(int argc, char** argv) {
     std::string case_name, dump_dir;
+    ctk::Device device = ctk::Device::cpu();
+    ctk::DataType dtype = ctk::DataType::f32;
     int threads = 1;
     double min_time = 1.0, warmup = 0.3;
     bool list = false;
@@ -309,6 +331,14 @@ int main(int argc, char** argv) {
             case_name = value();
         } else if (arg == "--dump") {
             dump_dir = value();
+        } else if (arg == "--device") {
+            std::string_view v = value();
+            ok = v == "cpu" || v == "cuda";
+            if (v == "cuda") device = ctk::Device::cuda(0);
+        } else if (arg == "--dtype") {
+            std::string_view v = value();
+            ok = v == "f32" || v == "bf16";
+            if (v == "bf16") dtype = ctk::DataType::bf16;
         } else if (arg == "--threads") {
             ok = parse_int(value(), threads) && threads >= 1;
         } else if (arg == "--min-time") {
@@ -342,7 +372,7 @@ int main(int argc, char** argv) {
     std::string head = "{\"case\":" + json_string(c.name) + ",\"threads\":" + std::to_string(threads);
     try {
         ctk::set_num_threads(threads);
-        std::function<void()> iteration = make_iteration(c, dump_dir);
+        std::function<void()> iteration = make_iteration(c, dump_dir, device, dtype);
         if (!dump_dir.empty()) {
             std::cout << head << ",\"dumped\":" << json_string(dump_dir) << "}" << std::endl;
             return 0;
@@ -356,6 +386,8 @@ int main(int argc, char** argv) {
                   << ",\"unit\":" << json_string(c.kind == CaseKind::gemm ? "GFLOP/s" : "images/s")
                   << ",\"gflops\":" << json_number(flops_per_iter(c) * 1e-9 / t.median_s)
                   << ",\"faults_per_iter\":" << json_number(t.faults_per_iter)
+                  << ",\"device\":" << json_string(device.to_string())
+                  << ",\"dtype\":" << json_string(ctk::dtype_name(dtype))
                   << ",\"num_threads\":" << ctk::num_threads() << ",\"blas\":" << json_string(mapped_blas())
                   << ",\"build\":" << json_string(info.build_type + " " + info.git_sha) << "}" << std::endl;
         return 0;

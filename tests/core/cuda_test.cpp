@@ -133,3 +133,34 @@ TEST_F(CudaTest, OpsRunOnTheGpuAndCrossDeviceInputsAreRefused) {
     EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
     EXPECT_THROW(plus(a, Tensor::ones(Shape{3})), DeviceError);
 }
+
+// With deterministic algorithms forced, two identical convolution training steps give bit-identical
+// results (cuDNN's non-deterministic weight-gradient algorithms are skipped; ctk's own kernels use no
+// atomics).
+TEST_F(CudaTest, DeterministicModeIsBitReproducible) {
+    cuda::set_deterministic(true);
+    Generator gen(5);
+    Tensor x = Tensor::empty(Shape{16, 8, 12, 12}, DataType::f32),
+           w = Tensor::empty(Shape{8, 8, 3, 3}, DataType::f32);
+    gen.uniform(x, -1, 1);
+    gen.uniform(w, -1, 1);
+    x = x.to(gpu);
+    w = w.to(gpu);
+    ConvAttrs a;
+    a.pad_lo = {1, 1};
+    a.pad_hi = {1, 1};
+    auto step = [&] {
+        Tensor y = convolution(x, w, Tensor(), a);
+        Tensor dw = convolution_backward_weights(x, y, w.shape(), a, true).dw;
+        Tensor s =
+            reduce_sum(batch_norm_training(y, Tensor::ones(Shape{8}, DataType::f32, gpu),
+                                           Tensor::zeros(Shape{8}, DataType::f32, gpu), BatchNormAttrs{})
+                           .y,
+                       {});
+        return std::make_pair(dw.to_vector<float>(), s.item());
+    };
+    auto first = step(), second = step();
+    cuda::set_deterministic(false);
+    EXPECT_EQ(first.first, second.first);
+    EXPECT_EQ(first.second, second.second);
+}

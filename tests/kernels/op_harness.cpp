@@ -276,6 +276,36 @@ std::string check_backends(const OpCase& c) {
                             cpu_out[static_cast<size_t>(k)].to(DataType::f64), 2 * rtol, 2 * atol);
                 if (!m.empty()) return where + detail::concat("output ", k, ": ", m);
             }
+            // The same inputs as strided views on the GPU (every other element of a buffer twice as long in
+            // the last axis): kernels must honour strides there too.
+            if (c.test_non_contiguous && dtype == DataType::f32) {
+                Tensors strided;
+                for (const Tensor& t : in_gpu) {
+                    if (!t.defined() || t.rank() == 0 || !is_floating(t.dtype())) {
+                        strided.push_back(t);
+                        continue;
+                    }
+                    Dims wide = t.shape().dims();
+                    wide.back() *= 2;
+                    Tensor v =
+                        Tensor::zeros(Shape(wide), t.dtype(), gpu).slice(t.rank() - 1, 0, wide.back(), 2);
+                    v.copy_from(t);
+                    strided.push_back(v);
+                }
+                Tensors out;
+                try {
+                    out = c.forward(strided);
+                } catch (const std::exception& e) {
+                    return where + "forward on strided inputs threw: " + e.what();
+                }
+                for (int k : which) {
+                    if (!cpu_out[static_cast<size_t>(k)].defined()) continue;
+                    std::string m =
+                        compare(out[static_cast<size_t>(k)].to(Device::cpu()).to(DataType::f64),
+                                cpu_out[static_cast<size_t>(k)].to(DataType::f64), 2 * rtol, 2 * atol);
+                    if (!m.empty()) return where + detail::concat("strided inputs, output ", k, ": ", m);
+                }
+            }
             if (!c.backward || dtype != DataType::f32) continue;
             Tensors dys, dys_gpu;
             Generator gen(11);
