@@ -6,6 +6,7 @@
 // deterministic ones only when asked, and cached.
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -157,13 +158,13 @@ cudnnMathType_t allowed_math(DataType dtype) {
     return CUDNN_FMA_MATH;
 }
 
-std::string key_of(const char* pass, const Problem& p, Device device) {
-    std::string k = std::string(pass) + "|" + std::to_string(device.index) + "|" + dtype_name(p.dtype) + "|" +
-                    dims_to_string(p.x) + dims_to_string(p.w) + "|g" + std::to_string(p.groups) + "|";
+std::string key_of(const Problem& p, Device device) {
+    std::string k = std::to_string(device.index) + "|" + dtype_name(p.dtype) + "|" + dims_to_string(p.x) +
+                    dims_to_string(p.w) + dims_to_string(p.y_user) + "|g" + std::to_string(p.groups) + "|";
     for (size_t i = 0; i < p.pad.size(); ++i)
         k += std::to_string(p.pad[i]) + "," + std::to_string(p.stride[i]) + "," +
              std::to_string(p.dilation[i]) + ";";
-    return k + (deterministic() ? "|det" : "") + (allow_tf32() ? "|tf32" : "");
+    return k;
 }
 
 struct Choice {
@@ -172,24 +173,52 @@ struct Choice {
     cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
 
+enum Pass { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 };
+constexpr const char* kPassNames[] = {"forward", "backward data", "backward weights"};
+
+// Everything about one convolution problem that does not change from call to call: the descriptors
+// and, per pass and per (deterministic, tf32) setting, the chosen algorithm. Built on first use and
+// kept, so a training step after the first makes no descriptor calls and no algorithm search.
+struct Plan {
+    Problem p;
+    TensorDesc x, y, bias;
+    FilterDesc w;
+    ConvDesc conv;
+    std::map<int, Choice> choices;  // key: pass * 4 + deterministic * 2 + tf32
+    std::mutex mutex;               // the descriptor's math type is set per call
+    explicit Plan(const Problem& problem)
+        : p(problem), x(p.dtype, p.x), y(p.dtype, p.y), bias(p.dtype, bias_dims(p)), w(p.dtype, p.w) {
+        set_conv(conv, p, allowed_math(p.dtype));
+    }
+    static Dims bias_dims(const Problem& p) {
+        Dims d(p.y.size(), 1);
+        d[1] = p.y[1];
+        return d;
+    }
+};
+
+Plan& plan_for(const Problem& p, Device device) {
+    static std::mutex mutex;
+    static auto* plans = new std::map<std::string, std::unique_ptr<Plan>>();  // never destroyed
+    const std::string key = key_of(p, device);
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& slot = (*plans)[key];
+    if (!slot) slot = std::make_unique<Plan>(p);
+    return *slot;
+}
+
 // Picks the fastest candidate that ran, fits the workspace limit and, when asked, is deterministic.
 template <typename Perf>
-Choice pick(const char* pass, const Problem& p, const Perf* perf, int n) {
+Choice pick(Pass pass, const Problem& p, const Perf* perf, int n) {
     for (int i = 0; i < n; ++i) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > cudnn_workspace_limit()) continue;
         if (deterministic() && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
         return Choice{static_cast<int>(perf[i].algo), perf[i].memory, perf[i].mathType};
     }
-    CTK_THROW(DeviceError, "convolution (", pass, "): cuDNN found no ",
+    CTK_THROW(DeviceError, "convolution (", kPassNames[pass], "): cuDNN found no ",
               deterministic() ? "deterministic " : "", "algorithm for x ", dims_to_string(p.x), " and w ",
               dims_to_string(p.w), " (", dtype_name(p.dtype), ") within the workspace limit of ",
               cudnn_workspace_limit() >> 20, " MiB");
-}
-
-std::mutex g_choice_mutex;
-std::map<std::string, Choice>& choices() {
-    static auto* m = new std::map<std::string, Choice>();  // never destroyed
-    return *m;
 }
 
 // Scaling factors: double for f64 data, float otherwise (cuDNN's rule).
@@ -220,52 +249,83 @@ Tensor workspace(size_t bytes, Device device) {
     return Tensor::empty(Shape{static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DataType::u8, device);
 }
 
+// Runs one pass: finds (once) and then uses the algorithm. `a` and `b` are the pass's two inputs and
+// `out` its output, in cuDNN's order for that pass.
+void run_pass(Pass pass, Plan& plan, cudnnHandle_t h, const Tensor& a, const Tensor& b, const Tensor& out) {
+    const Problem& p = plan.p;
+    const DataType dt = p.dtype;
+    const Device device = out.device();
+    std::lock_guard<std::mutex> lock(plan.mutex);
+    const int slot = pass * 4 + (deterministic() ? 2 : 0) + (allow_tf32() ? 1 : 0);
+    auto it = plan.choices.find(slot);
+    if (it == plan.choices.end()) {
+        CTK_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.h, allowed_math(dt)));
+        Tensor ws = workspace(cudnn_workspace_limit(), device);
+        int n = 0;
+        Choice c;
+        if (pass == kForward) {
+            cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+            CTK_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+                h, plan.x.h, a.raw_data(), plan.w.h, b.raw_data(), plan.conv.h, plan.y.h, out.raw_data(),
+                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
+            c = pick(pass, p, perf, n);
+        } else if (pass == kBackwardData) {
+            cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+            CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+                h, plan.w.h, b.raw_data(), plan.y.h, a.raw_data(), plan.conv.h, plan.x.h, out.raw_data(),
+                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
+            c = pick(pass, p, perf, n);
+        } else {
+            cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+            CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                h, plan.x.h, a.raw_data(), plan.y.h, b.raw_data(), plan.conv.h, plan.w.h, out.raw_data(),
+                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
+            c = pick(pass, p, perf, n);
+        }
+        it = plan.choices.emplace(slot, c).first;
+    }
+    const Choice c = it->second;
+    CTK_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.h, c.math));
+    Tensor ws = workspace(c.workspace, device);
+    const Scale one(1.0), zero(0.0);
+    if (pass == kForward) {
+        CTK_CUDNN_CHECK(cudnnConvolutionForward(h, one.for_type(dt), plan.x.h, a.raw_data(), plan.w.h,
+                                                b.raw_data(), plan.conv.h,
+                                                static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws.raw_data(),
+                                                c.workspace, zero.for_type(dt), plan.y.h, out.raw_data()));
+    } else if (pass == kBackwardData) {
+        CTK_CUDNN_CHECK(cudnnConvolutionBackwardData(
+            h, one.for_type(dt), plan.w.h, b.raw_data(), plan.y.h, a.raw_data(), plan.conv.h,
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws.raw_data(), c.workspace, zero.for_type(dt),
+            plan.x.h, out.raw_data()));
+    } else {
+        CTK_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+            h, one.for_type(dt), plan.x.h, a.raw_data(), plan.y.h, b.raw_data(), plan.conv.h,
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.raw_data(), c.workspace,
+            zero.for_type(dt), plan.w.h, out.raw_data()));
+    }
+}
+
 void forward(const KernelCall& call) {
     const Tensor &x_in = call.inputs[0], &w_in = call.inputs[1];
     const Tensor b = call.inputs.size() > 2 ? call.inputs[2] : Tensor();
     const Tensor& y_out = call.outputs[0];
-    const auto& attrs = call.attr<ConvAttrs>();
     const DataType dt = y_out.dtype();
-    Problem p = make_problem(x_in.shape(), w_in.shape(), y_out.shape(), attrs, dt);
+    Plan& plan = plan_for(make_problem(x_in.shape(), w_in.shape(), y_out.shape(), call.attr<ConvAttrs>(), dt),
+                          y_out.device());
+    const Problem& p = plan.p;
     Tensor x = x_in.contiguous().view(p.x_user);
     if (p.extended) x = embed(x, p.x);
     Tensor w = w_in.contiguous().view(p.w);
     Tensor y = (p.cropped || !y_out.is_contiguous()) ? Tensor::empty(Shape(p.y), dt, y_out.device())
                                                      : y_out.view(p.y);
     cudnnHandle_t h = cudnn_handle(y_out.device(), stream_of(call));
-    TensorDesc xd(dt, p.x), yd(dt, p.y);
-    FilterDesc wd(dt, p.w);
-    ConvDesc cd;
-    set_conv(cd, p, allowed_math(dt));
-    const std::string key = key_of("fwd", p, y_out.device());
-    Choice c;
-    {
-        std::lock_guard<std::mutex> lock(g_choice_mutex);
-        auto it = choices().find(key);
-        if (it == choices().end()) {
-            cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-            int n = 0;
-            Tensor ws = workspace(cudnn_workspace_limit(), y_out.device());
-            CTK_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-                h, xd.h, x.raw_data(), wd.h, w.raw_data(), cd.h, yd.h, y.raw_data(),
-                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
-            it = choices().emplace(key, pick("forward", p, perf, n)).first;
-        }
-        c = it->second;
-    }
-    CTK_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.h, c.math));
-    Tensor ws = workspace(c.workspace, y_out.device());
-    const Scale one(1.0), zero(0.0);
-    CTK_CUDNN_CHECK(cudnnConvolutionForward(h, one.for_type(dt), xd.h, x.raw_data(), wd.h, w.raw_data(), cd.h,
-                                            static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws.raw_data(),
-                                            c.workspace, zero.for_type(dt), yd.h, y.raw_data()));
+    run_pass(kForward, plan, h, x, w, y);
     if (b.defined()) {
-        Dims bd(p.y.size(), 1);
-        bd[1] = p.y[1];
-        TensorDesc bdesc(dt, bd);
+        const Scale one(1.0);
         Tensor bc = b.contiguous();
-        CTK_CUDNN_CHECK(cudnnAddTensor(h, one.for_type(dt), bdesc.h, bc.raw_data(), one.for_type(dt), yd.h,
-                                       y.raw_data()));
+        CTK_CUDNN_CHECK(cudnnAddTensor(h, one.for_type(dt), plan.bias.h, bc.raw_data(), one.for_type(dt),
+                                       plan.y.h, y.raw_data()));
     }
     if (!y.shares_storage(y_out)) detail::copy_on_device(crop(y, p.y_user).view(y_out.shape().dims()), y_out);
 }
@@ -273,42 +333,17 @@ void forward(const KernelCall& call) {
 void backward_data(const KernelCall& call) {
     const Tensor &dy_in = call.inputs[0], &w_in = call.inputs[1];
     const Tensor& dx_out = call.outputs[0];
-    const auto& attrs = call.attr<ConvAttrs>();
     const DataType dt = dx_out.dtype();
-    Problem p = make_problem(dx_out.shape(), w_in.shape(), dy_in.shape(), attrs, dt);
+    Plan& plan =
+        plan_for(make_problem(dx_out.shape(), w_in.shape(), dy_in.shape(), call.attr<ConvAttrs>(), dt),
+                 dx_out.device());
+    const Problem& p = plan.p;
     Tensor dy = dy_in.contiguous().view(p.y_user);
     if (p.cropped) dy = embed(dy, p.y);
     Tensor w = w_in.contiguous().view(p.w);
     Tensor dx = (p.extended || !dx_out.is_contiguous()) ? Tensor::empty(Shape(p.x), dt, dx_out.device())
                                                         : dx_out.view(p.x);
-    cudnnHandle_t h = cudnn_handle(dx_out.device(), stream_of(call));
-    TensorDesc dxd(dt, p.x), dyd(dt, p.y);
-    FilterDesc wd(dt, p.w);
-    ConvDesc cd;
-    set_conv(cd, p, allowed_math(dt));
-    const std::string key = key_of("bwd_data", p, dx_out.device());
-    Choice c;
-    {
-        std::lock_guard<std::mutex> lock(g_choice_mutex);
-        auto it = choices().find(key);
-        if (it == choices().end()) {
-            cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-            int n = 0;
-            Tensor ws = workspace(cudnn_workspace_limit(), dx_out.device());
-            CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-                h, wd.h, w.raw_data(), dyd.h, dy.raw_data(), cd.h, dxd.h, dx.raw_data(),
-                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
-            it = choices().emplace(key, pick("backward data", p, perf, n)).first;
-        }
-        c = it->second;
-    }
-    CTK_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.h, c.math));
-    Tensor ws = workspace(c.workspace, dx_out.device());
-    const Scale one(1.0), zero(0.0);
-    CTK_CUDNN_CHECK(
-        cudnnConvolutionBackwardData(h, one.for_type(dt), wd.h, w.raw_data(), dyd.h, dy.raw_data(), cd.h,
-                                     static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws.raw_data(),
-                                     c.workspace, zero.for_type(dt), dxd.h, dx.raw_data()));
+    run_pass(kBackwardData, plan, cudnn_handle(dx_out.device(), stream_of(call)), dy, w, dx);
     if (!dx.shares_storage(dx_out))
         detail::copy_on_device(crop(dx, p.x_user).view(dx_out.shape().dims()), dx_out);
 }
@@ -317,51 +352,25 @@ void backward_weights(const KernelCall& call) {
     const Tensor &x_in = call.inputs[0], &dy_in = call.inputs[1];
     const Tensor& dw_out = call.outputs[0];
     const Tensor db_out = call.outputs.size() > 1 ? call.outputs[1] : Tensor();
-    const auto& attrs = call.attr<ConvAttrs>();
     const DataType dt = dw_out.dtype();
-    Problem p = make_problem(x_in.shape(), dw_out.shape(), dy_in.shape(), attrs, dt);
+    Plan& plan =
+        plan_for(make_problem(x_in.shape(), dw_out.shape(), dy_in.shape(), call.attr<ConvAttrs>(), dt),
+                 dw_out.device());
+    const Problem& p = plan.p;
     Tensor x = x_in.contiguous().view(p.x_user);
     if (p.extended) x = embed(x, p.x);
     Tensor dy = dy_in.contiguous().view(p.y_user);
     if (p.cropped) dy = embed(dy, p.y);
     Tensor dw = dw_out.is_contiguous() ? dw_out.view(p.w) : Tensor::empty(Shape(p.w), dt, dw_out.device());
     cudnnHandle_t h = cudnn_handle(dw_out.device(), stream_of(call));
-    TensorDesc xd(dt, p.x), dyd(dt, p.y);
-    FilterDesc wd(dt, p.w);
-    ConvDesc cd;
-    set_conv(cd, p, allowed_math(dt));
-    const std::string key = key_of("bwd_filter", p, dw_out.device());
-    Choice c;
-    {
-        std::lock_guard<std::mutex> lock(g_choice_mutex);
-        auto it = choices().find(key);
-        if (it == choices().end()) {
-            cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-            int n = 0;
-            Tensor ws = workspace(cudnn_workspace_limit(), dw_out.device());
-            CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                h, xd.h, x.raw_data(), dyd.h, dy.raw_data(), cd.h, wd.h, dw.raw_data(),
-                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
-            it = choices().emplace(key, pick("backward weights", p, perf, n)).first;
-        }
-        c = it->second;
-    }
-    CTK_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.h, c.math));
-    Tensor ws = workspace(c.workspace, dw_out.device());
-    const Scale one(1.0), zero(0.0);
-    CTK_CUDNN_CHECK(
-        cudnnConvolutionBackwardFilter(h, one.for_type(dt), xd.h, x.raw_data(), dyd.h, dy.raw_data(), cd.h,
-                                       static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.raw_data(),
-                                       c.workspace, zero.for_type(dt), wd.h, dw.raw_data()));
+    run_pass(kBackwardFilter, plan, h, x, dy, dw);
     if (!dw.shares_storage(dw_out)) detail::copy_on_device(dw.view(dw_out.shape().dims()), dw_out);
     if (db_out.defined()) {
         // The bias gradient sums dy over batch and space; cuDNN's extra cells of dy are zero.
-        Dims bd(p.y.size(), 1);
-        bd[1] = p.y[1];
-        TensorDesc bdesc(dt, bd);
+        const Scale one(1.0), zero(0.0);
         Tensor db = db_out.is_contiguous() ? db_out : Tensor::empty(db_out.shape(), dt, db_out.device());
-        CTK_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, one.for_type(dt), dyd.h, dy.raw_data(),
-                                                     zero.for_type(dt), bdesc.h, db.raw_data()));
+        CTK_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, one.for_type(dt), plan.y.h, dy.raw_data(),
+                                                     zero.for_type(dt), plan.bias.h, db.raw_data()));
         if (!db.shares_storage(db_out)) detail::copy_on_device(db, db_out);
     }
 }
