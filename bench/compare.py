@@ -102,6 +102,14 @@ def torch_workload(case, device="cpu", dtype="f32"):
     def make(*shape, scale=1.0):
         return (torch.randn(*shape, generator=gen) * scale).to(device=device, dtype=dt)
 
+    if case["kind"] == "add":
+        a, b = make(case["n"]), make(case["n"])
+
+        def add():
+            torch.add(a, b)
+            sync()
+        return add, "element-wise"
+
     if case["kind"] == "gemm":
         n = case["n"]
         a, b = make(n, n), make(n, n)
@@ -190,7 +198,10 @@ def check_case(case, args):
             data = np.fromfile(os.path.join(tmp, name + ".f32"), dtype="<f4").reshape(shape)
             return torch.from_numpy(data).double().to(args.device)
 
-        if case["kind"] == "gemm":
+        if case["kind"] == "add":
+            n = case["n"]
+            pairs = {"c": (load("c", (n,)), load("a", (n,)) + load("b", (n,)))}
+        elif case["kind"] == "gemm":
             n = case["n"]
             a, b = load("a", (n, n)), load("b", (n, n))
             pairs = {"c": (load("c", (n, n)), torch.matmul(a, b))}
@@ -213,16 +224,18 @@ def check_case(case, args):
 
 # ---- the comparison --------------------------------------------------------------------------------
 
-def rate_of(case, median_s):
+def rate_of(case, median_s, dtype="f32"):
+    if case["kind"] == "add":
+        return 3 * case["n"] * (2 if dtype == "bf16" else 4) * 1e-9 / median_s  # GB/s moved
     if case["kind"] == "gemm":
         return case["gflop_per_iter"] / median_s
     return case["batch"] / median_s
 
 
-def side_summary(case, rounds):
+def side_summary(case, rounds, dtype="f32"):
     """Median over rounds of the per-round medians, with the derived rates."""
     median_s = statistics.median(r["median_s"] for r in rounds)
-    return {"median_s": float("%.6g" % median_s), "rate": round(rate_of(case, median_s), 2),
+    return {"median_s": float("%.6g" % median_s), "rate": round(rate_of(case, median_s, dtype), 2),
             "gflops": round(case["gflop_per_iter"] / median_s, 2), "rounds": len(rounds),
             "faults_per_iter": round(statistics.median(r["faults_per_iter"] for r in rounds), 1)}
 
@@ -253,11 +266,11 @@ def measure(case, threads, args, check):
 
     line = {"case": case["case"], "threads": threads}
     if ctk_error is None:
-        line["ctk"] = side_summary(case, ctk_rounds)
+        line["ctk"] = side_summary(case, ctk_rounds, args.dtype)
         line["ctk"]["blas"] = ctk_rounds[0].get("blas")
     else:
         line["ctk"] = {"error": ctk_error}
-    line["torch"] = side_summary(case, torch_rounds)
+    line["torch"] = side_summary(case, torch_rounds, args.dtype)
     line["torch"]["backend"] = backend
     if ctk_error is None:
         # rates are inverse times, so ctk rate / torch rate = torch median / ctk median

@@ -21,9 +21,10 @@
 
 namespace {
 
-enum class CaseKind { gemm, conv };
+enum class CaseKind { gemm, conv, add };
 
-// One workload. GEMM: square f32 C = A * B of size n. Conv: y = conv(x, w) without bias, then dx and dw
+// One workload. add: out = a + b over n elements (memory bandwidth: 3 arrays move per iteration).
+// GEMM: square f32 C = A * B of size n. Conv: y = conv(x, w) without bias, then dx and dw
 // for a fixed dy (the training step of one bias-free ResNet convolution), x [batch, c_in, hw, hw].
 struct BenchCase {
     const char* name;
@@ -36,6 +37,12 @@ struct BenchCase {
 
 BenchCase gemm_case(const char* name, int64_t n, const char* note) {
     BenchCase c{.name = name, .kind = CaseKind::gemm, .note = note};
+    c.n = n;
+    return c;
+}
+
+BenchCase add_case(const char* name, int64_t n, const char* note) {
+    BenchCase c{.name = name, .kind = CaseKind::add, .note = note};
     c.n = n;
     return c;
 }
@@ -67,6 +74,8 @@ const std::vector<BenchCase>& cases() {
         gemm_case("gemm_2048", 2048, "f32 C = A B, 2048^3"),
         gpu_only(gemm_case("gemm_4096", 4096, "C = A B, 4096^3 (GPU only)")),
         gpu_only(gemm_case("gemm_8192", 8192, "C = A B, 8192^3 (GPU only)")),
+        add_case("add_4M", int64_t(1) << 22, "out = a + b, 4M elements (element-wise bandwidth)"),
+        gpu_only(add_case("add_64M", int64_t(1) << 26, "out = a + b, 64M elements (GPU only)")),
         conv_case("conv3x3_c16_32x32", 16, 16, 32, 3, 1, 1, "stage 1 3x3 conv"),
         conv_case("conv3x3_c32_16x16", 32, 32, 16, 3, 1, 1, "stage 2 3x3 conv"),
         conv_case("conv3x3_c64_8x8", 64, 64, 8, 3, 1, 1, "stage 3 3x3 conv"),
@@ -86,6 +95,7 @@ int64_t conv_out_hw(const BenchCase& c) {
 // size (forward, backward data, backward weights), each 2 * N * O * C * kh * kw * Ho * Wo.
 double flops_per_iter(const BenchCase& c) {
     if (c.kind == CaseKind::gemm) return 2.0 * static_cast<double>(c.n) * c.n * c.n;
+    if (c.kind == CaseKind::add) return static_cast<double>(c.n);
     double out = static_cast<double>(conv_out_hw(c));
     return 3.0 * 2.0 * c.batch * c.c_out * c.c_in * c.kernel * c.kernel * out * out;
 }
@@ -131,6 +141,8 @@ std::string case_json(const BenchCase& c) {
     o << "{\"case\":" << json_string(c.name);
     if (c.kind == CaseKind::gemm) {
         o << ",\"kind\":\"gemm\",\"n\":" << c.n << ",\"unit\":\"GFLOP/s\"";
+    } else if (c.kind == CaseKind::add) {
+        o << ",\"kind\":\"add\",\"n\":" << c.n << ",\"unit\":\"GB/s\"";
     } else {
         o << ",\"kind\":\"conv\",\"batch\":" << c.batch << ",\"c_in\":" << c.c_in << ",\"c_out\":" << c.c_out
           << ",\"hw\":" << c.hw << ",\"kernel\":" << c.kernel << ",\"stride\":" << c.stride
@@ -190,6 +202,21 @@ std::function<void()> make_iteration(const BenchCase& c, const std::string& dump
     auto sync = [device] {
         if (device.is_cuda()) ctk::cuda::synchronize(device);
     };
+    if (c.kind == CaseKind::add) {
+        ctk::Tensor a = input({c.n}, 1.0);
+        ctk::Tensor b = input({c.n}, 1.0);
+        ctk::Tensor out = ctk::plus(a, b);
+        expect_shape(out, {c.n}, "plus output");
+        if (!dump_dir.empty()) {
+            dump_tensor(dump_dir, "a", a);
+            dump_tensor(dump_dir, "b", b);
+            dump_tensor(dump_dir, "c", out);
+        }
+        return [a, b, sync] {
+            (void)ctk::plus(a, b);
+            sync();
+        };
+    }
     if (c.kind == CaseKind::gemm) {
         ctk::Tensor a = input({c.n, c.n}, 1.0);
         ctk::Tensor b = input({c.n, c.n}, 1.0);
@@ -378,12 +405,19 @@ int main(int argc, char** argv) {
             return 0;
         }
         Timing t = time_iterations(iteration, warmup, min_time);
-        double rate = c.kind == CaseKind::gemm ? flops_per_iter(c) * 1e-9 / t.median_s
-                                               : static_cast<double>(c.batch) / t.median_s;
+        // add: bytes moved (two reads, one write) per second.
+        const double rate = c.kind == CaseKind::gemm ? flops_per_iter(c) * 1e-9 / t.median_s
+                            : c.kind == CaseKind::add
+                                ? 3.0 * static_cast<double>(c.n) * static_cast<double>(ctk::size_of(dtype)) *
+                                      1e-9 / t.median_s
+                                : static_cast<double>(c.batch) / t.median_s;
         ctk::BuildInfo info = ctk::build_info();
         std::cout << head << ",\"iterations\":" << t.iterations << ",\"median_s\":" << json_number(t.median_s)
                   << ",\"min_s\":" << json_number(t.min_s) << ",\"rate\":" << json_number(rate)
-                  << ",\"unit\":" << json_string(c.kind == CaseKind::gemm ? "GFLOP/s" : "images/s")
+                  << ",\"unit\":"
+                  << json_string(c.kind == CaseKind::gemm  ? "GFLOP/s"
+                                 : c.kind == CaseKind::add ? "GB/s"
+                                                           : "images/s")
                   << ",\"gflops\":" << json_number(flops_per_iter(c) * 1e-9 / t.median_s)
                   << ",\"faults_per_iter\":" << json_number(t.faults_per_iter)
                   << ",\"device\":" << json_string(device.to_string())

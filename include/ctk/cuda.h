@@ -7,6 +7,12 @@
 #include <string>
 
 #include "ctk/device.h"
+#include "ctk/dtype.h"
+#include "ctk/shape.h"
+
+namespace ctk {
+class Tensor;
+}
 
 namespace ctk::cuda {
 
@@ -46,6 +52,37 @@ void* stream(Device device);
 // Waits until all work queued on the device's ctk stream is done; rethrows an asynchronous kernel
 // error as DeviceError.
 void synchronize(Device device);
+
+// A CUDA event on a device's ctk stream: record() marks the point the stream has reached; synchronize()
+// waits for it, ready() asks without waiting, and elapsed_ms() times the stream between two records.
+// The executor uses events to order work and to time steps without stalling the host.
+class Event {
+public:
+    explicit Event(Device device);
+    ~Event();
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    void record();
+    void synchronize() const;
+    bool ready() const;
+    float elapsed_ms(const Event& later) const;  // both recorded, `later` after this one
+
+private:
+    Device device_;
+    void* event_ = nullptr;  // cudaEvent_t
+};
+
+// A CPU tensor in page-locked (pinned) host memory: copies from it to a GPU run asynchronously on the
+// ctk stream (the host returns at once and the copy overlaps compute) at full PCIe/NVLink speed. Blocks
+// are cached; a freed block is reused only once every copy queued before its release has finished, so
+// dropping the tensor right after `to(gpu)` is safe. Without the CUDA backend (or a GPU) this returns an
+// ordinary CPU tensor.
+Tensor pinned_empty(const Shape& shape, DataType dtype);
+bool is_pinned(const Tensor& t);
+// A copy of `host` on `device` that does not wait: from a pinned tensor the copy is only queued on the
+// device's ctk stream (work queued after it sees the data; the host must not write `host` until the
+// stream has passed it: an Event or synchronize() tells). From other memory it is Tensor::to(device).
+Tensor to_device_async(const Tensor& host, Device device);
 
 // Whether f32 matrix products may use TF32 tensor cores (10-bit mantissa inputs, f32 accumulation):
 // several times faster on Ampere and Hopper, but not f32-exact. Off by default, as in CNTK.

@@ -2,6 +2,7 @@
 // to a callback as a 1-D run. Used by copies and by the element-wise and reduction kernels.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -13,8 +14,8 @@ namespace ctk::detail {
 
 template <int N>
 struct StridedPlan {
-    Dims shape;                         // coalesced, innermost last; never empty (at least {1})
-    std::array<Dims, N> byte_strides;   // per operand, same rank as shape
+    Dims shape;                        // coalesced, innermost last; never empty (at least {1})
+    std::array<Dims, N> byte_strides;  // per operand, same rank as shape
     int64_t inner() const { return shape.back(); }
     int64_t outer() const {
         int64_t n = 1;
@@ -77,12 +78,39 @@ void run_strided_rows(const StridedPlan<N>& plan, std::array<char*, N> base, int
     }
 }
 
-// Runs the plan, in parallel over outer rows when the work is large enough.
+// Runs the plan, in parallel over outer rows when the work is large enough. Rows longer than two grains
+// with too few of them to share out (a contiguous tensor is one row after coalescing) are cut into
+// grain-sized pieces, so that element-wise work on contiguous data uses every thread too. Callbacks
+// see ordinary runs either way (a piece of a row is a run with the row's strides).
 template <int N, typename Inner>
 void run_strided(const StridedPlan<N>& plan, std::array<char*, N> base, Inner&& inner,
                  int64_t grain_elements = 32768) {
-    int64_t rows = plan.outer(), inner_n = plan.inner();
-    int64_t grain_rows = std::max<int64_t>(1, grain_elements / std::max<int64_t>(inner_n, 1));
+    const int64_t rows = plan.outer(), inner_n = plan.inner();
+    if (inner_n >= 2 * grain_elements && rows < 2 * static_cast<int64_t>(num_threads()) &&
+        num_threads() > 1) {
+        const int64_t pieces = (inner_n + grain_elements - 1) / grain_elements;
+        const int64_t piece_len = (inner_n + pieces - 1) / pieces;
+        std::array<int64_t, N> inner_strides;
+        for (int k = 0; k < N; ++k) inner_strides[k] = plan.byte_strides[k].back();
+        parallel_for(0, rows * pieces, 1, [&](int64_t b, int64_t e) {
+            for (int64_t t = b; t < e; ++t) {
+                const int64_t row = t / pieces, begin = (t % pieces) * piece_len;
+                const int64_t n = std::min(piece_len, inner_n - begin);
+                // The row's start: decompose `row` over the outer dims.
+                std::array<char*, N> ptr = base;
+                int64_t rem = row;
+                for (int d = static_cast<int>(plan.shape.size()) - 2; d >= 0; --d) {
+                    const int64_t i = rem % plan.shape[static_cast<size_t>(d)];
+                    rem /= plan.shape[static_cast<size_t>(d)];
+                    for (int k = 0; k < N; ++k) ptr[k] += i * plan.byte_strides[k][static_cast<size_t>(d)];
+                }
+                for (int k = 0; k < N; ++k) ptr[k] += begin * inner_strides[k];
+                inner(ptr, n, inner_strides);
+            }
+        });
+        return;
+    }
+    const int64_t grain_rows = std::max<int64_t>(1, grain_elements / std::max<int64_t>(inner_n, 1));
     parallel_for(0, rows, grain_rows,
                  [&](int64_t b, int64_t e) { run_strided_rows<N>(plan, base, b, e, inner); });
 }

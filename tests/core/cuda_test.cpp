@@ -164,3 +164,39 @@ TEST_F(CudaTest, DeterministicModeIsBitReproducible) {
     EXPECT_EQ(first.first, second.first);
     EXPECT_EQ(first.second, second.second);
 }
+
+TEST(CudaPinned, FallsBackToOrdinaryMemoryWithoutAGpu) {
+    if (cuda::is_available()) GTEST_SKIP() << "a GPU is present";
+    Tensor p = cuda::pinned_empty(Shape{4}, DataType::f32);
+    EXPECT_TRUE(p.device().is_cpu());
+    EXPECT_FALSE(cuda::is_pinned(p));
+}
+
+TEST_F(CudaTest, PinnedBlocksAreNotReusedUnderAQueuedCopy) {
+    const int64_t n = int64_t(1) << 22;  // 16 MiB: the copy takes long enough to still be queued
+    Tensor first = cuda::pinned_empty(Shape{n}, DataType::f32);
+    EXPECT_TRUE(cuda::is_pinned(first));
+    EXPECT_TRUE(first.device().is_cpu());
+    first.fill(1.0);
+    // Keep the stream busy, then queue the copy and drop the host tensor at once.
+    Tensor busy = Tensor::ones(Shape{4096, 4096}, DataType::f32, gpu);
+    for (int i = 0; i < 4; ++i) busy = matmul(busy, busy);
+    Tensor on_gpu = cuda::to_device_async(first, gpu);
+    first = Tensor();
+    Tensor second = cuda::pinned_empty(Shape{n}, DataType::f32);  // must not be the block still being read
+    second.fill(2.0);
+    cuda::synchronize(gpu);
+    EXPECT_EQ(reduce_sum(on_gpu, {}).item(), static_cast<double>(n));
+}
+
+TEST_F(CudaTest, EventsOrderAndTimeTheStream) {
+    cuda::Event start(gpu), stop(gpu);
+    start.record();
+    Tensor a = Tensor::ones(Shape{2048, 2048}, DataType::f32, gpu);
+    Tensor b = matmul(a, a);
+    stop.record();
+    stop.synchronize();
+    EXPECT_TRUE(stop.ready());
+    EXPECT_GT(start.elapsed_ms(stop), 0.0f);
+    EXPECT_EQ(b.at({0, 0}), 2048.0);
+}

@@ -148,3 +148,27 @@ TEST(Matmul, ValuesAndErrors) {
     EXPECT_EQ(bf.dtype(), DataType::bf16);
     EXPECT_EQ(bf.to_vector<float>(), (std::vector<float>{4, 5, 10, 11}));
 }
+
+// Long contiguous rows are cut into pieces shared among threads: results must not depend on the cut.
+TEST(Elementwise, LongRowsGiveTheSameResultAtEveryThreadCount) {
+    for (const Shape& shape : {Shape{300001}, Shape{3, 100003}}) {
+        Tensor a = Tensor::arange(shape, DataType::f32), b = Tensor::full(shape, 0.5, DataType::f32);
+        Tensor one, two;
+        DropoutResult d1, d2;
+        {
+            ScopedNumThreads t(1);
+            one = plus(a, b);
+            Generator g(7);
+            d1 = dropout(a, 0.5, g);
+        }
+        {
+            ScopedNumThreads t(2);
+            two = plus(a, b);
+            Generator g(7);
+            d2 = dropout(a, 0.5, g);
+        }
+        EXPECT_EQ(one.to_vector<float>(), two.to_vector<float>()) << shape.to_string();
+        EXPECT_EQ(d1.y.to_vector<float>(), d2.y.to_vector<float>()) << shape.to_string();
+        EXPECT_EQ(two.to_vector<float>().back(), static_cast<float>(shape.numel() - 1) + 0.5f);
+    }
+}

@@ -128,7 +128,7 @@ void copy_on_device(const Tensor& src, const Tensor& dst) {
     CTK_CUDA_CHECK(cudaGetLastError());
 }
 
-void copy_tensor(const Tensor& src, const Tensor& dst) {
+void copy_tensor(const Tensor& src, const Tensor& dst, bool async) {
     Tensor s = src.broadcast_to(dst.shape());
     if (dst.numel() == 0) return;
     const size_t bytes = static_cast<size_t>(dst.numel()) * dst.element_size();
@@ -153,10 +153,13 @@ void copy_tensor(const Tensor& src, const Tensor& dst) {
     if (dst.device().is_cuda()) {  // host -> device
         Tensor host = s.contiguous().to(dst.dtype());
         Tensor target = dst.is_contiguous() ? dst : Tensor::empty(dst.shape(), dst.dtype(), dst.device());
-        // From pageable memory this returns once the data is staged, so `host` may be freed after it.
+        // From pageable memory this returns once the data is staged, so `host` may be freed after it. From
+        // pinned memory it returns at once; the pinned cache keeps a released block until the copy is done,
+        // and unless asked for an asynchronous copy we wait, so the caller may write the buffer again.
         CTK_CUDA_CHECK(cudaMemcpyAsync(target.raw_data(), host.raw_data(), bytes, cudaMemcpyHostToDevice,
                                        cuda_stream(dst.device())));
         if (!dst.is_contiguous()) copy_on_device(target, dst);
+        if (!async && is_pinned(host)) synchronize(dst.device());
         return;
     }
     // device -> host

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "ctk/error.h"
+#include "ctk/tensor.h"
 
 #if CTK_HAVE_CUDA
 #include "core/cuda/cuda_check.h"

@@ -211,6 +211,7 @@ __device__ __forceinline__ C binary_value(OpKind op, C x, C y) {
 
 template <typename D>
 struct UnaryFn {
+    using element = D;  // all operands hold D: the contiguous case vectorizes
     OpKind op;
     comp_t<D> alpha, beta;
     __device__ void operator()(char** q) const {
@@ -221,6 +222,7 @@ struct UnaryFn {
 
 template <typename D>
 struct UnaryGradFn {
+    using element = D;  // all operands hold D: the contiguous case vectorizes
     OpKind op;
     comp_t<D> alpha, beta;
     __device__ void operator()(char** q) const {
@@ -233,6 +235,7 @@ struct UnaryGradFn {
 
 template <typename D>
 struct BinaryFn {
+    using element = D;  // all operands hold D: the contiguous case vectorizes
     OpKind op;
     __device__ void operator()(char** q) const {
         auto x = to_comp(*reinterpret_cast<const D*>(q[1]));
@@ -243,6 +246,7 @@ struct BinaryFn {
 
 template <typename D>
 struct SelectFn {
+    using element = D;  // all operands hold D: the contiguous case vectorizes
     __device__ void operator()(char** q) const {
         bool take_a = to_comp(*reinterpret_cast<const D*>(q[1])) != comp_t<D>(0);
         *reinterpret_cast<D*>(q[0]) = *reinterpret_cast<const D*>(q[take_a ? 2 : 3]);

@@ -1,0 +1,147 @@
+// Page-locked host memory with a cache (declared in ctk/cuda.h), and CUDA events. cudaHostAlloc is slow
+// (it maps pages for the device), so freed blocks are kept. A block may still be the source of an
+// asynchronous copy when its tensor dies, so on release the cache records an event on every ctk stream
+// in use and hands the block out again only once those events have completed.
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/cuda/copy.h"
+#include "core/cuda/cuda_check.h"
+#include "ctk/cuda.h"
+#include "ctk/tensor.h"
+
+namespace ctk::cuda {
+
+namespace {
+
+struct FreeBlock {
+    void* data;
+    std::vector<cudaEvent_t> pending;  // one per device stream that was live at release
+};
+
+class PinnedCache {
+public:
+    void* take(size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto range = free_.equal_range(bytes);
+        for (auto it = range.first; it != range.second; ++it) {
+            if (!all_done(it->second.pending)) continue;  // a queued copy may still read it
+            void* p = it->second.data;
+            release_events(it->second.pending);
+            free_.erase(it);
+            return p;
+        }
+        void* p = nullptr;
+        if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+            cudaGetLastError();
+            CTK_THROW(OutOfMemoryError, "pinned host allocation of ", bytes, " bytes failed (", free_.size(),
+                      " pinned blocks cached)");
+        }
+        pinned_[p] = bytes;
+        return p;
+    }
+
+    void give_back(void* p, size_t bytes) {
+        FreeBlock b{p, {}};
+        for (int d = 0; d < device_count(); ++d) {
+            cudaEvent_t e = nullptr;
+            detail::set_device(d);
+            if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+                cudaGetLastError();
+                continue;
+            }
+            cudaEventRecord(e, detail::cuda_stream(Device::cuda(d)));
+            b.pending.push_back(e);
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        free_.emplace(bytes, std::move(b));
+    }
+
+    bool contains(const void* p) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return pinned_.count(const_cast<void*>(p)) > 0;
+    }
+
+private:
+    static bool all_done(const std::vector<cudaEvent_t>& events) {
+        for (cudaEvent_t e : events)
+            if (cudaEventQuery(e) != cudaSuccess) {
+                cudaGetLastError();
+                return false;
+            }
+        return true;
+    }
+    static void release_events(std::vector<cudaEvent_t>& events) {
+        for (cudaEvent_t e : events) cudaEventDestroy(e);
+        events.clear();
+    }
+
+    mutable std::mutex mutex_;
+    std::multimap<size_t, FreeBlock> free_;
+    std::map<void*, size_t> pinned_;  // every block this cache made (they are never freed)
+};
+
+PinnedCache& cache() {
+    static auto* c = new PinnedCache();  // never destroyed: tensors may die during static destruction
+    return *c;
+}
+
+}  // namespace
+
+Tensor pinned_empty(const Shape& shape, DataType dtype) {
+    if (!is_available()) return Tensor::empty(shape, dtype);
+    // Whole 4 KiB pages: the cache then serves nearby sizes from the same blocks.
+    const size_t bytes =
+        (static_cast<size_t>(std::max<int64_t>(shape.numel(), 1)) * size_of(dtype) + 4095) / 4096 * 4096;
+    void* p = cache().take(bytes);
+    std::shared_ptr<void> owner(p, [bytes](void* q) { cache().give_back(q, bytes); });
+    return Tensor::wrap(p, bytes, shape, shape.contiguous_strides(), dtype, Device::cpu(), std::move(owner));
+}
+
+bool is_pinned(const Tensor& t) {
+    return t.defined() && t.device().is_cpu() && is_available() && cache().contains(t.storage()->data());
+}
+
+Tensor to_device_async(const Tensor& host, Device device) {
+    if (!is_pinned(host)) return host.to(device);
+    Tensor out = Tensor::empty(host.shape(), host.dtype(), device);
+    detail::copy_tensor(host, out, /*async=*/true);
+    return out;
+}
+
+Event::Event(Device device) : device_(device) {
+    check_device(device);
+    detail::set_device(device.index);
+    cudaEvent_t e = nullptr;
+    CTK_CUDA_CHECK(cudaEventCreate(&e));
+    event_ = e;
+}
+
+Event::~Event() {
+    if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+
+void Event::record() {
+    CTK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), detail::cuda_stream(device_)));
+}
+
+void Event::synchronize() const {
+    CTK_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
+}
+
+bool Event::ready() const {
+    cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event_));
+    if (e == cudaErrorNotReady) return false;
+    CTK_CUDA_CHECK(e);
+    return true;
+}
+
+float Event::elapsed_ms(const Event& later) const {
+    float ms = 0;
+    CTK_CUDA_CHECK(
+        cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(event_), static_cast<cudaEvent_t>(later.event_)));
+    return ms;
+}
+
+}  // namespace ctk::cuda
