@@ -185,6 +185,35 @@ void synchronize(Device) {
     no_backend();
 }
 
+// Pinned memory degrades to ordinary host memory, and every copy to a "device" is the ordinary one
+// (which throws, naming the device).
+Tensor pinned_empty(const Shape& shape, DataType dtype) {
+    return Tensor::empty(shape, dtype);
+}
+bool is_pinned(const Tensor&) {
+    return false;
+}
+Tensor to_device_async(const Tensor& host, Device device) {
+    return host.to(device);
+}
+
+Event::Event(Device device) : device_(device) {
+    check_device(device);
+}
+Event::~Event() = default;
+void Event::record() {
+    no_backend();
+}
+void Event::synchronize() const {
+    no_backend();
+}
+bool Event::ready() const {
+    no_backend();
+}
+float Event::elapsed_ms(const Event&) const {
+    no_backend();
+}
+
 #endif
 
 #if CTK_HAVE_CUDA

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/gather_layout.h"
 
 namespace ctk::cpu {
 
@@ -23,20 +24,14 @@ int64_t product(const Shape& shape, int begin, int end) {
 
 // ---- gather ----
 
-// Iterates over the output. data advances along its own axes and stays put along the axes that come
-// from the indices; the index tensor does the opposite. The indexed axis enters through the loaded index.
+// Iterates over the output, data and indices advancing as gather_strides says.
 template <typename U>
 void gather_kernel(const KernelCall& call) {
     const Tensor &data = call.inputs[0], &idx = call.inputs[1];
     const Tensor& out = call.outputs[0];
     const int axis = call.attr<AxisAttrs>().axis;
     const Dims data_strides = byte_strides(data), idx_strides = byte_strides(idx);
-    // Byte strides over the output's axes: data.shape[:axis] + indices.shape + data.shape[axis+1:].
-    Dims ds(data_strides.begin(), data_strides.begin() + axis), is(static_cast<size_t>(axis), 0);
-    ds.resize(ds.size() + idx_strides.size(), 0);
-    is.insert(is.end(), idx_strides.begin(), idx_strides.end());
-    ds.insert(ds.end(), data_strides.begin() + axis + 1, data_strides.end());
-    is.resize(ds.size(), 0);
+    const auto [ds, is] = detail::gather_strides(data_strides, idx_strides, axis);
     const int64_t axis_bytes = data_strides[static_cast<size_t>(axis)];
     constexpr int64_t e = sizeof(U);
     auto plan = detail::make_strided_plan<3>(out.shape().dims(), {byte_strides(out), ds, is});

@@ -31,15 +31,15 @@ BlasMatrix blas_view(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, b
 }
 
 template <typename T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-          int64_t ldc) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+          T* c, int64_t ldc) {
     auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, TA, TB, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-                    static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
+        cblas_sgemm(CblasRowMajor, TA, TB, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                    1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
     else
-        cblas_dgemm(CblasRowMajor, TA, TB, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
-                    static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
+        cblas_dgemm(CblasRowMajor, TA, TB, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0,
+                    a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
 }
 
 template <typename T>
@@ -75,12 +75,15 @@ void blas_matmul_kernel(const KernelCall& call) {
                 oa += idx * a.strides()[static_cast<size_t>(d)];
                 ob += idx * b.strides()[static_cast<size_t>(d)];
             }
-            gemm<T>(va.trans, vb.trans, m, n, k, a.data<T>() + oa, va.ld, b.data<T>() + ob, vb.ld, out.data<T>() + i * m * n, n);
+            gemm<T>(va.trans, vb.trans, m, n, k, a.data<T>() + oa, va.ld, b.data<T>() + ob, vb.ld,
+                    out.data<T>() + i * m * n, n);
         }
     };
     // Small products: one per thread; large ones: let BLAS thread each product.
-    if (batch > 1 && m * n * k < (int64_t(1) << 21)) parallel_for(0, batch, 1, run);
-    else run(0, batch);
+    if (batch > 1 && m * n * k < (int64_t(1) << 21))
+        parallel_for(0, batch, 1, run);
+    else
+        run(0, batch);
 }
 
 // oneDNN matmul for 16-bit floats, with primitives cached by their descriptors.
@@ -117,8 +120,8 @@ void onednn_matmul_kernel(const KernelCall& call) {
         }
         prim = it->second;
     } catch (const dnnl::error& e) {
-        CTK_THROW(NotImplementedError, "matmul: oneDNN has no ", dtype_name(out.dtype()), " matmul on this CPU (",
-                  e.what(), ")");
+        CTK_THROW(NotImplementedError, "matmul: oneDNN has no ", dtype_name(out.dtype()),
+                  " matmul on this CPU (", e.what(), ")");
     }
     dnnl::memory am(a_md, onednn::engine(), a.raw_data()), bm(b_md, onednn::engine(), b.raw_data()),
         cm(c_md, onednn::engine(), out.raw_data());
@@ -131,7 +134,7 @@ void onednn_matmul_kernel(const KernelCall& call) {
 void register_matmul(KernelTable& t) {
     t.add(OpKind::matmul, DeviceType::cpu, DataType::f32, blas_matmul_kernel<float>);
     t.add(OpKind::matmul, DeviceType::cpu, DataType::f64, blas_matmul_kernel<double>);
-    t.add(OpKind::matmul, DeviceType::cpu, DataType::bf16, onednn_matmul_kernel);
+    t.add(OpKind::matmul, DeviceType::cpu, DataType::bf16, onednn::bf16_kernel<onednn_matmul_kernel>());
 }
 
 }  // namespace ctk::cpu

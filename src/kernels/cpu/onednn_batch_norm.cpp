@@ -189,8 +189,11 @@ void batch_norm_kernel(const KernelCall& call) {
 }  // namespace
 
 void register_batch_norm(KernelTable& t) {
-    for (OpKind op : {OpKind::batch_norm_training, OpKind::batch_norm_inference, OpKind::batch_norm_backward})
-        for (DataType d : {DataType::f32, DataType::bf16}) t.add(op, DeviceType::cpu, d, batch_norm_kernel);
+    for (OpKind op :
+         {OpKind::batch_norm_training, OpKind::batch_norm_inference, OpKind::batch_norm_backward}) {
+        t.add(op, DeviceType::cpu, DataType::f32, batch_norm_kernel);
+        t.add(op, DeviceType::cpu, DataType::bf16, onednn::bf16_kernel<batch_norm_kernel>());
+    }
     register_reference_batch_norm(t);
 }
 

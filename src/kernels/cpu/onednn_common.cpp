@@ -20,6 +20,15 @@ dnnl::stream& stream() {
     return s;
 }
 
+bool has_native_bf16() {
+    // cpu_isa values are bit masks in which each ISA contains the bits of those it extends.
+    static const bool native = [] {
+        const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+        return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+    }();
+    return native;
+}
+
 dnnl::memory::data_type data_type(DataType dtype) {
     switch (dtype) {
         case DataType::f32:

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ctk/kernel_table.h"
 #include "ctk/tensor.h"
 
 namespace ctk::cpu::onednn {
@@ -27,6 +28,33 @@ dnnl::memory::desc desc_of(const Tensor& t);
 // A memory object over the tensor's data (no copy).
 dnnl::memory memory_of(const Tensor& t);
 dnnl::memory memory_of(const Tensor& t, const dnnl::memory::desc& desc);
+
+// True when oneDNN has bf16 kernels on this CPU (it needs AVX-512; on AVX2 machines it has none).
+bool has_native_bf16();
+
+// A bf16 kernel for CPUs where oneDNN has none: runs the f32 kernel on f32 copies of the bf16 operands
+// and rounds the results back, so bf16 models still run (more slowly) on AVX2 machines.
+template <void (*F32Kernel)(const KernelCall&)>
+void bf16_via_f32(const KernelCall& call) {
+    std::vector<Tensor> ins, outs;
+    for (const Tensor& t : call.inputs)
+        ins.push_back(t.defined() && t.dtype() == DataType::bf16 ? t.to(DataType::f32) : t);
+    for (const Tensor& t : call.outputs)
+        outs.push_back(t.defined() && t.dtype() == DataType::bf16 ? Tensor::empty(t.shape(), DataType::f32)
+                                                                  : t);
+    F32Kernel(KernelCall{call.op, ins, outs, call.attrs, call.ctx});
+    for (size_t i = 0; i < outs.size(); ++i) {
+        if (!call.outputs[i].defined())
+            call.outputs[i] = outs[i];  // allocated by the kernel (a pooling workspace)
+        else if (!call.outputs[i].shares_storage(outs[i]))
+            call.outputs[i].copy_from(outs[i]);
+    }
+}
+// The kernel to register for bf16: `kernel` itself where oneDNN has bf16, else the f32 round trip.
+template <void (*Kernel)(const KernelCall&)>
+KernelFn bf16_kernel() {
+    return has_native_bf16() ? Kernel : bf16_via_f32<Kernel>;
+}
 
 // Converts oneDNN's exceptions into ctk errors that name the op.
 [[noreturn]] void rethrow(const char* op, const dnnl::error& e);

@@ -212,7 +212,7 @@ void register_convolution(KernelTable& t) {
     for (OpKind op :
          {OpKind::convolution, OpKind::convolution_backward_data, OpKind::convolution_backward_weights}) {
         t.add(op, DeviceType::cpu, DataType::f32, convolution_kernel);
-        t.add(op, DeviceType::cpu, DataType::bf16, convolution_kernel);
+        t.add(op, DeviceType::cpu, DataType::bf16, onednn::bf16_kernel<convolution_kernel>());
     }
     register_reference_convolution(t);
 }

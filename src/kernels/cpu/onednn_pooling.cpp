@@ -136,10 +136,11 @@ void pooling_backward_kernel(const KernelCall& call) {
 }  // namespace
 
 void register_pooling(KernelTable& t) {
-    for (DataType d : {DataType::f32, DataType::bf16}) {
-        t.add(OpKind::pooling, DeviceType::cpu, d, pooling_kernel);
-        t.add(OpKind::pooling_backward, DeviceType::cpu, d, pooling_backward_kernel);
-    }
+    t.add(OpKind::pooling, DeviceType::cpu, DataType::f32, pooling_kernel);
+    t.add(OpKind::pooling_backward, DeviceType::cpu, DataType::f32, pooling_backward_kernel);
+    t.add(OpKind::pooling, DeviceType::cpu, DataType::bf16, onednn::bf16_kernel<pooling_kernel>());
+    t.add(OpKind::pooling_backward, DeviceType::cpu, DataType::bf16,
+          onednn::bf16_kernel<pooling_backward_kernel>());
     register_reference_pooling(t);
 }
 

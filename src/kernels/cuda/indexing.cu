@@ -4,6 +4,7 @@
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/map.cuh"
 #include "kernels/cuda/rows.cuh"
+#include "kernels/gather_layout.h"
 
 namespace ctk::cuda {
 
@@ -31,13 +32,7 @@ void gather_kernel(const KernelCall& call) {
     const Tensor& out = call.outputs[0];
     const int axis = call.attr<AxisAttrs>().axis;
     const Dims data_strides = byte_strides(data), idx_strides = byte_strides(idx);
-    // Over the output's axes (data.shape[:axis] + indices.shape + data.shape[axis+1:]), data advances
-    // along its own axes and the indices along theirs.
-    Dims ds(data_strides.begin(), data_strides.begin() + axis), is(static_cast<size_t>(axis), 0);
-    ds.resize(ds.size() + idx_strides.size(), 0);
-    is.insert(is.end(), idx_strides.begin(), idx_strides.end());
-    ds.insert(ds.end(), data_strides.begin() + axis + 1, data_strides.end());
-    is.resize(ds.size(), 0);
+    const auto [ds, is] = ::ctk::detail::gather_strides(data_strides, idx_strides, axis);
     launch_map_strided<3>(out.shape().dims(),
                           {static_cast<char*>(out.raw_data()), static_cast<char*>(data.raw_data()),
                            static_cast<char*>(idx.raw_data())},
@@ -199,20 +194,13 @@ void one_hot_launch(const KernelCall& call) {
 }
 
 // ---- top_k: k passes over each row, each taking the best element ranked after the previous pick ----
-// The order: NaN above every number, larger first, and the lower index first among equals.
-template <typename C>
-__device__ __forceinline__ bool ranks_before(C a, int64_t ia, C b, int64_t ib) {
-    const bool na = a != a, nb = b != b;
-    if (na != nb) return na;
-    if (!na && a != b) return a > b;
-    return ia < ib;
-}
-
+// The order (LargestFirst): NaN above every number, larger first, the lower index first among equals.
 template <typename D>
 __global__ void top_k_rows(const D* x, int64_t n, int64_t k, D* values, int64_t* indices) {
     using C = comp_t<D>;
     __shared__ C sv[256];
     __shared__ int64_t si[256];
+    const LargestFirst before;
     const D* p = x + blockIdx.x * n;
     C prev = 0;
     int64_t prev_i = -1;
@@ -221,33 +209,16 @@ __global__ void top_k_rows(const D* x, int64_t n, int64_t k, D* values, int64_t*
         int64_t bi = -1;
         for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
             const C v = to_comp(p[j]);
-            if (prev_i >= 0 && !ranks_before(prev, prev_i, v, j)) continue;  // already taken
-            if (bi < 0 || ranks_before(v, j, best, bi)) {
-                best = v;
-                bi = j;
-            }
+            if (prev_i >= 0 && !before(prev, prev_i, v, j)) continue;  // already taken
+            keep_best(best, bi, v, j, before);
         }
-        sv[threadIdx.x] = best;
-        si[threadIdx.x] = bi;
-        __syncthreads();
-        for (int s = blockDim.x / 2; s > 0; s /= 2) {
-            if (threadIdx.x < s) {
-                const int64_t ib = si[threadIdx.x + s];
-                if (ib >= 0 && (si[threadIdx.x] < 0 ||
-                                ranks_before(sv[threadIdx.x + s], ib, sv[threadIdx.x], si[threadIdx.x]))) {
-                    sv[threadIdx.x] = sv[threadIdx.x + s];
-                    si[threadIdx.x] = ib;
-                }
-            }
-            __syncthreads();
-        }
-        prev = sv[0];
-        prev_i = si[0];
+        block_best(best, bi, before, sv, si);
+        prev = best;
+        prev_i = bi;
         if (threadIdx.x == 0) {
             values[blockIdx.x * k + pass] = p[prev_i];
             indices[blockIdx.x * k + pass] = prev_i;
         }
-        __syncthreads();
     }
 }
 

@@ -202,48 +202,17 @@ void reduce_kernel(const KernelCall& call) {
 }
 
 // argmax/argmin along one axis: the first extreme element; a NaN counts as the extreme (NumPy's rule).
-template <typename D, bool IsMax>
+template <typename D, typename Before>
 __global__ void arg_kernel(const D* in, int64_t cols, int64_t* out) {
     using C = comp_t<D>;
     __shared__ C sv[256];
     __shared__ int64_t si[256];
     const D* p = in + blockIdx.x * cols;
     C best = 0;
-    int64_t bi = INT64_MAX;  // INT64_MAX: this thread saw no element
-    // Each thread scans its stride in increasing index order, so "first" holds within a thread.
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-        C v = to_comp(p[j]);
-        if (bi == INT64_MAX || (best == best && (v != v || (IsMax ? v > best : v < best)))) {
-            best = v;
-            bi = j;
-        }
-    }
-    sv[threadIdx.x] = best;
-    si[threadIdx.x] = bi;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s /= 2) {
-        if (threadIdx.x < s) {
-            C a = sv[threadIdx.x], b = sv[threadIdx.x + s];
-            int64_t ia = si[threadIdx.x], ib = si[threadIdx.x + s];
-            bool take_b;
-            if (ib == INT64_MAX)
-                take_b = false;
-            else if (ia == INT64_MAX)
-                take_b = true;
-            else if (a != a || b != b)
-                take_b = (a == a) || (b != b && ib < ia);  // first NaN wins
-            else if (a == b)
-                take_b = ib < ia;
-            else
-                take_b = IsMax ? b > a : b < a;
-            if (take_b) {
-                sv[threadIdx.x] = b;
-                si[threadIdx.x] = ib;
-            }
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) out[blockIdx.x] = si[0];
+    int64_t bi = -1;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) keep_best(best, bi, to_comp(p[j]), j, Before());
+    block_best(best, bi, Before(), sv, si);
+    if (threadIdx.x == 0) out[blockIdx.x] = bi;
 }
 
 template <typename T>
@@ -255,10 +224,10 @@ void arg_reduce_kernel(const KernelCall& call) {
     Tensor target = out.is_contiguous() ? out : Tensor::empty(out.shape(), out.dtype(), out.device());
     const unsigned grid = static_cast<unsigned>(r.rows);
     if (call.op == OpKind::argmax)
-        arg_kernel<D, true>
+        arg_kernel<D, LargestFirst>
             <<<grid, row_block(r.cols), 0, stream_of(call)>>>(ptr<D>(r.data), r.cols, ptr<int64_t>(target));
     else
-        arg_kernel<D, false>
+        arg_kernel<D, SmallestFirst>
             <<<grid, row_block(r.cols), 0, stream_of(call)>>>(ptr<D>(r.data), r.cols, ptr<int64_t>(target));
     CTK_CUDA_LAUNCH_CHECK();
     if (!target.shares_storage(out)) Tensor(out).copy_from(target);

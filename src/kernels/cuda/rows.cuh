@@ -52,4 +52,58 @@ __device__ __forceinline__ C block_reduce(C v, Op op, C* shared) {
     return v;
 }
 
+// The rank orders of the arg-style kernels: true when (a, ia) ranks before (b, ib).
+// Largest first, NaN above every number (argmax's and top_k's rule), lower index first among equals.
+struct LargestFirst {
+    template <typename C>
+    __device__ bool operator()(C a, int64_t ia, C b, int64_t ib) const {
+        const bool na = a != a, nb = b != b;
+        if (na != nb) return na;
+        if (!na && a != b) return a > b;
+        return ia < ib;
+    }
+};
+// Smallest first, NaN above every number (argmin's rule), lower index first among equals.
+struct SmallestFirst {
+    template <typename C>
+    __device__ bool operator()(C a, int64_t ia, C b, int64_t ib) const {
+        const bool na = a != a, nb = b != b;
+        if (na != nb) return na;
+        if (!na && a != b) return a < b;
+        return ia < ib;
+    }
+};
+
+// Folds candidate (v, j) into a thread's best pair (i < 0: none yet).
+template <typename C, typename Before>
+__device__ __forceinline__ void keep_best(C& best, int64_t& i, C v, int64_t j, Before before) {
+    if (i < 0 || before(v, j, best, i)) {
+        best = v;
+        i = j;
+    }
+}
+
+// The block's best pair under `before`, from every thread's candidate (index -1: none); every thread
+// gets it. `sv` and `si` hold blockDim.x entries.
+template <typename C, typename Before>
+__device__ void block_best(C& v, int64_t& i, Before before, C* sv, int64_t* si) {
+    sv[threadIdx.x] = v;
+    si[threadIdx.x] = i;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+        if (threadIdx.x < s) {
+            const int64_t ib = si[threadIdx.x + s];
+            if (ib >= 0 &&
+                (si[threadIdx.x] < 0 || before(sv[threadIdx.x + s], ib, sv[threadIdx.x], si[threadIdx.x]))) {
+                sv[threadIdx.x] = sv[threadIdx.x + s];
+                si[threadIdx.x] = ib;
+            }
+        }
+        __syncthreads();
+    }
+    v = sv[0];
+    i = si[0];
+    __syncthreads();  // sv and si may be reused right away
+}
+
 }  // namespace ctk::cuda

@@ -43,6 +43,19 @@ __global__ void softmax_rows(const D* x, D* y, int64_t n, bool log_form) {
     }
 }
 
+// The CPU scan keeps the first strict maximum from element 0 on: a NaN at 0 wins (nothing compares
+// greater), a NaN anywhere else never does. Otherwise largest first, lower index first among equals.
+struct HardmaxOrder {
+    template <typename C>
+    __device__ bool operator()(C a, int64_t ia, C b, int64_t ib) const {
+        auto rank = [](C v, int64_t i) { return v != v ? (i == 0 ? 2 : 0) : 1; };  // NaN at 0 > number > NaN
+        const int ra = rank(a, ia), rb = rank(b, ib);
+        if (ra != rb) return ra > rb;
+        if (ra == 1 && a != b) return a > b;
+        return ia < ib;
+    }
+};
+
 template <typename D>
 __global__ void hardmax_rows(const D* x, D* y, int64_t n) {
     using C = comp_t<D>;
@@ -50,32 +63,10 @@ __global__ void hardmax_rows(const D* x, D* y, int64_t n) {
     __shared__ int64_t si[256];
     const D* p = x + blockIdx.x * n;
     C best = 0;
-    int64_t bi = INT64_MAX;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-        C v = to_comp(p[j]);
-        if (bi == INT64_MAX || v > best) {
-            best = v;
-            bi = j;
-        }
-    }
-    sv[threadIdx.x] = best;
-    si[threadIdx.x] = bi;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s /= 2) {
-        if (threadIdx.x < s) {
-            int64_t ia = si[threadIdx.x], ib = si[threadIdx.x + s];
-            C a = sv[threadIdx.x], b = sv[threadIdx.x + s];
-            // The CPU scan keeps the first strict maximum (a NaN never beats, and is beaten by nothing
-            // after it only if it came first).
-            bool take_b = ib != INT64_MAX && (ia == INT64_MAX || (ib < ia ? !(a > b) : b > a));
-            if (take_b) {
-                sv[threadIdx.x] = b;
-                si[threadIdx.x] = ib;
-            }
-        }
-        __syncthreads();
-    }
-    const int64_t win = si[0];
+    int64_t win = -1;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+        keep_best(best, win, to_comp(p[j]), j, HardmaxOrder());
+    block_best(best, win, HardmaxOrder(), sv, si);
     D* q = y + blockIdx.x * n;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) q[j] = from_comp<D>(C(j == win ? 1 : 0));
 }
