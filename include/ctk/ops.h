@@ -12,10 +12,14 @@
 
 namespace ctk {
 
-// ---- element-wise (NumPy broadcasting; comparison and logic ops return 0/1 in the input dtype, as CNTK) ----
+// ---- element-wise (NumPy broadcasting; comparison and logic ops return 0/1 in the input dtype, as CNTK)
+// ----
 Tensor unary(OpKind op, const Tensor& x, ScalarAttrs scalars = {});
+// CNTK's default scalars for a unary op (elu's alpha 1, leaky_relu's 0.01, selu's constants, ...).
+ScalarAttrs default_scalars(OpKind op);
 // dx for y = op(x), given x, y and dy (either x or y may be undefined where the rule does not need it).
-Tensor unary_backward(OpKind op, const Tensor& x, const Tensor& y, const Tensor& dy, ScalarAttrs scalars = {});
+Tensor unary_backward(OpKind op, const Tensor& x, const Tensor& y, const Tensor& dy,
+                      ScalarAttrs scalars = {});
 Tensor binary(OpKind op, const Tensor& a, const Tensor& b);
 // out = op(a, b) written into an existing tensor of the broadcast shape (may alias a or b).
 void binary_into(OpKind op, const Tensor& a, const Tensor& b, Tensor& out);
@@ -65,11 +69,13 @@ Tensor log_softmax_backward(const Tensor& y, const Tensor& dy, int axis = -1);
 // ---- convolution (oneDNN): x [N, C, spatial...], w [O, C/groups, kernel...], b [O] ----
 // CNTK's auto-padding for one spatial axis: the output has ceil(in / stride) cells and the kernel's
 // centre visits them as CNTK's ConvolveGeometry places it; fills pad_lo/pad_hi.
-void cntk_auto_pad(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t& pad_lo, int64_t& pad_hi);
+void cntk_auto_pad(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t& pad_lo,
+                   int64_t& pad_hi);
 // The output spatial dims; throws ShapeError naming the op when the geometry is impossible.
 Dims conv_output_spatial(const Shape& x, const Shape& w, const ConvAttrs& attrs);
 Tensor convolution(const Tensor& x, const Tensor& w, const Tensor& b, const ConvAttrs& attrs);
-Tensor convolution_backward_data(const Tensor& dy, const Tensor& w, const Shape& x_shape, const ConvAttrs& attrs);
+Tensor convolution_backward_data(const Tensor& dy, const Tensor& w, const Shape& x_shape,
+                                 const ConvAttrs& attrs);
 struct ConvWeightGrads {
     Tensor dw, db;  // db undefined unless requested
 };
@@ -88,7 +94,8 @@ Tensor pooling_backward(const Tensor& dy, const Tensor& x, const Tensor& workspa
 struct BatchNormResult {
     Tensor y, mean, var;  // biased batch variance
 };
-BatchNormResult batch_norm_training(const Tensor& x, const Tensor& scale, const Tensor& bias, const BatchNormAttrs& attrs);
+BatchNormResult batch_norm_training(const Tensor& x, const Tensor& scale, const Tensor& bias,
+                                    const BatchNormAttrs& attrs);
 Tensor batch_norm_inference(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
                             const Tensor& var, const BatchNormAttrs& attrs);
 struct BatchNormGrads {
@@ -111,7 +118,8 @@ Tensor gather(const Tensor& data, const Tensor& indices, int axis = 0);
 Tensor scatter_add(const Tensor& target, const Tensor& indices, const Tensor& updates, int axis = 0);
 Tensor permute(const Tensor& x, const std::vector<int>& order);  // a contiguous permuted copy
 Tensor concat(const std::vector<Tensor>& xs, int axis);
-Tensor pad(const Tensor& x, const Dims& lo, const Dims& hi, PadMode mode = PadMode::constant, double value = 0.0);
+Tensor pad(const Tensor& x, const Dims& lo, const Dims& hi, PadMode mode = PadMode::constant,
+           double value = 0.0);
 Tensor one_hot(const Tensor& indices, int64_t num_classes, int axis = -1, DataType dtype = DataType::f32);
 struct TopKResult {
     Tensor values, indices;  // largest first; indices int64

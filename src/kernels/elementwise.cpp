@@ -6,31 +6,36 @@
 
 namespace ctk {
 
-namespace {
-
-// CNTK's defaults for the ops that carry scalars.
 ScalarAttrs default_scalars(OpKind op) {
     switch (op) {
-        case OpKind::elu: return {1.0, 0.0};
-        case OpKind::selu: return {1.0507009873554804934193349852946, 1.6732632423543772848170429916717};
-        case OpKind::leaky_relu: return {0.01, 0.0};
-        case OpKind::hard_sigmoid: return {0.2, 0.5};
+        case OpKind::elu:
+            return {1.0, 0.0};
+        case OpKind::selu:
+            return {1.0507009873554804934193349852946, 1.6732632423543772848170429916717};
+        case OpKind::leaky_relu:
+            return {0.01, 0.0};
+        case OpKind::hard_sigmoid:
+            return {0.2, 0.5};
         case OpKind::clip:
             return {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
-        default: return {};
+        default:
+            return {};
     }
 }
 
+namespace {
+
 void check_float(const char* op, const char* operand, const Tensor& t) {
     CTK_CHECK(t.defined(), ValueError, op, ": operand '", operand, "' is undefined");
-    CTK_CHECK(is_floating(t.dtype()), TypeError, op, ": operand '", operand, "' of shape ", t.shape().to_string(),
-              " has dtype ", dtype_name(t.dtype()), "; a floating-point dtype is required");
+    CTK_CHECK(is_floating(t.dtype()), TypeError, op, ": operand '", operand, "' of shape ",
+              t.shape().to_string(), " has dtype ", dtype_name(t.dtype()),
+              "; a floating-point dtype is required");
 }
 
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
-    CTK_CHECK(a.dtype() == b.dtype(), TypeError, op, ": operands have different dtypes (", dtype_name(a.dtype()),
-              " ", a.shape().to_string(), " and ", dtype_name(b.dtype()), " ", b.shape().to_string(),
-              "); cast one first");
+    CTK_CHECK(a.dtype() == b.dtype(), TypeError, op, ": operands have different dtypes (",
+              dtype_name(a.dtype()), " ", a.shape().to_string(), " and ", dtype_name(b.dtype()), " ",
+              b.shape().to_string(), "); cast one first");
 }
 
 }  // namespace
@@ -39,7 +44,8 @@ Tensor unary(OpKind op, const Tensor& x, ScalarAttrs scalars) {
     CTK_CHECK(is_unary(op), ValueError, "unary: ", op_name(op), " is not a unary element-wise op");
     check_float(op_name(op), "x", x);
     if (op == OpKind::clip)
-        CTK_CHECK(scalars.alpha <= scalars.beta, ValueError, "clip: min ", scalars.alpha, " > max ", scalars.beta);
+        CTK_CHECK(scalars.alpha <= scalars.beta, ValueError, "clip: min ", scalars.alpha, " > max ",
+                  scalars.beta);
     Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
     const Tensor inputs[] = {x};
     dispatch(op, inputs, std::span<Tensor>(&out, 1), scalars);
@@ -84,13 +90,19 @@ Tensor binary(OpKind op, const Tensor& a, const Tensor& b) {
     return out;
 }
 
-#define CTK_DEFINE_UNARY(name, attrs) \
-    Tensor name(const Tensor& x) { return unary(OpKind::name, x, default_scalars(OpKind::name)); }
+#define CTK_DEFINE_UNARY(name, attrs)                                 \
+    Tensor name(const Tensor& x) {                                    \
+        return unary(OpKind::name, x, default_scalars(OpKind::name)); \
+    }
 CTK_UNARY_OPS(CTK_DEFINE_UNARY)
 #undef CTK_DEFINE_UNARY
 
-Tensor elu(const Tensor& x, double alpha) { return unary(OpKind::elu, x, {alpha, 0.0}); }
-Tensor leaky_relu(const Tensor& x, double alpha) { return unary(OpKind::leaky_relu, x, {alpha, 0.0}); }
+Tensor elu(const Tensor& x, double alpha) {
+    return unary(OpKind::elu, x, {alpha, 0.0});
+}
+Tensor leaky_relu(const Tensor& x, double alpha) {
+    return unary(OpKind::leaky_relu, x, {alpha, 0.0});
+}
 Tensor clip(const Tensor& x, double min_value, double max_value) {
     return unary(OpKind::clip, x, {min_value, max_value});
 }
@@ -98,8 +110,10 @@ Tensor hard_sigmoid(const Tensor& x, double alpha, double beta) {
     return unary(OpKind::hard_sigmoid, x, {alpha, beta});
 }
 
-#define CTK_DEFINE_BINARY(name, attrs) \
-    Tensor name(const Tensor& a, const Tensor& b) { return binary(OpKind::name, a, b); }
+#define CTK_DEFINE_BINARY(name, attrs)              \
+    Tensor name(const Tensor& a, const Tensor& b) { \
+        return binary(OpKind::name, a, b);          \
+    }
 CTK_BINARY_OPS(CTK_DEFINE_BINARY)
 #undef CTK_DEFINE_BINARY
 

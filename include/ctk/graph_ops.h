@@ -1,0 +1,135 @@
+// CNTK's operators on Variables: each builds a primitive Function, infers its output shape at once
+// (errors name the op, the Function and the shapes) and returns it. Names, argument order and defaults
+// follow CNTK 2.7's Python API; axes index the static (sample) shape, negative from the end. Static
+// shapes broadcast like NumPy (trailing axes aligned); dynamic axes must match or be absent.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ctk/function.h"
+
+namespace ctk {
+
+// ---- element-wise ----
+#define CTK_DECLARE_GRAPH_UNARY(op, attrs) FunctionPtr op(const Variable& x, const std::string& name = "");
+CTK_UNARY_OPS(CTK_DECLARE_GRAPH_UNARY)
+#undef CTK_DECLARE_GRAPH_UNARY
+FunctionPtr elu(const Variable& x, double alpha, const std::string& name = "");
+FunctionPtr leaky_relu(const Variable& x, double alpha, const std::string& name = "");
+FunctionPtr clip(const Variable& x, double min_value, double max_value, const std::string& name = "");
+FunctionPtr hard_sigmoid(const Variable& x, double alpha, double beta, const std::string& name = "");
+#define CTK_DECLARE_GRAPH_BINARY(op, attrs) \
+    FunctionPtr op(const Variable& a, const Variable& b, const std::string& name = "");
+CTK_BINARY_OPS(CTK_DECLARE_GRAPH_BINARY)
+#undef CTK_DECLARE_GRAPH_BINARY
+// CNTK's argument order: param_relu(alpha, x) = x > 0 ? x : alpha * x.
+FunctionPtr element_select(const Variable& condition, const Variable& then_value, const Variable& else_value,
+                           const std::string& name = "");
+// n-ary sum of operands (a chain of plus).
+FunctionPtr sum(const std::vector<Variable>& operands, const std::string& name = "");
+
+// ---- products ----
+// x [..., k1..kn] times W [k1..kn, o1..om] with m = output_rank. W's leading dims may be kInferredDim:
+// infer_input_rank_to_map = 0 makes them take all of x's static axes, -1 (default) takes rank(W) -
+// output_rank of them.
+FunctionPtr times(const Variable& x, const Variable& w, int output_rank = 1, int infer_input_rank_to_map = -1,
+                  const std::string& name = "");
+// a times b^T over the last axis of each (b a matrix).
+FunctionPtr times_transpose(const Variable& a, const Variable& b, const std::string& name = "");
+
+// ---- reductions (keepdims: reduced static axes stay with dim 1, as CNTK) ----
+// `axes`: static axes, Axis::all_static_axes() (default), the batch axis, or Axis::all_axes().
+#define CTK_DECLARE_GRAPH_REDUCE(op)                                                             \
+    FunctionPtr op(const Variable& x, const std::vector<Axis>& axes = {Axis::all_static_axes()}, \
+                   bool keepdims = true, const std::string& name = "");
+CTK_DECLARE_GRAPH_REDUCE(reduce_sum)
+CTK_DECLARE_GRAPH_REDUCE(reduce_mean)
+CTK_DECLARE_GRAPH_REDUCE(reduce_max)
+CTK_DECLARE_GRAPH_REDUCE(reduce_min)
+CTK_DECLARE_GRAPH_REDUCE(reduce_prod)
+CTK_DECLARE_GRAPH_REDUCE(reduce_log_sum_exp)
+CTK_DECLARE_GRAPH_REDUCE(reduce_l1)
+CTK_DECLARE_GRAPH_REDUCE(reduce_l2)
+CTK_DECLARE_GRAPH_REDUCE(reduce_sum_square)
+#undef CTK_DECLARE_GRAPH_REDUCE
+// Index (as a float, CNTK's convention) of the first extreme element along a static axis, kept as dim 1.
+// Without an axis: over all static axes, flattened.
+FunctionPtr argmax(const Variable& x, std::optional<Axis> axis = std::nullopt, const std::string& name = "");
+FunctionPtr argmin(const Variable& x, std::optional<Axis> axis = std::nullopt, const std::string& name = "");
+
+// ---- softmax family (no axis: over all static axes together) ----
+FunctionPtr softmax(const Variable& x, std::optional<Axis> axis = std::nullopt, const std::string& name = "");
+FunctionPtr log_softmax(const Variable& x, std::optional<Axis> axis = std::nullopt,
+                        const std::string& name = "");
+FunctionPtr hardmax(const Variable& x, std::optional<Axis> axis = std::nullopt, const std::string& name = "");
+
+// ---- shape ----
+// Replaces static axes [begin_axis, end_axis) with `shape` (one dim may be -1: inferred from the size).
+FunctionPtr reshape(const Variable& x, const Dims& shape, std::optional<int> begin_axis = std::nullopt,
+                    std::optional<int> end_axis = std::nullopt, const std::string& name = "");
+FunctionPtr flatten(const Variable& x, int axis = 0, const std::string& name = "");
+FunctionPtr squeeze(const Variable& x, std::optional<std::vector<int>> axes = std::nullopt,
+                    const std::string& name = "");
+FunctionPtr expand_dims(const Variable& x, int axis, const std::string& name = "");
+// Python slice semantics per axis (negative begin/end from the end; end 0 means "to the end", as CNTK).
+FunctionPtr slice(const Variable& x, const std::vector<Axis>& axes, const Dims& begin, const Dims& end,
+                  const Dims& strides = {}, const std::string& name = "");
+FunctionPtr splice(const std::vector<Variable>& operands, const Axis& axis = Axis(-1),
+                   const std::string& name = "");
+FunctionPtr transpose(const Variable& x, const std::vector<int>& perm, const std::string& name = "");
+FunctionPtr swapaxes(const Variable& x, int axis1 = 0, int axis2 = 1, const std::string& name = "");
+// pattern: (before, after) per static axis.
+FunctionPtr pad(const Variable& x, const std::vector<std::pair<int64_t, int64_t>>& pattern,
+                PadMode mode = PadMode::constant, double constant_value = 0.0, const std::string& name = "");
+// Looks up rows of `reference` along its first static axis with `indices` (float or integer values);
+// the output's static shape is indices' static shape + reference's remaining static shape. A reference
+// with dynamic axes is looked up per sample.
+FunctionPtr gather(const Variable& reference, const Variable& indices, const std::string& name = "");
+FunctionPtr one_hot(const Variable& x, int64_t num_classes, bool sparse_output = false, int axis = -1,
+                    const std::string& name = "");
+// Two outputs: the k largest values and their indices (float), along a static axis.
+FunctionPtr top_k(const Variable& x, int64_t k, int axis = -1, const std::string& name = "");
+FunctionPtr cast(const Variable& x, DataType dtype, const std::string& name = "");
+
+// ---- graph plumbing ----
+FunctionPtr stop_gradient(const Variable& x, const std::string& name = "");
+FunctionPtr alias(const Variable& x, const std::string& name = "");
+
+// ---- convolution, pooling, normalization ----
+// CNTK's convolution(convolution_map, operand): W [O, C/groups, k...] over x [C, spatial...]; strides,
+// auto_padding (per axis of x, or one value for all; the channel axis never pads) and dilation as in
+// CNTK, shorter lists extended with their last value. W's input-channel dim may be inferred.
+FunctionPtr convolution(const Variable& w, const Variable& x, const Dims& strides = {1},
+                        const std::vector<bool>& auto_padding = {true}, const Dims& dilation = {1},
+                        int64_t groups = 1, const std::string& name = "");
+enum class PoolingType : uint8_t { max = 0, average = 1 };
+FunctionPtr pooling(const Variable& x, PoolingType type, const Dims& window_shape, const Dims& strides = {1},
+                    const std::vector<bool>& auto_padding = {false}, bool ceil_out_dim = false,
+                    bool include_pad = false, const std::string& name = "");
+// CNTK's batch_normalization: scale, bias, running_mean and running_inv_std (a running variance in
+// ctk) are [C] for spatial, or the sample shape otherwise. In training the running statistics move
+// toward the batch's with CNTK's time constant (0: no update, inf: cumulative average).
+FunctionPtr batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,
+                                const Variable& running_mean, const Variable& running_var,
+                                const Variable& running_count, bool spatial,
+                                double normalization_time_constant = 5000.0, double blend_time_constant = 0.0,
+                                double epsilon = 1e-5, const std::string& name = "");
+FunctionPtr dropout(const Variable& x, double dropout_rate = 0.0, uint64_t seed = kSentinelSeed,
+                    const std::string& name = "");
+
+// ---- losses and metrics (per sample: the reduced static axis kept as dim 1, shape [1] for vectors) ----
+FunctionPtr squared_error(const Variable& output, const Variable& target, const std::string& name = "");
+FunctionPtr cross_entropy_with_softmax(const Variable& output, const Variable& target,
+                                       const Axis& axis = Axis(-1), const std::string& name = "");
+FunctionPtr classification_error(const Variable& output, const Variable& target, int64_t top_n = 1,
+                                 const Axis& axis = Axis(-1), const std::string& name = "");
+FunctionPtr binary_cross_entropy(const Variable& output, const Variable& target,
+                                 const std::string& name = "");
+FunctionPtr weighted_binary_cross_entropy(const Variable& output, const Variable& target,
+                                          const Variable& weight, const std::string& name = "");
+FunctionPtr cosine_distance(const Variable& x, const Variable& y, const std::string& name = "");
+
+}  // namespace ctk

@@ -1,0 +1,66 @@
+// Parameter initializers with CNTK's scaling rules. Fan-in and fan-out are read from the parameter's
+// shape (row-major, as Python shows it): the first `output_rank` axes... see fan_in_out() in
+// src/graph/initializer.cpp for the exact rule. Every draw comes from the Philox generator, so a
+// parameter's initial value depends only on (seed, shape).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ctk/tensor.h"
+
+namespace ctk {
+
+// Marks "use the default" for output_rank / filter_rank, and "draw a fresh seed" for seed.
+inline constexpr int kSentinelRank = 1 << 30;
+inline constexpr uint64_t kSentinelSeed = ~uint64_t(0);
+
+struct Initializer {
+    enum class Kind : uint8_t {
+        constant,
+        uniform,
+        normal,
+        truncated_normal,
+        xavier,
+        glorot_uniform,
+        glorot_normal,
+        he_uniform,
+        he_normal,
+        bilinear
+    };
+    Kind kind = Kind::constant;
+    double value = 0.0;  // constant: the value; others: the scale
+    int output_rank = kSentinelRank;
+    int filter_rank = kSentinelRank;
+    uint64_t seed = kSentinelSeed;
+
+    // Fills `out` (CPU, floating) with this initializer's draw for the shape of `out`. Throws ValueError
+    // naming the initializer when the shape does not suit it (bilinear on a non-square kernel).
+    void fill(Tensor& out) const;
+    std::string to_string() const;
+};
+
+Initializer constant_initializer(double value);
+Initializer uniform(double scale, uint64_t seed = kSentinelSeed);  // U(-scale, scale)
+Initializer normal(double scale, int output_rank = kSentinelRank, int filter_rank = kSentinelRank,
+                   uint64_t seed = kSentinelSeed);
+Initializer truncated_normal(double scale, uint64_t seed = kSentinelSeed);
+Initializer xavier(double scale = 1.0, int output_rank = kSentinelRank, int filter_rank = kSentinelRank,
+                   uint64_t seed = kSentinelSeed);
+Initializer glorot_uniform(double scale = 1.0, int output_rank = kSentinelRank,
+                           int filter_rank = kSentinelRank, uint64_t seed = kSentinelSeed);
+Initializer glorot_normal(double scale = 1.0, int output_rank = kSentinelRank,
+                          int filter_rank = kSentinelRank, uint64_t seed = kSentinelSeed);
+Initializer he_uniform(double scale = 1.0, int output_rank = kSentinelRank, int filter_rank = kSentinelRank,
+                       uint64_t seed = kSentinelSeed);
+Initializer he_normal(double scale = 1.0, int output_rank = kSentinelRank, int filter_rank = kSentinelRank,
+                      uint64_t seed = kSentinelSeed);
+Initializer bilinear(int64_t kernel_width, int64_t kernel_height);
+
+// The process-wide seed source for initializers and random ops created without an explicit seed
+// (CNTK's set_fixed_random_seed: every later draw is a pure function of it and the creation order).
+void set_fixed_random_seed(uint64_t seed);
+uint64_t next_random_seed();
+
+}  // namespace ctk

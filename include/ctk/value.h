@@ -1,0 +1,62 @@
+// Value: the data of a variable with dynamic axes, and the sequence layout that says which of its
+// frames are real. Data is row-major with the dynamic axes first: [batch, sample...] without a sequence
+// axis, [batch, max_length, sample...] with one. Shorter sequences are padded at the end; the padding's
+// content is unspecified, and every op that looks across frames (sequence reductions, losses summed by a
+// trainer, gradients flowing into parameters) ignores it.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ctk/tensor.h"
+
+namespace ctk {
+
+// The lengths of the sequences of one minibatch (CNTK's MBLayout reduced to what ctk needs).
+class SequenceLayout {
+public:
+    explicit SequenceLayout(std::vector<int64_t> lengths);
+    int64_t num_sequences() const { return static_cast<int64_t>(lengths_.size()); }
+    int64_t max_length() const { return max_length_; }
+    const std::vector<int64_t>& lengths() const { return lengths_; }
+    int64_t num_frames() const { return frames_; }  // real frames, padding excluded
+    bool has_padding() const { return frames_ != num_sequences() * max_length_; }
+    // 1 at real frames and 0 at padding, shape [num_sequences, max_length], in `dtype` on `device`
+    // (built once per dtype and device and cached).
+    Tensor mask(DataType dtype, Device device) const;
+    bool operator==(const SequenceLayout& o) const { return lengths_ == o.lengths_; }
+
+private:
+    std::vector<int64_t> lengths_;
+    int64_t max_length_ = 0;
+    int64_t frames_ = 0;
+    mutable std::vector<Tensor> masks_;  // cache
+};
+
+class Value {
+public:
+    Value() = default;
+    // Dense data without sequences (or for a variable without a sequence axis).
+    explicit Value(Tensor data) : data_(std::move(data)) {}
+    Value(Tensor data, std::shared_ptr<const SequenceLayout> layout)
+        : data_(std::move(data)), layout_(std::move(layout)) {}
+
+    // A batch of variable-length sequences: each entry is [length, sample...]; they are padded to the
+    // longest. Throws ShapeError naming the sequence whose sample shape differs.
+    static Value from_sequences(const std::vector<Tensor>& sequences);
+    // The real frames of sequence `i`, [length, sample...] (a view).
+    Tensor sequence(int64_t i) const;
+
+    bool defined() const { return data_.defined(); }
+    const Tensor& data() const { return data_; }
+    const std::shared_ptr<const SequenceLayout>& layout() const { return layout_; }
+    bool has_layout() const { return layout_ != nullptr; }
+    // Data with padded frames set to `fill` (the data itself when nothing is padded).
+    Tensor masked_data(double fill = 0.0) const;
+
+private:
+    Tensor data_;
+    std::shared_ptr<const SequenceLayout> layout_;
+};
+
+}  // namespace ctk

@@ -1,0 +1,35 @@
+// Internal: the compiled form of a graph. A Plan is built once per (root Function, requested outputs)
+// and reused: a topological list of primitive steps over numbered value slots, with blocks inlined and
+// composites flattened.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph_internal.h"
+
+namespace ctk::detail {
+
+struct Step {
+    Function* fn = nullptr;
+    const OpDef* def = nullptr;
+    std::vector<int> in;   // slots of the operands
+    std::vector<int> out;  // slots of the outputs
+    std::string where;     // "Times 'name'" for messages
+};
+
+struct Plan {
+    std::vector<Step> steps;
+    std::vector<Variable> slot_vars;               // the variable whose value each slot holds
+    std::unordered_map<const void*, int> slot_of;  // VariableData* -> slot (block outputs alias inner ones)
+    std::vector<int> leaves;                       // slots of inputs, parameters and constants
+    std::vector<int> requested;                    // slots of the requested outputs
+    std::vector<int> last_use;                     // per slot: the last step reading it (-1: none)
+    uint64_t generation = 0;                       // graph_generation() when built
+    int slot(const Variable& v) const;             // -1 when the variable is not part of this plan
+};
+
+// Bumped by every in-place graph edit (replace_placeholders): cached plans older than it are rebuilt.
+uint64_t graph_generation();
+void bump_graph_generation();
+
+}  // namespace ctk::detail

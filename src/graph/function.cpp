@@ -1,0 +1,440 @@
+// Functions: construction, shape inference, graph queries and editing (declared in ctk/function.h).
+// Execution lives in executor.cpp.
+#include <functional>
+#include <unordered_set>
+
+#include "graph/executor.h"
+#include "graph/graph_internal.h"
+
+namespace ctk {
+
+void Attributes::throw_missing(const std::string& key) {
+    CTK_THROW(ValueError, "attribute '", key, "' is missing");
+}
+void Attributes::throw_wrong_type(const std::string& key) {
+    CTK_THROW(ValueError, "attribute '", key, "' has another type");
+}
+
+Function::~Function() = default;
+
+std::string Function::op_name() const {
+    if (kind_ == Kind::block) return block_op_name_;
+    if (kind_ == Kind::composite) return "Combine";
+    return detail::op_def(op_).cntk_name;
+}
+
+std::vector<Variable> Function::outputs() const {
+    if (kind_ == Kind::composite) return composite_outputs_;
+    std::vector<Variable> out;
+    auto self = std::const_pointer_cast<Function>(shared_from_this());
+    for (const auto& d : outputs_) out.emplace_back(d, self);
+    return out;
+}
+
+Variable Function::output() const {
+    auto outs = outputs();
+    CTK_CHECK(outs.size() == 1, ValueError, op_name(), " '", name_, "' has ", outs.size(),
+              " outputs; pick one from outputs()");
+    return outs[0];
+}
+
+namespace {
+
+// Visits every Function upstream of `roots` once, operands before users (post-order); with
+// `into_blocks` the graphs inside blocks too. Leaves are reported in first-visit order.
+void walk(const std::vector<Variable>& roots, bool into_blocks,
+          const std::function<void(const FunctionPtr&)>& on_function,
+          const std::function<void(const Variable&)>& on_leaf) {
+    std::unordered_set<const void*> seen;
+    struct Frame {
+        FunctionPtr f;
+        size_t next = 0;
+        std::vector<Variable> deps;
+    };
+    auto deps_of = [&](const FunctionPtr& f) {
+        std::vector<Variable> d = f->is_composite() ? f->outputs() : f->inputs();
+        if (into_blocks && f->is_block())
+            for (const Variable& v : f->block_root()->outputs()) d.push_back(v);
+        return d;
+    };
+    std::vector<Frame> stack;
+    auto push_var = [&](const Variable& v) {
+        if (!seen.insert(v.impl()).second) return;
+        if (FunctionPtr o = v.owner()) {
+            if (seen.insert(o.get()).second) stack.push_back({o, 0, deps_of(o)});
+        } else if (on_leaf) {
+            on_leaf(v);
+        }
+    };
+    for (const Variable& r : roots) {
+        push_var(r);
+        while (!stack.empty()) {
+            Frame& top = stack.back();
+            if (top.next < top.deps.size()) {
+                Variable v = top.deps[top.next++];
+                push_var(v);
+                continue;
+            }
+            FunctionPtr f = top.f;
+            stack.pop_back();
+            if (on_function) on_function(f);
+        }
+    }
+}
+
+std::vector<Variable> roots_of(const Function& f) {
+    return f.outputs();
+}
+
+std::vector<Variable> leaves(const Function& f, bool include_block_placeholders) {
+    std::vector<Variable> out;
+    std::unordered_set<const void*> block_placeholders;
+    walk(
+        roots_of(f), true,
+        [&](const FunctionPtr& g) {
+            if (g->is_block())
+                for (const auto& [inner, outer] : g->block_arguments_mapping())
+                    block_placeholders.insert(inner.impl());
+        },
+        [&](const Variable& v) { out.push_back(v); });
+    if (!include_block_placeholders)
+        std::erase_if(out, [&](const Variable& v) { return block_placeholders.count(v.impl()) > 0; });
+    return out;
+}
+
+std::vector<Variable> leaves_of_kind(const Function& f, VariableKind kind) {
+    std::vector<Variable> out;
+    for (const Variable& v : leaves(f, false))
+        if (v.kind() == kind) out.push_back(v);
+    return out;
+}
+
+}  // namespace
+
+std::vector<Variable> Function::inputs() const {
+    if (kind_ == Kind::composite) return leaves(*this, false);
+    return inputs_;
+}
+
+std::vector<Variable> Function::arguments() const {
+    std::vector<Variable> out;
+    for (const Variable& v : leaves(*this, false))
+        if (v.is_input() || v.is_placeholder()) out.push_back(v);
+    return out;
+}
+std::vector<Variable> Function::parameters() const {
+    return leaves_of_kind(*this, VariableKind::parameter);
+}
+std::vector<Variable> Function::constants() const {
+    return leaves_of_kind(*this, VariableKind::constant);
+}
+std::vector<Variable> Function::placeholders() const {
+    return leaves_of_kind(*this, VariableKind::placeholder);
+}
+
+std::vector<FunctionPtr> Function::find_all_with_name(const std::string& name, bool nested) const {
+    std::vector<FunctionPtr> found;
+    // Blocks' inner graphs are searched only when nested; the walk then enters them.
+    walk(
+        roots_of(*this), nested,
+        [&](const FunctionPtr& g) {
+            if (g->name() == name) found.push_back(g);
+        },
+        nullptr);
+    std::reverse(found.begin(), found.end());  // closest to the root first, as CNTK's search
+    return found;
+}
+
+FunctionPtr Function::find_by_name(const std::string& name, bool nested) const {
+    auto all = find_all_with_name(name, nested);
+    return all.empty() ? nullptr : all.front();
+}
+
+std::string Function::to_string() const {
+    std::string s = op_name() + ": ";
+    auto outs = outputs();
+    for (size_t i = 0; i < outs.size(); ++i) s += (i ? ", " : "") + outs[i].to_string();
+    return s;
+}
+
+// ---- construction and inference ----
+
+namespace detail {
+
+namespace {
+void apply_specs(Function& f, const std::vector<OutputSpec>& specs, bool known) {
+    auto& outs = const_cast<std::vector<std::shared_ptr<VariableData>>&>(FunctionAccess::owned_outputs(f));
+    if (outs.empty()) {
+        for (size_t i = 0; i < specs.size(); ++i) {
+            auto d = std::make_shared<VariableData>();
+            d->kind = VariableKind::output;
+            d->uid = new_uid("Output");
+            d->name =
+                specs.size() == 1 ? f.name() : (f.name().empty() ? "" : f.name() + "_" + std::to_string(i));
+            d->owner = f.weak_from_this();
+            d->output_index = static_cast<int>(i);
+            outs.push_back(d);
+        }
+    }
+    CTK_CHECK(outs.size() == specs.size(), ShapeError, f.op_name(), " '", f.name(),
+              "': output count changed from ", outs.size(), " to ", specs.size(), " on re-inference");
+    for (size_t i = 0; i < specs.size(); ++i) {
+        outs[i]->shape = specs[i].shape;
+        outs[i]->dtype = specs[i].dtype;
+        outs[i]->dynamic_axes = specs[i].dynamic_axes;
+        outs[i]->shape_known = known;
+        outs[i]->needs_gradient = true;
+    }
+}
+
+std::string describe_inputs(const std::vector<Variable>& inputs) {
+    std::string s;
+    for (size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + inputs[i].to_string();
+    return s;
+}
+}  // namespace
+
+void FunctionAccess::reinfer(Function& f) {
+    if (f.kind_ == Function::Kind::composite) return;
+    if (f.kind_ == Function::Kind::block) {
+        bool known = true;
+        for (const auto& [inner, outer] : f.block_map_) {
+            VariableData& p = *inner.impl();
+            p.shape = outer.shape();
+            p.shape_known = outer.shape_known();
+            p.dtype = outer.dtype();
+            p.dynamic_axes = outer.dynamic_axes();
+            known = known && outer.shape_known();
+        }
+        std::vector<OutputSpec> specs;
+        if (known) {
+            walk(
+                f.block_root_->outputs(), false, [](const FunctionPtr& g) { reinfer(*g); }, nullptr);
+        }
+        for (const Variable& v : f.block_root_->outputs()) {
+            specs.push_back({v.shape(), v.dtype(), v.dynamic_axes()});
+            known = known && v.shape_known();
+        }
+        apply_specs(f, specs, known);
+        return;
+    }
+    const OpDef& def = op_def(f.op_);
+    bool known = true;
+    for (const Variable& v : f.inputs_) known = known && v.shape_known();
+    std::string where = std::string(def.cntk_name) + " '" + (f.name_.empty() ? f.uid_ : f.name_) + "'";
+    if (!known) {
+        // A placeholder of unknown shape upstream: the outputs stay unknown until it is bound.
+        std::vector<OutputSpec> specs(f.outputs_.empty() ? 1 : f.outputs_.size());
+        if (f.op_ == PrimitiveOp::top_k) specs.resize(2);
+        apply_specs(f, specs, false);
+        return;
+    }
+    InferContext ctx{f.op_, f.attributes_, f.inputs_, where};
+    std::vector<OutputSpec> specs;
+    try {
+        specs = def.infer(ctx);
+    } catch (const Error& e) {
+        // Re-thrown with the operands, so a contradictory graph names every Function and shape involved.
+        std::string msg = std::string(e.what()) + " [operands: " + describe_inputs(f.inputs_) + "]";
+        if (dynamic_cast<const TypeError*>(&e)) throw TypeError(msg);
+        if (dynamic_cast<const ValueError*>(&e)) throw ValueError(msg);
+        throw ShapeError(msg);
+    }
+    apply_specs(f, specs, true);
+}
+
+FunctionPtr FunctionAccess::make_primitive(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs,
+                                           const std::string& name) {
+    const OpDef& def = op_def(op);
+    const int n = static_cast<int>(inputs.size());
+    CTK_CHECK(n >= def.min_inputs && n <= def.max_inputs, ValueError, def.cntk_name, " '", name, "': takes ",
+              def.min_inputs,
+              def.min_inputs == def.max_inputs ? "" : (" to " + std::to_string(def.max_inputs)),
+              " operands, got ", n);
+    for (int i = 0; i < n; ++i)
+        CTK_CHECK(inputs[static_cast<size_t>(i)].defined(), ValueError, def.cntk_name, " '", name,
+                  "': operand ", i, " is an undefined Variable");
+    FunctionPtr f(new Function());
+    f->kind_ = Function::Kind::primitive;
+    f->op_ = op;
+    f->name_ = name;
+    f->uid_ = new_uid(def.cntk_name);
+    f->attributes_ = std::move(attrs);
+    f->inputs_ = std::move(inputs);
+    reinfer(*f);
+    return f;
+}
+
+uint64_t& FunctionAccess::rng_offset(Function& f) {
+    return f.rng_offset_;
+}
+
+}  // namespace detail
+
+FunctionPtr combine(const std::vector<Variable>& outputs, const std::string& name) {
+    CTK_CHECK(!outputs.empty(), ValueError, "combine '", name, "': no outputs given");
+    for (const Variable& v : outputs)
+        CTK_CHECK(v.defined(), ValueError, "combine '", name, "': undefined Variable");
+    return detail::FunctionAccess::make_composite(outputs, name);
+}
+
+FunctionPtr as_function(const Variable& v) {
+    CTK_CHECK(v.defined(), ValueError, "as_function: undefined Variable");
+    if (FunctionPtr o = v.owner()) return o;
+    return combine({v});
+}
+
+FunctionPtr as_block(const FunctionPtr& composite,
+                     const std::vector<std::pair<Variable, Variable>>& arguments,
+                     const std::string& block_op_name, const std::string& block_name) {
+    CTK_CHECK(composite != nullptr, ValueError, "as_block '", block_name, "': null composite");
+    auto placeholders = composite->placeholders();
+    for (const auto& [inner, outer] : arguments) {
+        CTK_CHECK(inner.defined() && inner.is_placeholder(), ValueError, "as_block '", block_name,
+                  "': ", inner.to_string(), " is not a placeholder");
+        CTK_CHECK(outer.defined(), ValueError, "as_block '", block_name, "': undefined operand for ",
+                  inner.to_string());
+        CTK_CHECK(std::find(placeholders.begin(), placeholders.end(), inner) != placeholders.end(),
+                  ValueError, "as_block '", block_name, "': ", inner.to_string(),
+                  " is not a placeholder of the composite");
+    }
+    CTK_CHECK(arguments.size() == placeholders.size(), ValueError, "as_block '", block_name,
+              "': the composite has ", placeholders.size(), " placeholders but ", arguments.size(),
+              " are mapped");
+    return detail::FunctionAccess::make_block(composite, arguments, block_op_name, block_name);
+}
+
+namespace detail {
+
+FunctionPtr FunctionAccess::make_composite(std::vector<Variable> outputs, const std::string& name) {
+    FunctionPtr f(new Function());
+    f->kind_ = Function::Kind::composite;
+    f->op_ = PrimitiveOp::combine;
+    f->name_ = name;
+    f->uid_ = new_uid("Combine");
+    f->composite_outputs_ = std::move(outputs);
+    return f;
+}
+
+FunctionPtr FunctionAccess::make_block(FunctionPtr composite, std::vector<std::pair<Variable, Variable>> map,
+                                       const std::string& op_name, const std::string& name) {
+    FunctionPtr f(new Function());
+    f->kind_ = Function::Kind::block;
+    f->op_ = PrimitiveOp::block;
+    f->name_ = name;
+    f->block_op_name_ = op_name;
+    f->uid_ = new_uid(op_name.c_str());
+    f->block_root_ = std::move(composite);
+    for (const auto& [inner, outer] : map) f->inputs_.push_back(outer);
+    f->block_map_ = std::move(map);
+    reinfer(*f);
+    return f;
+}
+
+FunctionPtr FunctionAccess::clone(const Function& root, CloneMethod method, VariableMap& map) {
+    auto mapped = [&](const Variable& v) -> Variable {
+        auto it = map.find(v);
+        if (it != map.end()) return it->second;
+        if (v.owner()) return v;  // not reached: owners are cloned before their users
+        Variable out = v;
+        if (v.is_parameter() && method == CloneMethod::clone) {
+            out = v.has_inferred_dims() ? Variable() : parameter_from(v.value(), v.name());
+            if (!out.defined()) {  // not materialised yet: a fresh parameter with the same initializer
+                auto d = std::make_shared<VariableData>(*v.impl());
+                d->uid = new_uid("Parameter");
+                out = Variable(d, nullptr);
+            }
+        } else if (v.is_parameter() && method == CloneMethod::freeze) {
+            out = constant(v.value(), v.name());
+        }
+        map.emplace(v, out);
+        return out;
+    };
+    std::vector<Variable> roots = root.outputs();
+    walk(
+        roots, false,
+        [&](const FunctionPtr& g) {
+            if (g->is_composite()) return;
+            std::vector<Variable> new_inputs;
+            for (const Variable& v : g->inputs_) new_inputs.push_back(v.owner() ? map.at(v) : mapped(v));
+            FunctionPtr copy;
+            if (g->is_block()) {
+                // The inner graph gets its own placeholders so that the copy is independent of the original.
+                VariableMap inner_map;
+                std::vector<std::pair<Variable, Variable>> new_block_map;
+                for (size_t i = 0; i < g->block_map_.size(); ++i) {
+                    const Variable& p = g->block_map_[i].first;
+                    Variable np = p.shape_known() ? placeholder(p.shape(), p.dynamic_axes(), p.name())
+                                                  : placeholder(p.name());
+                    inner_map.emplace(p, np);
+                    new_block_map.emplace_back(np, new_inputs[i]);
+                }
+                // Parameters inside the block follow the method too, and are shared with the outer map.
+                for (const auto& [k, val] : map) inner_map.emplace(k, val);
+                FunctionPtr inner = clone(*g->block_root_, method, inner_map);
+                for (const auto& [k, val] : inner_map)
+                    if (!k.owner() && !k.is_placeholder()) map.emplace(k, val);
+                copy = make_block(inner, new_block_map, g->block_op_name_, g->name_);
+            } else {
+                copy = make_primitive(g->op_, new_inputs, g->attributes_, g->name_);
+            }
+            auto old_outs = g->outputs(), new_outs = copy->outputs();
+            for (size_t i = 0; i < old_outs.size(); ++i) map.emplace(old_outs[i], new_outs[i]);
+        },
+        [&](const Variable& v) { mapped(v); });
+    std::vector<Variable> new_roots;
+    for (const Variable& v : roots) new_roots.push_back(map.count(v) ? map.at(v) : v);
+    if (root.is_composite()) return make_composite(new_roots, root.name_);
+    return new_roots[0].owner();
+}
+
+}  // namespace detail
+
+FunctionPtr Function::clone(CloneMethod method, const VariableMap& substitutions) const {
+    VariableMap map = substitutions;
+    return detail::FunctionAccess::clone(*this, method, map);
+}
+
+FunctionPtr Function::replace_placeholders(const VariableMap& replacements) {
+    for (const auto& [p, v] : replacements) {
+        CTK_CHECK(p.defined() && p.is_placeholder(), ValueError, "replace_placeholders: ", p.to_string(),
+                  " is not a placeholder");
+        CTK_CHECK(v.defined(), ValueError, "replace_placeholders: ", p.to_string(),
+                  " is mapped to an undefined Variable");
+    }
+    // Rebind operands everywhere upstream (blocks' inner graphs included), then re-infer in order.
+    std::vector<FunctionPtr> order;
+    walk(
+        outputs(), true, [&](const FunctionPtr& g) { order.push_back(g); }, nullptr);
+    for (const FunctionPtr& g : order) {
+        auto& ins = detail::FunctionAccess::inputs(*g);
+        for (size_t i = 0; i < ins.size(); ++i) {
+            auto it = replacements.find(ins[i]);
+            if (it == replacements.end()) continue;
+            ins[i] = it->second;
+            if (g->is_block()) g->block_map_[i].second = it->second;
+        }
+    }
+    if (is_composite())
+        for (Variable& v : composite_outputs_) {
+            auto it = replacements.find(v);
+            if (it != replacements.end()) v = it->second;
+        }
+    detail::bump_graph_generation();
+    // The walk again, now through the new operands, re-inferring operands before users.
+    walk(
+        outputs(), true, [&](const FunctionPtr& g) { detail::FunctionAccess::reinfer(*g); }, nullptr);
+    return shared_from_this();
+}
+
+FunctionPtr Function::operator()(const std::vector<Variable>& args) const {
+    std::vector<Variable> params = placeholders();
+    if (params.empty()) params = arguments();
+    CTK_CHECK(params.size() == args.size(), ValueError, op_name(), " '", name_, "' takes ", params.size(),
+              " arguments but was called with ", args.size());
+    VariableMap subst;
+    for (size_t i = 0; i < args.size(); ++i) subst.emplace(params[i], args[i]);
+    return clone(CloneMethod::share, subst);
+}
+
+}  // namespace ctk

@@ -1,0 +1,109 @@
+// Internal to the graph layer: the data behind a Variable, the op definitions the executor calls, and
+// the builder that makes Functions. Ops (src/ops) implement OpDefs; nothing outside src/graph and
+// src/ops includes this.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ctk/function.h"
+
+namespace ctk::detail {
+
+struct VariableData {
+    VariableKind kind = VariableKind::input;
+    Dims shape;
+    bool shape_known = true;
+    DataType dtype = DataType::f32;
+    std::vector<Axis> dynamic_axes;
+    std::string name, uid;
+    bool needs_gradient = false;
+    bool is_sparse = false;
+    // Parameters and constants: the value, or the initializer that makes it once the shape is known.
+    Tensor value;
+    Initializer init;
+    std::weak_ptr<Function> owner;  // outputs: the producing Function (weak: it owns this data)
+    int output_index = 0;
+};
+
+std::string new_uid(const char* prefix);
+std::shared_ptr<VariableData> make_variable_data(VariableKind kind, Dims shape, DataType dtype,
+                                                 std::vector<Axis> dynamic_axes, const std::string& name);
+// "[#, *]" style text of dynamic axes.
+std::string dynamic_axes_string(const std::vector<Axis>& axes);
+// Shape text with CNTK's sentinels: "[784 x -1]", "[]".
+std::string static_shape_string(const Dims& shape);
+
+// ---- op definitions ----
+struct OutputSpec {
+    Dims shape;
+    DataType dtype = DataType::f32;
+    std::vector<Axis> dynamic_axes;
+};
+
+struct InferContext {
+    PrimitiveOp op;
+    Attributes& attrs;              // ops may normalise their attributes here
+    std::vector<Variable>& inputs;  // parameters with inferred dims may be resolved here
+    std::string where;              // "times 'name'": for error messages
+};
+
+struct ForwardContext {
+    const Attributes& attrs;
+    std::span<const Value> inputs;
+    std::span<const Variable> input_vars;
+    std::vector<Value>& outputs;  // filled by the op (layout may be left empty: the default rule applies)
+    std::vector<Tensor>& saved;   // what backward needs beyond inputs and outputs
+    bool training;
+    bool keep_for_backward;  // backward may follow: keep what it needs (e.g. a pooling workspace)
+    uint64_t& rng_offset;    // the Function's random stream position
+    const std::string& where;
+    int dyn_rank(size_t i) const { return input_vars[i].dynamic_rank(); }
+};
+
+struct BackwardContext {
+    const Attributes& attrs;
+    std::span<const Value> inputs;
+    std::span<const Variable> input_vars;
+    std::span<const Value> outputs;
+    std::span<const Tensor> output_grads;  // undefined: that output got no gradient (zero)
+    std::span<const Tensor> saved;
+    std::vector<bool> needs;           // per input: is its gradient wanted
+    std::vector<Tensor>& input_grads;  // filled by the op where needs[i] (input's data shape)
+    const std::string& where;
+    int dyn_rank(size_t i) const { return input_vars[i].dynamic_rank(); }
+};
+
+struct OpDef {
+    const char* cntk_name = "";  // CNTK's op name, shown in Function::op_name
+    int min_inputs = 1;
+    int max_inputs = 1;
+    std::vector<OutputSpec> (*infer)(InferContext&) = nullptr;
+    void (*forward)(ForwardContext&) = nullptr;
+    void (*backward)(BackwardContext&) = nullptr;  // null: no gradient flows through the op
+};
+
+// The op table (src/ops/op_table.cpp), built on first use from each family's explicit registration.
+const OpDef& op_def(PrimitiveOp op);
+
+// ---- building Functions ----
+struct FunctionAccess {
+    // A primitive Function applying `op` to `inputs`; infers the outputs (throws naming the op).
+    static FunctionPtr make_primitive(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs,
+                                      const std::string& name);
+    static FunctionPtr make_composite(std::vector<Variable> outputs, const std::string& name);
+    static FunctionPtr make_block(FunctionPtr composite, std::vector<std::pair<Variable, Variable>> map,
+                                  const std::string& op_name, const std::string& name);
+    static void reinfer(Function& f);
+    // The graph upstream of `f` rebuilt with `map` applied (old variable -> new); fills `map` as it goes.
+    static FunctionPtr clone(const Function& f, CloneMethod method, VariableMap& map);
+    static uint64_t& rng_offset(Function& f);
+    static std::vector<Variable>& inputs(Function& f) { return f.inputs_; }
+    static const std::vector<std::shared_ptr<VariableData>>& owned_outputs(const Function& f) {
+        return f.outputs_;
+    }
+};
+
+}  // namespace ctk::detail

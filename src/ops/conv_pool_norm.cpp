@@ -1,0 +1,281 @@
+// convolution, pooling and batch_normalization on [C, spatial...] samples (oneDNN/cuDNN through the
+// eager ops, the dynamic axes folded into the batch). Per-axis lists (strides, auto_padding, dilation)
+// follow CNTK: they run over the sample's axes and a shorter list is extended at the front with its
+// first value, so (2,) means 2 on every axis.
+#include <cmath>
+#include <limits>
+
+#include "ctk/graph_ops.h"
+#include "ops/ops_common.h"
+
+namespace ctk {
+
+namespace detail {
+namespace {
+
+// The values for the `spatial` trailing axes of a rank-`rank` sample from a CNTK per-axis list.
+template <typename T>
+std::vector<T> spatial_values(std::vector<T> list, int rank, int spatial, const std::string& where,
+                              const char* what) {
+    CTK_CHECK(!list.empty(), ValueError, where, ": empty ", what, " list");
+    CTK_CHECK(static_cast<int>(list.size()) <= rank, ValueError, where, ": ", what, " has ", list.size(),
+              " entries for a sample of rank ", rank);
+    while (static_cast<int>(list.size()) < rank) list.insert(list.begin(), list.front());
+    return std::vector<T>(list.end() - spatial, list.end());
+}
+std::vector<bool> bools(const Dims& d) {
+    return std::vector<bool>(d.begin(), d.end());
+}
+
+// ---- convolution: operands (W, x) in CNTK's order ----
+ConvAttrs conv_attrs(const Attributes& a, const Dims& x, const Dims& w, const std::string& where) {
+    const int rank = static_cast<int>(x.size()), spatial = rank - 1;
+    ConvAttrs c;
+    c.strides = spatial_values(a.get<Dims>("strides"), rank, spatial, where, "strides");
+    c.dilation = spatial_values(a.get<Dims>("dilation"), rank, spatial, where, "dilation");
+    auto pad = spatial_values(bools(a.get<Dims>("autoPadding")), rank, spatial, where, "auto_padding");
+    c.groups = a.get<int64_t>("groups");
+    for (int i = 0; i < spatial; ++i) {
+        int64_t lo = 0, hi = 0;
+        if (pad[static_cast<size_t>(i)])
+            cntk_auto_pad(x[static_cast<size_t>(i + 1)], w[static_cast<size_t>(i + 2)],
+                          c.strides[static_cast<size_t>(i)], c.dilation[static_cast<size_t>(i)], lo, hi);
+        c.pad_lo.push_back(lo);
+        c.pad_hi.push_back(hi);
+    }
+    return c;
+}
+Dims with_batch(const Dims& d) {
+    Dims out{1};
+    out.insert(out.end(), d.begin(), d.end());
+    return out;
+}
+std::vector<OutputSpec> infer_conv(InferContext& c) {
+    Variable &w = c.inputs[0], &x = c.inputs[1];
+    const Dims& xs = x.shape();
+    Dims& ws = w.impl()->shape;
+    CTK_CHECK(xs.size() >= 2, ShapeError, c.where, ": the operand ", x.to_string(),
+              " needs [channels, spatial...]");
+    CTK_CHECK(ws.size() == xs.size() + 1, ShapeError, c.where, ": the kernel ", w.to_string(),
+              " must have rank ", xs.size() + 1, " ([out_channels, in_channels/groups, kernel...]) for ",
+              x.to_string());
+    const int64_t groups = c.attrs.get<int64_t>("groups");
+    CTK_CHECK(groups >= 1 && xs[0] % groups == 0, ValueError, c.where, ": groups ", groups,
+              " does not divide the ", xs[0], " channels of ", x.to_string());
+    if (ws[1] == kInferredDim) ws[1] = xs[0] / groups;
+    CTK_CHECK(ws[1] * groups == xs[0], ShapeError, c.where, ": ", w.to_string(), " expects ", ws[1] * groups,
+              " input channels but ", x.to_string(), " has ", xs[0]);
+    ConvAttrs a = conv_attrs(c.attrs, xs, ws, c.where);
+    Dims sp = conv_output_spatial(Shape(with_batch(xs)), Shape(ws), a);
+    Dims out{ws[0]};
+    out.insert(out.end(), sp.begin(), sp.end());
+    return {{out, common_dtype(c.inputs, c.where), x.dynamic_axes()}};
+}
+void forward_conv(ForwardContext& c) {
+    const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
+    const int dyn = c.dyn_rank(1);
+    ConvAttrs a = conv_attrs(c.attrs, c.input_vars[1].shape(), w.shape().dims(), c.where);
+    Tensor y = convolution(fold_dynamic(x, dyn), w, Tensor(), a);
+    c.outputs.push_back(Value(unfold_dynamic(y, x, dyn)));
+}
+void backward_conv(BackwardContext& c) {
+    const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
+    const int dyn = c.dyn_rank(1);
+    ConvAttrs a = conv_attrs(c.attrs, c.input_vars[1].shape(), w.shape().dims(), c.where);
+    Tensor xf = fold_dynamic(x, dyn), dy = fold_dynamic(c.output_grads[0], dyn);
+    if (c.needs[0]) c.input_grads[0] = convolution_backward_weights(xf, dy, w.shape(), a, false).dw;
+    if (c.needs[1])
+        c.input_grads[1] = convolution_backward_data(dy, w, xf.shape(), a).reshape(x.shape().dims());
+}
+
+// ---- pooling ----
+PoolAttrs pool_attrs(const Attributes& a, const Dims& x, const std::string& where) {
+    const int rank = static_cast<int>(x.size()), spatial = rank - 1;
+    PoolAttrs p;
+    p.kind = a.get<int64_t>("poolingType") == 0 ? PoolKind::max : PoolKind::average;
+    p.kernel =
+        spatial_values(a.get<Dims>("poolingWindowShape"), rank, spatial, where, "pooling_window_shape");
+    p.strides = spatial_values(a.get<Dims>("strides"), rank, spatial, where, "strides");
+    auto pad = spatial_values(bools(a.get<Dims>("autoPadding")), rank, spatial, where, "auto_padding");
+    p.include_pad = a.get<bool>("includePad");
+    const bool ceil_mode = a.get<bool>("ceilOutDim");
+    for (int i = 0; i < spatial; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        int64_t lo = 0, hi = 0;
+        if (pad[k]) cntk_auto_pad(x[k + 1], p.kernel[k], p.strides[k], 1, lo, hi);
+        const int64_t span = x[k + 1] + lo + hi - p.kernel[k];
+        CTK_CHECK(span >= 0, ShapeError, where, ": the window ", dims_to_string(p.kernel),
+                  " is larger than the input ", dims_to_string(x), " (turn auto_padding on?)");
+        if (ceil_mode && span % p.strides[k] != 0) hi += p.strides[k] - span % p.strides[k];
+        p.pad_lo.push_back(lo);
+        p.pad_hi.push_back(hi);
+    }
+    return p;
+}
+std::vector<OutputSpec> infer_pool(InferContext& c) {
+    const Variable& x = c.inputs[0];
+    CTK_CHECK(x.rank() >= 2, ShapeError, c.where, ": ", x.to_string(), " needs [channels, spatial...]");
+    PoolAttrs p = pool_attrs(c.attrs, x.shape(), c.where);
+    Dims out{x.shape()[0]};
+    for (size_t i = 0; i < p.kernel.size(); ++i)
+        out.push_back((x.shape()[i + 1] + p.pad_lo[i] + p.pad_hi[i] - p.kernel[i]) / p.strides[i] + 1);
+    return {{out, x.dtype(), x.dynamic_axes()}};
+}
+void forward_pool(ForwardContext& c) {
+    const Tensor& x = c.inputs[0].data();
+    const int dyn = c.dyn_rank(0);
+    PoolResult r = pooling(fold_dynamic(x, dyn), pool_attrs(c.attrs, c.input_vars[0].shape(), c.where),
+                           c.training || c.keep_for_backward);
+    c.outputs.push_back(Value(unfold_dynamic(r.y, x, dyn)));
+    c.saved.push_back(r.workspace);
+}
+void backward_pool(BackwardContext& c) {
+    const Tensor& x = c.inputs[0].data();
+    const int dyn = c.dyn_rank(0);
+    Tensor ws = c.saved.empty() ? Tensor() : c.saved[0];
+    Tensor dx = pooling_backward(fold_dynamic(c.output_grads[0], dyn), fold_dynamic(x, dyn), ws,
+                                 pool_attrs(c.attrs, c.input_vars[0].shape(), c.where));
+    c.input_grads[0] = dx.reshape(x.shape().dims());
+}
+
+// ---- batch normalization: (x, scale, bias, running_mean, running_var, running_count) ----
+std::vector<OutputSpec> infer_bn(InferContext& c) {
+    const Variable& x = c.inputs[0];
+    const bool spatial = c.attrs.get<bool>("spatial");
+    CTK_CHECK(!spatial || x.rank() >= 1, ShapeError, c.where,
+              ": spatial batch normalization needs [C, ...], got ", x.to_string());
+    const Dims expect = spatial ? Dims{x.shape()[0]} : x.shape();
+    for (size_t i = 1; i <= 4; ++i) {
+        Variable& p = c.inputs[i];
+        Dims& s = p.impl()->shape;
+        int64_t n = 1, want = 1;
+        for (int64_t d : expect) want *= d;
+        bool inferred = false;
+        for (int64_t& d : s) inferred = inferred || d == kInferredDim;
+        if (inferred && (p.is_parameter() || p.is_constant())) s = expect;
+        for (int64_t d : s) n *= d;
+        CTK_CHECK(n == want, ShapeError, c.where, ": ", p.to_string(), " must hold ", want, " values (",
+                  spatial ? "one per channel" : "one per activation", ") for ", x.to_string());
+    }
+    return {{x.shape(), x.dtype(), x.dynamic_axes()}};
+}
+// x as [N, C, rest] with the statistics' axis in the middle.
+Tensor bn_view(const Tensor& x, int dyn, bool spatial) {
+    Tensor f = fold_dynamic(x, dyn);
+    return spatial ? f.reshape({f.dim(0), f.dim(1), -1}) : f.reshape({f.dim(0), -1, 1});
+}
+void forward_bn(ForwardContext& c) {
+    const Tensor& x = c.inputs[0].data();
+    const bool spatial = c.attrs.get<bool>("spatial");
+    BatchNormAttrs a{c.attrs.get<double>("epsilon"), true};
+    Tensor xv = bn_view(x, c.dyn_rank(0), spatial);
+    const int64_t channels = xv.dim(1);
+    auto flat = [&](size_t i) { return c.inputs[i].data().reshape({channels}); };
+    Tensor scale = flat(1), bias = flat(2), rmean = flat(3), rvar = flat(4);
+    if (!c.training) {
+        c.outputs.push_back(
+            Value(batch_norm_inference(xv, scale, bias, rmean, rvar, a).reshape(x.shape().dims())));
+        return;
+    }
+    BatchNormResult r = batch_norm_training(xv, scale, bias, a);
+    c.outputs.push_back(Value(r.y.reshape(x.shape().dims())));
+    c.saved = {r.mean, r.var};
+    // Running statistics (CNTK's time constants): blend = 1 - exp(-n / T); T = 0 keeps only this batch,
+    // T = inf averages over everything seen. The running variance is unbiased.
+    const double n = static_cast<double>(xv.numel() / channels);
+    const double tc = c.attrs.get<double>("normalizationTimeConstant");
+    Tensor count = c.inputs[5].data();
+    const double seen = count.item();
+    double blend = tc == 0 ? 1.0 : std::isinf(tc) ? n / (seen + n) : 1.0 - std::exp(-n / tc);
+    if (seen == 0) blend = 1.0;
+    auto mix = [&](Tensor running, const Tensor& batch) {
+        Tensor updated =
+            plus(element_times(running, Tensor::full(Shape{}, 1 - blend, running.dtype())),
+                 element_times(batch.to(running.dtype()), Tensor::full(Shape{}, blend, running.dtype())));
+        running.copy_from(updated);
+    };
+    mix(rmean, r.mean);
+    mix(rvar, element_times(r.var, Tensor::full(Shape{}, n > 1 ? n / (n - 1) : 1.0, r.var.dtype())));
+    count.fill(seen + n);
+}
+void backward_bn(BackwardContext& c) {
+    const Tensor& x = c.inputs[0].data();
+    const bool spatial = c.attrs.get<bool>("spatial");
+    BatchNormAttrs a{c.attrs.get<double>("epsilon"), true};
+    Tensor xv = bn_view(x, c.dyn_rank(0), spatial), dy = bn_view(c.output_grads[0], c.dyn_rank(0), spatial);
+    const int64_t channels = xv.dim(1);
+    Tensor scale = c.inputs[1].data().reshape({channels});
+    BatchNormGrads g;
+    if (!c.saved.empty()) {
+        g = batch_norm_backward(xv, dy, scale, c.saved[0], c.saved[1], a);
+    } else {  // inference statistics: y = scale * (x - mean) / sqrt(var + eps) + bias, statistics fixed
+        Tensor mean = c.inputs[3].data().reshape({1, channels, 1}),
+               var = c.inputs[4].data().reshape({1, channels, 1});
+        Tensor inv = reciprocal(ctk::sqrt(plus(var, Tensor::full(Shape{}, a.epsilon, var.dtype()))));
+        g.dx = element_times(dy, element_times(scale.reshape({1, channels, 1}), inv));
+        g.dscale = reduce_sum(element_times(dy, element_times(minus(xv, mean), inv)), {0, 2});
+        g.dbias = reduce_sum(dy, {0, 2});
+    }
+    if (c.needs[0]) c.input_grads[0] = g.dx.reshape(x.shape().dims());
+    if (c.needs[1]) c.input_grads[1] = g.dscale.reshape(c.inputs[1].data().shape().dims());
+    if (c.needs[2]) c.input_grads[2] = g.dbias.reshape(c.inputs[2].data().shape().dims());
+}
+
+}  // namespace
+
+void register_conv_ops(OpTable& t) {
+    t.add(PrimitiveOp::convolution, OpDef{"Convolution", 2, 2, infer_conv, forward_conv, backward_conv});
+    t.add(PrimitiveOp::pooling, OpDef{"Pooling", 1, 1, infer_pool, forward_pool, backward_pool});
+    t.add(PrimitiveOp::batch_normalization,
+          OpDef{"BatchNormalization", 6, 6, infer_bn, forward_bn, backward_bn});
+}
+
+}  // namespace detail
+
+namespace {
+Dims as_dims(const std::vector<bool>& b) {
+    return Dims(b.begin(), b.end());
+}
+}  // namespace
+
+FunctionPtr convolution(const Variable& w, const Variable& x, const Dims& strides,
+                        const std::vector<bool>& auto_padding, const Dims& dilation, int64_t groups,
+                        const std::string& name) {
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::convolution, {w, x},
+                                                  Attributes{{"strides", strides},
+                                                             {"autoPadding", as_dims(auto_padding)},
+                                                             {"dilation", dilation},
+                                                             {"groups", groups}},
+                                                  name);
+}
+
+FunctionPtr pooling(const Variable& x, PoolingType type, const Dims& window_shape, const Dims& strides,
+                    const std::vector<bool>& auto_padding, bool ceil_out_dim, bool include_pad,
+                    const std::string& name) {
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::pooling, {x},
+                                                  Attributes{{"poolingType", int64_t(type)},
+                                                             {"poolingWindowShape", window_shape},
+                                                             {"strides", strides},
+                                                             {"autoPadding", as_dims(auto_padding)},
+                                                             {"ceilOutDim", ceil_out_dim},
+                                                             {"includePad", include_pad}},
+                                                  name);
+}
+
+FunctionPtr batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,
+                                const Variable& running_mean, const Variable& running_var,
+                                const Variable& running_count, bool spatial,
+                                double normalization_time_constant, double blend_time_constant,
+                                double epsilon, const std::string& name) {
+    CTK_CHECK(blend_time_constant == 0.0, NotImplementedError, "batch_normalization '", name,
+              "': blend_time_constant other than 0");
+    return detail::FunctionAccess::make_primitive(
+        PrimitiveOp::batch_normalization, {x, scale, bias, running_mean, running_var, running_count},
+        Attributes{{"spatial", spatial},
+                   {"normalizationTimeConstant", normalization_time_constant},
+                   {"blendTimeConstant", blend_time_constant},
+                   {"epsilon", epsilon}},
+        name);
+}
+
+}  // namespace ctk

@@ -1,0 +1,281 @@
+// Element-wise graph ops: every unary and binary kernel op, element_select and n-ary sum. Shape rule:
+// NumPy broadcasting of the static shapes (parameters' inferred dims taken from the other operands);
+// dynamic axes must agree. Backward rules are written with the eager ops, so they run on every backend.
+#include "ctk/graph_ops.h"
+#include "ops/ops_common.h"
+
+namespace ctk {
+
+namespace detail {
+namespace {
+
+Tensor scalar_like(double v, const Tensor& t) {
+    return Tensor::full(Shape{}, v, t.dtype(), t.device());
+}
+
+ScalarAttrs scalars_of(const Attributes& a, OpKind op) {
+    ScalarAttrs d = default_scalars(op);
+    return {a.get_or<double>("alpha", d.alpha), a.get_or<double>("beta", d.beta)};
+}
+
+std::vector<OutputSpec> infer_unary(InferContext& c) {
+    const Variable& x = c.inputs[0];
+    CTK_CHECK(is_floating(x.dtype()), TypeError, c.where, ": operand ", x.to_string(),
+              " is not floating-point");
+    return {{x.shape(), x.dtype(), x.dynamic_axes()}};
+}
+
+template <OpKind K>
+void forward_unary(ForwardContext& c) {
+    c.outputs.push_back(Value(unary(K, c.inputs[0].data(), scalars_of(c.attrs, K))));
+}
+
+template <OpKind K>
+void backward_unary(BackwardContext& c) {
+    c.input_grads[0] =
+        unary_backward(K, c.inputs[0].data(), c.outputs[0].data(), c.output_grads[0], scalars_of(c.attrs, K));
+}
+
+std::vector<OutputSpec> infer_broadcast(InferContext& c) {
+    Dims shape = broadcast_static(c.inputs, c.where);
+    std::vector<Variable> floating(c.inputs.begin() + (c.op == PrimitiveOp::element_select ? 1 : 0),
+                                   c.inputs.end());
+    return {{shape, common_dtype(floating, c.where), merge_dynamic_axes(c.inputs, c.where)}};
+}
+
+// The operands aligned to the output: [out_dyn..., 1..., static...] each.
+struct Aligned {
+    std::vector<Tensor> t;
+    int out_dyn = 0, out_static = 0;
+};
+Aligned aligned_operands(std::span<const Value> inputs, std::span<const Variable> vars) {
+    Aligned a;
+    for (const Variable& v : vars) {
+        a.out_dyn = std::max(a.out_dyn, v.dynamic_rank());
+        a.out_static = std::max(a.out_static, v.rank());
+    }
+    for (size_t i = 0; i < inputs.size(); ++i)
+        a.t.push_back(align(inputs[i].data(), vars[i].dynamic_rank(), a.out_dyn, a.out_static));
+    return a;
+}
+
+template <OpKind K>
+void forward_binary(ForwardContext& c) {
+    Aligned a = aligned_operands(c.inputs, c.input_vars);
+    c.outputs.push_back(Value(binary(K, a.t[0], a.t[1])));
+}
+
+template <OpKind K>
+void backward_binary(BackwardContext& c) {
+    Aligned al = aligned_operands(c.inputs, c.input_vars);
+    const Tensor &a = al.t[0], &b = al.t[1], &y = c.outputs[0].data(), &dy = c.output_grads[0];
+    Tensor ga, gb;
+    switch (K) {
+        case OpKind::plus:
+            ga = gb = dy;
+            break;
+        case OpKind::minus:
+            ga = dy, gb = negate(dy);
+            break;
+        case OpKind::element_times:
+            ga = element_times(dy, b), gb = element_times(dy, a);
+            break;
+        case OpKind::element_divide:
+            ga = element_divide(dy, b), gb = negate(element_divide(element_times(dy, y), b));
+            break;
+        case OpKind::pow:
+            ga = element_times(dy, element_times(b, ctk::pow(a, minus(b, scalar_like(1.0, b)))));
+            if (c.needs[1]) gb = element_times(element_times(dy, y), ctk::log(a));
+            break;
+        case OpKind::element_max:
+            ga = element_times(dy, greater_equal(a, b)), gb = element_times(dy, less(a, b));
+            break;
+        case OpKind::element_min:
+            ga = element_times(dy, less_equal(a, b)), gb = element_times(dy, greater(a, b));
+            break;
+        case OpKind::log_add_exp:
+            ga = element_times(dy, ctk::exp(minus(a, y))), gb = element_times(dy, ctk::exp(minus(b, y)));
+            break;
+        case OpKind::param_relu: {  // operands (x, alpha)
+            Tensor pos = greater(a, scalar_like(0.0, a));
+            ga = element_select(pos, dy, element_times(dy, b));
+            gb = element_select(pos, scalar_like(0.0, dy), element_times(dy, a));
+            break;
+        }
+        default:
+            CTK_THROW(Error, c.where, ": no gradient rule");
+    }
+    if (c.needs[0])
+        c.input_grads[0] =
+            reduce_to_operand(ga, c.inputs[0].data(), c.dyn_rank(0), al.out_dyn, al.out_static);
+    if (c.needs[1])
+        c.input_grads[1] =
+            reduce_to_operand(gb, c.inputs[1].data(), c.dyn_rank(1), al.out_dyn, al.out_static);
+}
+
+void forward_select(ForwardContext& c) {
+    Aligned a = aligned_operands(c.inputs, c.input_vars);
+    c.outputs.push_back(Value(element_select(a.t[0], a.t[1], a.t[2])));
+}
+
+void backward_select(BackwardContext& c) {
+    Aligned al = aligned_operands(c.inputs, c.input_vars);
+    const Tensor& dy = c.output_grads[0];
+    Tensor zero = scalar_like(0.0, dy);
+    if (c.needs[1])
+        c.input_grads[1] = reduce_to_operand(element_select(al.t[0], dy, zero), c.inputs[1].data(),
+                                             c.dyn_rank(1), al.out_dyn, al.out_static);
+    if (c.needs[2])
+        c.input_grads[2] = reduce_to_operand(element_select(al.t[0], zero, dy), c.inputs[2].data(),
+                                             c.dyn_rank(2), al.out_dyn, al.out_static);
+}
+
+const char* cntk_name_of(OpKind k) {
+    switch (k) {
+        case OpKind::negate:
+            return "Negate";
+        case OpKind::sigmoid:
+            return "StableSigmoid";
+        case OpKind::tanh:
+            return "Tanh";
+        case OpKind::relu:
+            return "ReLU";
+        case OpKind::exp:
+            return "Exp";
+        case OpKind::log:
+            return "Log";
+        case OpKind::sqrt:
+            return "Sqrt";
+        case OpKind::floor:
+            return "Floor";
+        case OpKind::abs:
+            return "Abs";
+        case OpKind::reciprocal:
+            return "Reciprocal";
+        case OpKind::elu:
+            return "ELU";
+        case OpKind::plus:
+            return "Plus";
+        case OpKind::minus:
+            return "Minus";
+        case OpKind::element_times:
+            return "ElementTimes";
+        case OpKind::element_divide:
+            return "ElementDivide";
+        case OpKind::equal:
+            return "Equal";
+        case OpKind::not_equal:
+            return "NotEqual";
+        case OpKind::less:
+            return "Less";
+        case OpKind::less_equal:
+            return "LessEqual";
+        case OpKind::greater:
+            return "Greater";
+        case OpKind::greater_equal:
+            return "GreaterEqual";
+        case OpKind::log_add_exp:
+            return "LogPlus";
+        case OpKind::pow:
+            return "Pow";
+        default:
+            return op_name(k);
+    }
+}
+
+bool differentiable(OpKind k) {
+    switch (k) {
+        case OpKind::element_not:
+        case OpKind::equal:
+        case OpKind::not_equal:
+        case OpKind::less:
+        case OpKind::less_equal:
+        case OpKind::greater:
+        case OpKind::greater_equal:
+        case OpKind::element_and:
+        case OpKind::element_or:
+        case OpKind::element_xor:
+            return false;
+        default:
+            return true;
+    }
+}
+
+}  // namespace
+
+void register_elementwise_ops(OpTable& t) {
+#define CTK_REGISTER_UNARY(name, attrs)                                                     \
+    t.add(PrimitiveOp::name,                                                                \
+          OpDef{cntk_name_of(OpKind::name), 1, 1, infer_unary, forward_unary<OpKind::name>, \
+                differentiable(OpKind::name) ? backward_unary<OpKind::name> : nullptr});
+    CTK_UNARY_OPS(CTK_REGISTER_UNARY)
+#undef CTK_REGISTER_UNARY
+#define CTK_REGISTER_BINARY(name, attrs)                                                         \
+    t.add(PrimitiveOp::name,                                                                     \
+          OpDef{cntk_name_of(OpKind::name), 2, 2, infer_broadcast, forward_binary<OpKind::name>, \
+                differentiable(OpKind::name) ? backward_binary<OpKind::name> : nullptr});
+    CTK_BINARY_OPS(CTK_REGISTER_BINARY)
+#undef CTK_REGISTER_BINARY
+    t.add(PrimitiveOp::element_select,
+          OpDef{"Select", 3, 3, infer_broadcast, forward_select, backward_select});
+}
+
+}  // namespace detail
+
+// ---- constructors ----
+
+namespace {
+FunctionPtr make(PrimitiveOp op, std::vector<Variable> inputs, const std::string& name,
+                 Attributes attrs = {}) {
+    return detail::FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
+}
+Attributes scalars(OpKind op, double alpha, double beta) {
+    (void)op;
+    return Attributes{{"alpha", alpha}, {"beta", beta}};
+}
+}  // namespace
+
+#define CTK_DEFINE_GRAPH_UNARY(op, attrs)                                              \
+    FunctionPtr op(const Variable& x, const std::string& name) {                       \
+        ScalarAttrs d = default_scalars(OpKind::op);                                   \
+        return make(PrimitiveOp::op, {x}, name, scalars(OpKind::op, d.alpha, d.beta)); \
+    }
+CTK_UNARY_OPS(CTK_DEFINE_GRAPH_UNARY)
+#undef CTK_DEFINE_GRAPH_UNARY
+
+FunctionPtr elu(const Variable& x, double alpha, const std::string& name) {
+    return make(PrimitiveOp::elu, {x}, name, scalars(OpKind::elu, alpha, 0.0));
+}
+FunctionPtr leaky_relu(const Variable& x, double alpha, const std::string& name) {
+    return make(PrimitiveOp::leaky_relu, {x}, name, scalars(OpKind::leaky_relu, alpha, 0.0));
+}
+FunctionPtr clip(const Variable& x, double min_value, double max_value, const std::string& name) {
+    CTK_CHECK(min_value <= max_value, ValueError, "clip '", name, "': min ", min_value, " > max ", max_value);
+    return make(PrimitiveOp::clip, {x}, name, scalars(OpKind::clip, min_value, max_value));
+}
+FunctionPtr hard_sigmoid(const Variable& x, double alpha, double beta, const std::string& name) {
+    return make(PrimitiveOp::hard_sigmoid, {x}, name, scalars(OpKind::hard_sigmoid, alpha, beta));
+}
+
+#define CTK_DEFINE_GRAPH_BINARY(op, attrs)                                                          \
+    FunctionPtr op(const Variable& a, const Variable& b, const std::string& name) {                 \
+        if (PrimitiveOp::op == PrimitiveOp::param_relu) return make(PrimitiveOp::op, {b, a}, name); \
+        return make(PrimitiveOp::op, {a, b}, name);                                                 \
+    }
+CTK_BINARY_OPS(CTK_DEFINE_GRAPH_BINARY)
+#undef CTK_DEFINE_GRAPH_BINARY
+
+FunctionPtr element_select(const Variable& condition, const Variable& then_value, const Variable& else_value,
+                           const std::string& name) {
+    return make(PrimitiveOp::element_select, {condition, then_value, else_value}, name);
+}
+
+FunctionPtr sum(const std::vector<Variable>& operands, const std::string& name) {
+    CTK_CHECK(!operands.empty(), ValueError, "sum '", name, "': no operands");
+    if (operands.size() == 1) return alias(operands[0], name);
+    Variable acc = operands[0];
+    for (size_t i = 1; i + 1 < operands.size(); ++i) acc = plus(acc, operands[i]);
+    return plus(acc, operands.back(), name);
+}
+
+}  // namespace ctk

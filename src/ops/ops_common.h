@@ -1,0 +1,65 @@
+// Internal helpers shared by the op families in src/ops: axis normalisation, dynamic-axis merging,
+// aligning operands whose static ranks differ, and reducing broadcast gradients back to operand shape.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ctk/ops.h"
+#include "graph/graph_internal.h"
+
+namespace ctk::detail {
+
+using InferFn = std::vector<OutputSpec> (*)(InferContext&);
+
+// A static axis index in [0, rank) for `axis` (negative counts from the end); throws ValueError.
+int normalize_static_axis(int axis, int rank, const std::string& where);
+int normalize_static_axis(const Axis& axis, int rank, const std::string& where);
+
+// The dynamic axes of an op's output: those of the operands that have any; they must agree.
+std::vector<Axis> merge_dynamic_axes(const std::vector<Variable>& inputs, const std::string& where);
+// The one floating dtype of all operands (TypeError naming them otherwise).
+DataType common_dtype(const std::vector<Variable>& inputs, const std::string& where);
+
+// NumPy broadcasting of static shapes with CNTK's inference: an inferred dim (-1) of a parameter takes
+// the other operand's dim (the parameter's shape is updated in place).
+Dims broadcast_static(std::vector<Variable>& inputs, const std::string& where);
+
+// Views data [dyn..., static...] as [out_dyn..., 1..., static...] of rank out_dyn + out_static so that
+// NumPy broadcasting lines operands up by their static axes (missing dynamic axes become 1).
+Tensor align(const Tensor& data, int dyn, int out_dyn, int out_static);
+// The gradient for an operand: dy summed down to the operand's aligned shape, viewed as its data shape.
+Tensor reduce_to_operand(const Tensor& dy, const Tensor& operand_data, int dyn, int out_dyn, int out_static);
+
+// Merges the dynamic dims of data into one leading axis: [d0*..*d(dyn-1), static...] (dyn = 0: [1, ...]).
+Tensor fold_dynamic(const Tensor& data, int dyn);
+// The inverse: [N, static...] back to the dynamic dims of `like` (whose first `dyn` dims are dynamic).
+Tensor unfold_dynamic(const Tensor& data, const Tensor& like, int dyn);
+
+// Attribute helpers.
+inline double attr_double(const Attributes& a, const char* key, double fallback) {
+    return a.get_or<double>(key, fallback);
+}
+
+// Registration of each family's OpDefs (called explicitly by op_table.cpp).
+struct OpTable;
+void register_elementwise_ops(OpTable& t);
+void register_times_ops(OpTable& t);
+void register_reduce_ops(OpTable& t);
+void register_shape_ops(OpTable& t);
+void register_softmax_ops(OpTable& t);
+void register_loss_ops(OpTable& t);
+void register_conv_ops(OpTable& t);
+void register_random_ops(OpTable& t);
+void register_plumbing_ops(OpTable& t);
+
+struct OpTable {
+    std::vector<OpDef> defs = std::vector<OpDef>(static_cast<size_t>(kNumPrimitiveOps));
+    std::vector<bool> present = std::vector<bool>(static_cast<size_t>(kNumPrimitiveOps), false);
+    void add(PrimitiveOp op, OpDef def) {
+        defs[static_cast<size_t>(op)] = def;
+        present[static_cast<size_t>(op)] = true;
+    }
+};
+
+}  // namespace ctk::detail

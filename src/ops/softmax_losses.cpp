@@ -1,0 +1,320 @@
+// softmax, log_softmax, hardmax; the losses (cross_entropy_with_softmax, squared_error, binary and
+// weighted binary cross entropy, cosine_distance) and classification_error. Losses are per sample;
+// shapes follow CNTK: cross_entropy_with_softmax and classification_error keep the reduced axis as 1,
+// the others reduce all static axes to a scalar.
+#include <cmath>
+
+#include "ctk/graph_ops.h"
+#include "ops/ops_common.h"
+
+namespace ctk {
+
+namespace detail {
+namespace {
+
+Tensor scalar_like(double v, const Tensor& t) {
+    return Tensor::full(Shape{}, v, t.dtype(), t.device());
+}
+
+// ---- softmax family: over one static axis, or (no axis) over all static axes flattened ----
+std::vector<OutputSpec> infer_softmax(InferContext& c) {
+    const Variable& x = c.inputs[0];
+    CTK_CHECK(x.rank() >= 1, ShapeError, c.where, ": ", x.to_string(), " has no static axis");
+    if (c.attrs.has("axis")) (void)normalize_static_axis(c.attrs.get<Axis>("axis"), x.rank(), c.where);
+    return {{x.shape(), x.dtype(), x.dynamic_axes()}};
+}
+
+// The data viewed so that the softmax axis is a tensor axis; returns the axis.
+int softmax_view(const Attributes& a, const Tensor& x, int dyn, int rank, const std::string& where,
+                 Tensor& view) {
+    if (a.has("axis")) {
+        view = x;
+        return dyn + normalize_static_axis(a.get<Axis>("axis"), rank, where);
+    }
+    Dims flat(x.shape().dims().begin(), x.shape().dims().begin() + dyn);
+    flat.push_back(-1);
+    view = x.reshape(flat);
+    return dyn;
+}
+
+template <PrimitiveOp Op>
+void forward_softmax(ForwardContext& c) {
+    const Tensor& x = c.inputs[0].data();
+    Tensor v;
+    const int ax = softmax_view(c.attrs, x, c.dyn_rank(0), c.input_vars[0].rank(), c.where, v);
+    Tensor y = Op == PrimitiveOp::softmax       ? softmax(v, ax)
+               : Op == PrimitiveOp::log_softmax ? log_softmax(v, ax)
+                                                : hardmax(v, ax);
+    c.outputs.push_back(Value(y.reshape(x.shape().dims())));
+}
+
+template <PrimitiveOp Op>
+void backward_softmax(BackwardContext& c) {
+    const Tensor& y = c.outputs[0].data();
+    Tensor yv, dyv;
+    const int ax = softmax_view(c.attrs, y, c.dyn_rank(0), c.input_vars[0].rank(), c.where, yv);
+    softmax_view(c.attrs, c.output_grads[0], c.dyn_rank(0), c.input_vars[0].rank(), c.where, dyv);
+    Tensor g = Op == PrimitiveOp::softmax ? softmax_backward(yv, dyv, ax) : log_softmax_backward(yv, dyv, ax);
+    c.input_grads[0] = g.reshape(y.shape().dims());
+}
+
+// ---- shared by the losses ----
+// Two per-sample operands with equal static shapes (target may lack dynamic axes).
+void check_pair(InferContext& c) {
+    const Variable &a = c.inputs[0], &b = c.inputs[1];
+    Dims s = broadcast_static(c.inputs, c.where);
+    CTK_CHECK(a.shape() == b.shape() || b.shape().empty(), ShapeError, c.where, ": ", a.to_string(), " and ",
+              b.to_string(), " must have the same shape");
+    (void)s;
+    (void)merge_dynamic_axes(c.inputs, c.where);
+    (void)common_dtype(c.inputs, c.where);
+}
+std::vector<int> static_axes(int dyn, int rank) {
+    std::vector<int> axes;
+    for (int i = 0; i < rank; ++i) axes.push_back(dyn + i);
+    return axes;
+}
+// dy of a per-sample scalar loss, shaped to broadcast against [dyn..., static...].
+Tensor expand_grad(const Tensor& dy, int dyn, int rank) {
+    Dims d(dy.shape().dims().begin(), dy.shape().dims().begin() + dyn);
+    d.resize(static_cast<size_t>(dyn + rank), 1);
+    return dy.reshape(d);
+}
+std::vector<Axis> loss_axes(const std::vector<Variable>& inputs, const std::string& where) {
+    return merge_dynamic_axes(inputs, where);
+}
+
+// ---- cross_entropy_with_softmax ----
+std::vector<OutputSpec> infer_ce(InferContext& c) {
+    check_pair(c);
+    const Variable& z = c.inputs[0];
+    const int a = normalize_static_axis(c.attrs.get<Axis>("axis"), z.rank(), c.where);
+    Dims out = z.shape();
+    out[static_cast<size_t>(a)] = 1;
+    return {{out, z.dtype(), loss_axes(c.inputs, c.where)}};
+}
+void forward_ce(ForwardContext& c) {
+    const Tensor& z = c.inputs[0].data();
+    Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), c.dyn_rank(0), c.input_vars[0].rank());
+    const int ax =
+        c.dyn_rank(0) + normalize_static_axis(c.attrs.get<Axis>("axis"), c.input_vars[0].rank(), c.where);
+    Tensor ls = log_softmax(z, ax);
+    c.outputs.push_back(Value(negate(reduce_sum(element_times(t, ls), {ax}, true))));
+    c.saved.push_back(ls);
+}
+void backward_ce(BackwardContext& c) {
+    const Tensor& z = c.inputs[0].data();
+    Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), c.dyn_rank(0), c.input_vars[0].rank());
+    const int ax =
+        c.dyn_rank(0) + normalize_static_axis(c.attrs.get<Axis>("axis"), c.input_vars[0].rank(), c.where);
+    const Tensor& ls = c.saved[0];
+    const Tensor& dy = c.output_grads[0];  // reduced axis kept: broadcasts along it
+    if (c.needs[0])
+        c.input_grads[0] =
+            element_times(dy, minus(element_times(ctk::exp(ls), reduce_sum(t, {ax}, true)), t));
+    if (c.needs[1])
+        c.input_grads[1] = reduce_to_operand(negate(element_times(dy, ls)), c.inputs[1].data(), c.dyn_rank(1),
+                                             c.dyn_rank(0), c.input_vars[0].rank());
+    (void)z;
+}
+
+// ---- classification_error ----
+std::vector<OutputSpec> infer_error(InferContext& c) {
+    check_pair(c);
+    const Variable& z = c.inputs[0];
+    const int a = normalize_static_axis(c.attrs.get<Axis>("axis"), z.rank(), c.where);
+    const int64_t top_n = c.attrs.get<int64_t>("topN");
+    CTK_CHECK(top_n >= 1 && top_n <= z.shape()[static_cast<size_t>(a)], ValueError, c.where, ": topN ", top_n,
+              " is out of range for ", z.to_string());
+    Dims out;
+    if (top_n == 1 && a == z.rank() - 1) {
+        out = z.shape();
+        out[static_cast<size_t>(a)] = 1;
+    }
+    return {{out, z.dtype(), loss_axes(c.inputs, c.where)}};
+}
+void forward_error(ForwardContext& c) {
+    const Tensor& z = c.inputs[0].data();
+    const int rank = c.input_vars[0].rank(), dyn = c.dyn_rank(0);
+    Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), dyn, rank).broadcast_to(z.shape());
+    const int ax = dyn + normalize_static_axis(c.attrs.get<Axis>("axis"), rank, c.where);
+    const int64_t top_n = c.attrs.get<int64_t>("topN");
+    Tensor correct;
+    if (top_n == 1) {
+        correct = reduce_sum(element_times(t, hardmax(z, ax)), {ax}, true);  // CNTK: t . hardmax(z)
+    } else {
+        // Correct when the target's class is among the top_n scores.
+        Tensor cls = argmax(Tensor(t), ax, true).to(z.dtype());
+        Tensor idx = top_k(z, top_n, ax).indices.to(z.dtype());
+        correct = reduce_max(equal(idx, cls.broadcast_to(idx.shape())).to(z.dtype()), {ax}, true);
+    }
+    Tensor err = minus(scalar_like(1.0, z), correct);
+    Dims out(z.shape().dims().begin(), z.shape().dims().begin() + dyn);
+    if (top_n == 1 && ax == z.rank() - 1) out = err.shape().dims();
+    c.outputs.push_back(Value(err.reshape(out)));
+}
+
+// ---- squared_error, binary cross entropy, cosine distance: per-sample scalars ----
+std::vector<OutputSpec> infer_scalar_loss(InferContext& c) {
+    check_pair(c);
+    if (c.inputs.size() == 3) (void)merge_dynamic_axes(c.inputs, c.where);
+    return {{Dims{}, c.inputs[0].dtype(), loss_axes(c.inputs, c.where)}};
+}
+struct Pair {
+    Tensor a, b, w;
+    int dyn, rank;
+};
+Pair pair_of(std::span<const Value> in, std::span<const Variable> vars) {
+    Pair p;
+    p.dyn = std::max(vars[0].dynamic_rank(), vars[1].dynamic_rank());
+    p.rank = vars[0].rank();
+    p.a = align(in[0].data(), vars[0].dynamic_rank(), p.dyn, p.rank);
+    p.b = align(in[1].data(), vars[1].dynamic_rank(), p.dyn, p.rank);
+    if (in.size() > 2) p.w = align(in[2].data(), vars[2].dynamic_rank(), p.dyn, p.rank);
+    return p;
+}
+Tensor per_sample(const Tensor& x, const Pair& p) {
+    Tensor s = reduce_sum(x, static_axes(p.dyn, p.rank), false);
+    return s;
+}
+
+void forward_squared_error(ForwardContext& c) {
+    Pair p = pair_of(c.inputs, c.input_vars);
+    c.outputs.push_back(Value(per_sample(square(minus(p.a, p.b)), p)));
+}
+void backward_squared_error(BackwardContext& c) {
+    Pair p = pair_of(c.inputs, c.input_vars);
+    Tensor g = element_times(element_times(expand_grad(c.output_grads[0], p.dyn, p.rank), minus(p.a, p.b)),
+                             scalar_like(2.0, p.a));
+    if (c.needs[0]) c.input_grads[0] = reduce_to_operand(g, c.inputs[0].data(), c.dyn_rank(0), p.dyn, p.rank);
+    if (c.needs[1])
+        c.input_grads[1] = reduce_to_operand(negate(g), c.inputs[1].data(), c.dyn_rank(1), p.dyn, p.rank);
+}
+
+void forward_bce(ForwardContext& c) {
+    Pair p = pair_of(c.inputs, c.input_vars);
+    const Tensor one = scalar_like(1.0, p.a);
+    Tensor terms =
+        plus(element_times(p.b, ctk::log(p.a)), element_times(minus(one, p.b), ctk::log(minus(one, p.a))));
+    if (p.w.defined()) terms = element_times(p.w, terms);
+    c.outputs.push_back(Value(negate(per_sample(terms, p))));
+}
+void backward_bce(BackwardContext& c) {
+    Pair p = pair_of(c.inputs, c.input_vars);
+    const Tensor one = scalar_like(1.0, p.a);
+    Tensor dy = expand_grad(c.output_grads[0], p.dyn, p.rank);
+    if (p.w.defined()) dy = element_times(dy, p.w);
+    Tensor one_minus_a = minus(one, p.a);
+    if (c.needs[0]) {
+        Tensor g =
+            element_times(dy, minus(element_divide(minus(one, p.b), one_minus_a), element_divide(p.b, p.a)));
+        c.input_grads[0] = reduce_to_operand(g, c.inputs[0].data(), c.dyn_rank(0), p.dyn, p.rank);
+    }
+    if (c.needs[1]) {
+        Tensor g = element_times(dy, minus(ctk::log(one_minus_a), ctk::log(p.a)));
+        c.input_grads[1] = reduce_to_operand(g, c.inputs[1].data(), c.dyn_rank(1), p.dyn, p.rank);
+    }
+    if (c.inputs.size() > 2 && c.needs[2]) {
+        Tensor terms =
+            plus(element_times(p.b, ctk::log(p.a)), element_times(minus(one, p.b), ctk::log(one_minus_a)));
+        Tensor g = negate(element_times(expand_grad(c.output_grads[0], p.dyn, p.rank), terms));
+        c.input_grads[2] = reduce_to_operand(g, c.inputs[2].data(), c.dyn_rank(2), p.dyn, p.rank);
+    }
+}
+
+void forward_cosine(ForwardContext& c) {
+    Pair p = pair_of(c.inputs, c.input_vars);
+    Tensor dot = per_sample(element_times(p.a, p.b), p);
+    Tensor na = ctk::sqrt(per_sample(square(p.a), p)), nb = ctk::sqrt(per_sample(square(p.b), p));
+    c.outputs.push_back(Value(element_divide(dot, element_times(na, nb))));
+}
+void backward_cosine(BackwardContext& c) {
+    Pair p = pair_of(c.inputs, c.input_vars);
+    Tensor dy = expand_grad(c.output_grads[0], p.dyn, p.rank);
+    Tensor cosv = expand_grad(c.outputs[0].data(), p.dyn, p.rank);
+    Tensor na2 = expand_grad(per_sample(square(p.a), p), p.dyn, p.rank);
+    Tensor nb2 = expand_grad(per_sample(square(p.b), p), p.dyn, p.rank);
+    Tensor nanb = ctk::sqrt(element_times(na2, nb2));
+    auto grad = [&](const Tensor& self, const Tensor& other, const Tensor& self2) {
+        return element_times(
+            dy, minus(element_divide(other, nanb), element_times(cosv, element_divide(self, self2))));
+    };
+    if (c.needs[0])
+        c.input_grads[0] =
+            reduce_to_operand(grad(p.a, p.b, na2), c.inputs[0].data(), c.dyn_rank(0), p.dyn, p.rank);
+    if (c.needs[1])
+        c.input_grads[1] =
+            reduce_to_operand(grad(p.b, p.a, nb2), c.inputs[1].data(), c.dyn_rank(1), p.dyn, p.rank);
+}
+
+}  // namespace
+
+void register_softmax_ops(OpTable& t) {
+    t.add(PrimitiveOp::softmax, OpDef{"Softmax", 1, 1, infer_softmax, forward_softmax<PrimitiveOp::softmax>,
+                                      backward_softmax<PrimitiveOp::softmax>});
+    t.add(PrimitiveOp::log_softmax,
+          OpDef{"LogSoftmax", 1, 1, infer_softmax, forward_softmax<PrimitiveOp::log_softmax>,
+                backward_softmax<PrimitiveOp::log_softmax>});
+    t.add(PrimitiveOp::hardmax,
+          OpDef{"Hardmax", 1, 1, infer_softmax, forward_softmax<PrimitiveOp::hardmax>, nullptr});
+}
+
+void register_loss_ops(OpTable& t) {
+    t.add(PrimitiveOp::cross_entropy_with_softmax,
+          OpDef{"CrossEntropyWithSoftmax", 2, 2, infer_ce, forward_ce, backward_ce});
+    t.add(PrimitiveOp::classification_error,
+          OpDef{"ClassificationError", 2, 2, infer_error, forward_error, nullptr});
+    t.add(PrimitiveOp::squared_error,
+          OpDef{"SquaredError", 2, 2, infer_scalar_loss, forward_squared_error, backward_squared_error});
+    t.add(PrimitiveOp::binary_cross_entropy,
+          OpDef{"Logistic", 2, 3, infer_scalar_loss, forward_bce, backward_bce});
+    t.add(PrimitiveOp::cosine_distance,
+          OpDef{"CosDistance", 2, 2, infer_scalar_loss, forward_cosine, backward_cosine});
+}
+
+}  // namespace detail
+
+namespace {
+FunctionPtr make(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs, const std::string& name) {
+    return detail::FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
+}
+Attributes axis_attr(const std::optional<Axis>& axis) {
+    Attributes a;
+    if (axis && axis->kind() != Axis::Kind::all_static) a.set("axis", *axis);
+    return a;
+}
+}  // namespace
+
+FunctionPtr softmax(const Variable& x, std::optional<Axis> axis, const std::string& name) {
+    return make(PrimitiveOp::softmax, {x}, axis_attr(axis), name);
+}
+FunctionPtr log_softmax(const Variable& x, std::optional<Axis> axis, const std::string& name) {
+    return make(PrimitiveOp::log_softmax, {x}, axis_attr(axis), name);
+}
+FunctionPtr hardmax(const Variable& x, std::optional<Axis> axis, const std::string& name) {
+    return make(PrimitiveOp::hardmax, {x}, axis_attr(axis), name);
+}
+FunctionPtr cross_entropy_with_softmax(const Variable& output, const Variable& target, const Axis& axis,
+                                       const std::string& name) {
+    return make(PrimitiveOp::cross_entropy_with_softmax, {output, target}, Attributes{{"axis", axis}}, name);
+}
+FunctionPtr classification_error(const Variable& output, const Variable& target, int64_t top_n,
+                                 const Axis& axis, const std::string& name) {
+    return make(PrimitiveOp::classification_error, {output, target},
+                Attributes{{"axis", axis}, {"topN", top_n}}, name);
+}
+FunctionPtr squared_error(const Variable& output, const Variable& target, const std::string& name) {
+    return make(PrimitiveOp::squared_error, {output, target}, {}, name);
+}
+FunctionPtr binary_cross_entropy(const Variable& output, const Variable& target, const std::string& name) {
+    return make(PrimitiveOp::binary_cross_entropy, {output, target}, {}, name);
+}
+FunctionPtr weighted_binary_cross_entropy(const Variable& output, const Variable& target,
+                                          const Variable& weight, const std::string& name) {
+    return make(PrimitiveOp::binary_cross_entropy, {output, target, weight}, {}, name);
+}
+FunctionPtr cosine_distance(const Variable& x, const Variable& y, const std::string& name) {
+    return make(PrimitiveOp::cosine_distance, {x, y}, {}, name);
+}
+
+}  // namespace ctk

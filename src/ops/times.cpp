@@ -1,0 +1,152 @@
+// times and times_transpose: CNTK's tensor products. times contracts x's last k static axes with W's
+// first k (k = rank(W) - output_rank) through one matrix product over all samples at once.
+#include "ctk/graph_ops.h"
+#include "ops/ops_common.h"
+
+namespace ctk {
+
+namespace detail {
+namespace {
+
+int64_t product(const Dims& d, size_t begin, size_t end) {
+    int64_t p = 1;
+    for (size_t i = begin; i < end; ++i) p *= d[i];
+    return p;
+}
+
+std::vector<OutputSpec> infer_times(InferContext& c) {
+    Variable &x = c.inputs[0], &w = c.inputs[1];
+    CTK_CHECK(w.dynamic_axes().empty(), ShapeError, c.where, ": the right operand ", w.to_string(),
+              " has dynamic axes; times needs a static right operand");
+    const int64_t output_rank = c.attrs.get<int64_t>("outputRank");
+    const int64_t map_rank = c.attrs.get<int64_t>("inferInputRankToMap");
+    const Dims& xs = x.shape();
+    Dims& ws = w.impl()->shape;
+    CTK_CHECK(output_rank >= 0 && output_rank <= static_cast<int64_t>(ws.size()), ValueError, c.where,
+              ": output_rank ", output_rank, " does not fit ", w.to_string());
+    if (map_rank >= 0 && !ws.empty() && ws[0] == kInferredDim) {
+        // W's input part is one inferred placeholder dim: it becomes x's static axes after the first
+        // map_rank.
+        CTK_CHECK(map_rank <= static_cast<int64_t>(xs.size()), ShapeError, c.where,
+                  ": infer_input_rank_to_map ", map_rank, " exceeds the rank of ", x.to_string());
+        CTK_CHECK(w.is_parameter() || w.is_placeholder() || w.is_constant(), ShapeError, c.where,
+                  ": cannot infer the input dims of ", w.to_string());
+        Dims nw(xs.begin() + map_rank, xs.end());
+        nw.insert(nw.end(), ws.end() - output_rank, ws.end());
+        ws = nw;
+    }
+    const size_t k = ws.size() - static_cast<size_t>(output_rank);
+    CTK_CHECK(k <= xs.size(), ShapeError, c.where, ": ", w.to_string(), " contracts ", k, " axes but ",
+              x.to_string(), " has only ", xs.size());
+    for (size_t i = 0; i < k; ++i) {
+        int64_t& wd = ws[i];
+        const int64_t xd = xs[xs.size() - k + i];
+        if (wd == kInferredDim) {
+            CTK_CHECK(!w.is_input(), ShapeError, c.where, ": cannot infer dims of ", w.to_string());
+            wd = xd;
+        }
+        CTK_CHECK(wd == xd || xd == kFreeDim, ShapeError, c.where, ": the inner dims of ", x.to_string(),
+                  " and ", w.to_string(), " differ");
+    }
+    Dims out(xs.begin(), xs.end() - static_cast<std::ptrdiff_t>(k));
+    out.insert(out.end(), ws.begin() + static_cast<std::ptrdiff_t>(k), ws.end());
+    c.attrs.set("contracted", static_cast<int64_t>(k));
+    return {{out, common_dtype(c.inputs, c.where), x.dynamic_axes()}};
+}
+
+// x as [M, K] and W as [K, N] with K the product of the contracted dims.
+struct TimesMats {
+    Tensor x, w;
+};
+TimesMats as_matrices(const Tensor& x, const Tensor& w, int64_t k) {
+    const Dims& ws = w.shape().dims();
+    const int64_t kk = product(ws, 0, static_cast<size_t>(k));
+    const int64_t n = product(ws, static_cast<size_t>(k), ws.size());
+    return {x.reshape({-1, kk}), w.reshape({kk, n})};
+}
+
+void forward_times(ForwardContext& c) {
+    const Tensor &x = c.inputs[0].data(), &w = c.inputs[1].data();
+    const int64_t k = c.attrs.get<int64_t>("contracted");
+    TimesMats m = as_matrices(x, w, k);
+    Dims out(x.shape().dims().begin(), x.shape().dims().end() - k);
+    out.insert(out.end(), w.shape().dims().begin() + k, w.shape().dims().end());
+    c.outputs.push_back(Value(matmul(m.x, m.w).reshape(out)));
+}
+
+void backward_times(BackwardContext& c) {
+    const Tensor &x = c.inputs[0].data(), &w = c.inputs[1].data();
+    TimesMats m = as_matrices(x, w, c.attrs.get<int64_t>("contracted"));
+    Tensor dy = c.output_grads[0].reshape({m.x.dim(0), m.w.dim(1)});
+    if (c.needs[0]) c.input_grads[0] = matmul(dy, m.w, false, true).reshape(x.shape().dims());
+    if (c.needs[1]) c.input_grads[1] = matmul(m.x, dy, true, false).reshape(w.shape().dims());
+}
+
+// a [..., K] times b^T, b [N, K] or [K] (then N = 1).
+std::vector<OutputSpec> infer_times_transpose(InferContext& c) {
+    const Variable &a = c.inputs[0], &b = c.inputs[1];
+    CTK_CHECK(b.rank() == 1 || b.rank() == 2, ShapeError, c.where, ": the right operand ", b.to_string(),
+              " must be a vector or a matrix");
+    CTK_CHECK(a.rank() >= 1 && a.shape().back() == b.shape().back(), ShapeError, c.where,
+              ": the last dims of ", a.to_string(), " and ", b.to_string(), " differ");
+    CTK_CHECK(b.dynamic_axes().empty() || b.dynamic_axes() == a.dynamic_axes(), ShapeError, c.where,
+              ": dynamic axes of ", b.to_string(), " do not match ", a.to_string());
+    Dims out(a.shape().begin(), a.shape().end() - 1);
+    out.push_back(b.rank() == 2 ? b.shape()[0] : 1);
+    return {{out, common_dtype(c.inputs, c.where), a.dynamic_axes()}};
+}
+
+void forward_times_transpose(ForwardContext& c) {
+    const Tensor &a = c.inputs[0].data(), &b = c.inputs[1].data();
+    const int64_t kd = a.dim(-1);
+    Dims out(a.shape().dims().begin(), a.shape().dims().end() - 1);
+    if (c.dyn_rank(1) > 0) {  // per-sample vectors: a row-wise dot product
+        out.push_back(1);
+        c.outputs.push_back(Value(reduce_sum(element_times(a, b), {-1}, true).reshape(out)));
+        return;
+    }
+    Tensor bm = b.reshape({-1, kd});
+    out.push_back(bm.dim(0) == 1 && b.rank() == 1 ? 1 : bm.dim(0));
+    c.outputs.push_back(Value(matmul(a.reshape({-1, kd}), bm, false, true).reshape(out)));
+}
+
+void backward_times_transpose(BackwardContext& c) {
+    const Tensor &a = c.inputs[0].data(), &b = c.inputs[1].data();
+    const Tensor& dy = c.output_grads[0];
+    const int64_t kd = a.dim(-1);
+    if (c.dyn_rank(1) > 0) {
+        if (c.needs[0]) c.input_grads[0] = element_times(dy, b);
+        if (c.needs[1]) c.input_grads[1] = element_times(dy, a);
+        return;
+    }
+    Tensor bm = b.reshape({-1, kd});
+    Tensor dym = dy.reshape({-1, bm.dim(0)});
+    if (c.needs[0]) c.input_grads[0] = matmul(dym, bm).reshape(a.shape().dims());
+    if (c.needs[1])
+        c.input_grads[1] = matmul(dym, a.reshape({-1, kd}), true, false).reshape(b.shape().dims());
+}
+
+}  // namespace
+
+void register_times_ops(OpTable& t) {
+    t.add(PrimitiveOp::times, OpDef{"Times", 2, 2, infer_times, forward_times, backward_times});
+    t.add(PrimitiveOp::transpose_times, OpDef{"TransposeTimes", 2, 2, infer_times_transpose,
+                                              forward_times_transpose, backward_times_transpose});
+}
+
+}  // namespace detail
+
+FunctionPtr times(const Variable& x, const Variable& w, int output_rank, int infer_input_rank_to_map,
+                  const std::string& name) {
+    return detail::FunctionAccess::make_primitive(
+        PrimitiveOp::times, {x, w},
+        Attributes{{"outputRank", int64_t(output_rank)},
+                   {"inferInputRankToMap", int64_t(infer_input_rank_to_map)}},
+        name);
+}
+
+FunctionPtr times_transpose(const Variable& a, const Variable& b, const std::string& name) {
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::transpose_times, {a, b}, {}, name);
+}
+
+}  // namespace ctk

@@ -1,0 +1,106 @@
+// Graph harness cases: convolution (CNTK's auto padding, strides, inferred input channels), pooling
+// and batch normalization over samples with the batch axis.
+#include "graph/graph_harness.h"
+
+namespace ctk::test {
+
+std::vector<GraphCase> conv_graph_cases() {
+    using V = const std::vector<Variable>&;
+    using T = const std::vector<Tensor>&;
+    std::vector<GraphCase> cases;
+    {
+        GraphCase c;
+        c.name = "convolution/same_pad";
+        c.ops = {PrimitiveOp::convolution};
+        c.slots = {Slot::param({3, 2, 3, 3}), Slot::input({2, 5, 5})};
+        c.build = [](V v) { return convolution(v[0], v[1]); };
+        c.reference = [](T in) {
+            ConvAttrs a;
+            a.strides = {1, 1};
+            a.dilation = {1, 1};
+            a.pad_lo = {1, 1};
+            a.pad_hi = {1, 1};
+            return convolution(in[1], in[0], Tensor(), a);
+        };
+        cases.push_back(c);
+    }
+    {
+        GraphCase c;
+        c.name = "convolution/valid_stride2";
+        c.ops = {PrimitiveOp::convolution};
+        c.slots = {Slot::param({2, 2, 3, 3}), Slot::input({2, 7, 6})};
+        c.build = [](V v) { return convolution(v[0], v[1], {2}, {false}); };
+        c.reference = [](T in) {
+            ConvAttrs a;
+            a.strides = {2, 2};
+            a.dilation = {1, 1};
+            a.pad_lo = {0, 0};
+            a.pad_hi = {0, 0};
+            return convolution(in[1], in[0], Tensor(), a);
+        };
+        cases.push_back(c);
+    }
+    for (bool is_max : {true, false}) {
+        GraphCase c;
+        c.name = is_max ? "pooling/max_3x3_s2_pad" : "pooling/avg_2x2";
+        c.ops = {PrimitiveOp::pooling};
+        c.slots = {Slot::input({2, 6, 6})};
+        c.build = [is_max](V v) {
+            return is_max ? pooling(v[0], PoolingType::max, {3, 3}, {2, 2}, {true})
+                          : pooling(v[0], PoolingType::average, {2, 2}, {2, 2});
+        };
+        c.reference = [is_max](T in) {
+            PoolAttrs p;
+            p.kind = is_max ? PoolKind::max : PoolKind::average;
+            p.kernel = is_max ? Dims{3, 3} : Dims{2, 2};
+            p.strides = {2, 2};
+            int64_t lo = 0, hi = 0;
+            if (is_max) cntk_auto_pad(6, 3, 2, 1, lo, hi);
+            p.pad_lo = {lo, lo};
+            p.pad_hi = {hi, hi};
+            return pooling(in[0], p, false).y;
+        };
+        cases.push_back(c);
+    }
+    {
+        GraphCase c;
+        c.name = "batch_normalization/spatial_training";
+        c.ops = {PrimitiveOp::batch_normalization};
+        c.slots = {Slot::input({2, 3, 3}).batch_of(3),
+                   Slot::param({2}, 0.5, 1.5),
+                   Slot::param({2}),
+                   Slot::constant({2}),
+                   Slot::constant({2}, 0.5, 1.0),
+                   Slot::constant({})};
+        c.training = true;
+        c.grad_eps = 1e-5;
+        c.grad_tol = 1e-5;
+        c.build = [](V v) { return batch_normalization(v[0], v[1], v[2], v[3], v[4], v[5], true); };
+        c.reference = [](T in) {
+            const std::vector<int> axes{0, 2, 3};
+            Tensor mean = reduce_mean(in[0], axes, true);
+            Tensor var = reduce_mean(square(minus(in[0], mean)), axes, true);
+            Tensor xhat =
+                element_divide(minus(in[0], mean), ctk::sqrt(plus(var, Tensor::scalar(1e-5, DataType::f64))));
+            return plus(element_times(xhat, in[1].reshape({1, 2, 1, 1})), in[2].reshape({1, 2, 1, 1}));
+        };
+        cases.push_back(c);
+    }
+    {
+        GraphCase c;
+        c.name = "batch_normalization/per_activation_inference";
+        c.ops = {PrimitiveOp::batch_normalization};
+        c.slots = {Slot::input({4}).batch_of(3), Slot::param({4}, 0.5, 1.5),    Slot::param({4}),
+                   Slot::constant({4}),          Slot::constant({4}, 0.5, 1.0), Slot::constant({})};
+        c.build = [](V v) { return batch_normalization(v[0], v[1], v[2], v[3], v[4], v[5], false); };
+        c.reference = [](T in) {
+            Tensor xhat = element_divide(minus(in[0], in[3]),
+                                         ctk::sqrt(plus(in[4], Tensor::scalar(1e-5, DataType::f64))));
+            return plus(element_times(xhat, in[1]), in[2]);
+        };
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+}  // namespace ctk::test

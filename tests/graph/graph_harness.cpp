@@ -1,0 +1,200 @@
+// The graph op harness runner (see graph_harness.h).
+#include "graph/graph_harness.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace ctk::test {
+
+namespace {
+
+Tensor random_data(const Slot& s, uint64_t seed) {
+    Dims dims;
+    if (s.kind == Slot::Kind::input) dims.push_back(s.batch);
+    if (s.kind == Slot::Kind::sequence) {
+        dims.push_back(s.batch);
+        int64_t t = 0;
+        for (int64_t l : s.lengths) t = std::max(t, l);
+        dims.push_back(t);
+    }
+    dims.insert(dims.end(), s.shape.begin(), s.shape.end());
+    Tensor x = Tensor::empty(Shape(dims), DataType::f64);
+    Generator gen(seed);
+    gen.uniform(x, s.lo, s.hi);
+    if (s.integer) x = floor(x);
+    return x;
+}
+
+struct Built {
+    FunctionPtr f;
+    std::vector<Variable> vars;
+    std::vector<Tensor> data;  // f64
+    Variable out;
+};
+
+Built build(const GraphCase& c, DataType dtype) {
+    Built b;
+    for (size_t i = 0; i < c.slots.size(); ++i) {
+        const Slot& s = c.slots[i];
+        Tensor d = random_data(s, 1000 + i);
+        b.data.push_back(d);
+        switch (s.kind) {
+            case Slot::Kind::input:
+                b.vars.push_back(input_variable(s.shape, dtype, s.differentiable, false, default_batch_axes(),
+                                                "x" + std::to_string(i)));
+                break;
+            case Slot::Kind::sequence:
+                b.vars.push_back(sequence_input_variable(s.shape, dtype, s.differentiable, false,
+                                                         Axis::default_dynamic_axis(),
+                                                         "s" + std::to_string(i)));
+                break;
+            case Slot::Kind::parameter:
+                b.vars.push_back(parameter_from(d.to(dtype), "p" + std::to_string(i)));
+                break;
+            case Slot::Kind::constant:
+                b.vars.push_back(constant(d.to(dtype), "c" + std::to_string(i)));
+                break;
+        }
+    }
+    b.f = c.build(b.vars);
+    b.out = b.f->outputs().at(static_cast<size_t>(c.output));
+    return b;
+}
+
+ValueMap arguments(const GraphCase& c, const Built& b, DataType dtype, const std::vector<Tensor>& data) {
+    ValueMap args;
+    for (size_t i = 0; i < c.slots.size(); ++i) {
+        const Slot& s = c.slots[i];
+        if (s.kind == Slot::Kind::input) args.emplace(b.vars[i], Value(data[i].to(dtype)));
+        if (s.kind == Slot::Kind::sequence)
+            args.emplace(b.vars[i], Value(data[i].to(dtype), std::make_shared<SequenceLayout>(s.lengths)));
+        if (s.kind == Slot::Kind::parameter || s.kind == Slot::Kind::constant) b.vars[i].set_value(data[i]);
+    }
+    return args;
+}
+
+// The output's padded frames replaced by zeros (so that comparisons and sums see real frames only).
+Tensor real_frames(const Value& v) {
+    return v.masked_data(0.0).to(DataType::f64);
+}
+
+Value run(const GraphCase& c, Built& b, DataType dtype, const std::vector<Tensor>& data) {
+    ValueMap outs{{b.out, Value()}};
+    b.f->forward(arguments(c, b, dtype, data), outs, {}, c.training);
+    return outs.at(b.out);
+}
+
+std::string compare_tensors(const Tensor& got, const Tensor& want, double rtol, double atol) {
+    if (got.shape() != want.shape())
+        return "shape " + got.shape().to_string() + " != expected " + want.shape().to_string();
+    auto a = got.to_vector<double>(), e = want.to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i) {
+        const bool ok =
+            (std::isnan(a[i]) && std::isnan(e[i])) || std::fabs(a[i] - e[i]) <= atol + rtol * std::fabs(e[i]);
+        if (!ok) {
+            std::ostringstream m;
+            m.precision(12);
+            m << "element " << i << ": got " << a[i] << ", expected " << e[i];
+            return m.str();
+        }
+    }
+    return "";
+}
+
+}  // namespace
+
+Tensor per_sample(const Tensor& data, int dyn, const std::function<Tensor(const Tensor&)>& fn) {
+    Dims lead(data.shape().dims().begin(), data.shape().dims().begin() + dyn);
+    int64_t n = 1;
+    for (int64_t d : lead) n *= d;
+    Dims rest(data.shape().dims().begin() + dyn, data.shape().dims().end());
+    Dims flat{n};
+    flat.insert(flat.end(), rest.begin(), rest.end());
+    Tensor x = data.reshape(flat);
+    std::vector<Tensor> outs;
+    for (int64_t i = 0; i < n; ++i) outs.push_back(fn(x.select(0, i)).expand_dims(0));
+    Tensor y = concat(outs, 0);
+    Dims out = lead;
+    out.insert(out.end(), y.shape().dims().begin() + 1, y.shape().dims().end());
+    return y.reshape(out);
+}
+
+std::string check_graph_forward(const GraphCase& c, DataType dtype) {
+    try {
+        Built b = build(c, dtype);
+        Value got = run(c, b, dtype, b.data);
+        Tensor want = c.reference(b.data);
+        Value want_v(want, got.layout());
+        const bool f64 = dtype == DataType::f64;
+        std::string m = compare_tensors(real_frames(got), real_frames(want_v), f64 ? 1e-10 : c.rtol_f32,
+                                        f64 ? 1e-12 : c.atol_f32);
+        return m.empty() ? "" : c.name + " (" + dtype_name(dtype) + "): " + m;
+    } catch (const std::exception& e) {
+        return c.name + " (" + dtype_name(dtype) + "): threw " + e.what();
+    }
+}
+
+std::string check_graph_gradient(const GraphCase& c) {
+    try {
+        Built b = build(c, DataType::f64);
+        std::vector<Tensor> data = b.data;
+        Value y0 = run(c, b, DataType::f64, data);
+        // R: fixed random weights on the output, zero at padded frames.
+        Tensor r = Tensor::empty(y0.data().shape(), DataType::f64);
+        Generator(7).uniform(r, -1.0, 1.0);
+        r = Value(r, y0.layout()).masked_data(0.0);
+        auto objective = [&](const std::vector<Tensor>& d) {
+            Value y = run(c, b, DataType::f64, d);
+            return reduce_sum(element_times(real_frames(y), r)).item();
+        };
+        std::vector<Variable> wrt;
+        for (size_t i = 0; i < c.slots.size(); ++i)
+            if (c.slots[i].differentiable) wrt.push_back(b.vars[i]);
+        if (wrt.empty()) return "";
+        ValueMap outs{{b.out, Value()}};
+        auto state = b.f->forward(arguments(c, b, DataType::f64, data), outs, {b.out}, c.training);
+        ValueMap grads = b.f->backward(*state, {{b.out, Value(r, outs.at(b.out).layout())}}, wrt);
+        for (size_t i = 0; i < c.slots.size(); ++i) {
+            const Slot& s = c.slots[i];
+            if (!s.differentiable) continue;
+            Tensor analytic = grads.at(b.vars[i]).data().contiguous();
+            Tensor numeric = Tensor::zeros(data[i].shape(), DataType::f64);
+            Tensor& x = data[i];
+            const int64_t n = x.numel();
+            double* p = x.data<double>();
+            const int64_t frame = s.kind == Slot::Kind::sequence ? x.numel() / (x.dim(0) * x.dim(1)) : 0;
+            for (int64_t k = 0; k < n; ++k) {
+                if (s.kind == Slot::Kind::sequence) {  // padded frames: the gradient must be exactly zero
+                    const int64_t seq = k / (frame * x.dim(1)), t = (k / frame) % x.dim(1);
+                    if (t >= s.lengths[static_cast<size_t>(seq)]) {
+                        if (analytic.data<double>()[k] != 0.0)
+                            return c.name + ": nonzero gradient at a padded frame of input " +
+                                   std::to_string(i);
+                        continue;
+                    }
+                }
+                const double orig = p[k];
+                p[k] = orig + c.grad_eps;
+                const double up = objective(data);
+                p[k] = orig - c.grad_eps;
+                const double down = objective(data);
+                p[k] = orig;
+                numeric.data<double>()[k] = (up - down) / (2 * c.grad_eps);
+            }
+            std::string m = compare_tensors(analytic, numeric, c.grad_tol, c.grad_tol);
+            if (!m.empty()) return c.name + ": gradient of slot " + std::to_string(i) + ": " + m;
+        }
+        return "";
+    } catch (const std::exception& e) {
+        return c.name + " (gradient): threw " + e.what();
+    }
+}
+
+std::vector<GraphCase> all_graph_cases() {
+    std::vector<GraphCase> all;
+    for (auto* family : {elementwise_graph_cases, structure_graph_cases, conv_graph_cases})
+        for (auto& c : family()) all.push_back(std::move(c));
+    return all;
+}
+
+}  // namespace ctk::test

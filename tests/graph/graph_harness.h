@@ -1,0 +1,94 @@
+// The graph op harness: each graph op contributes cases that build a small graph over inputs with
+// dynamic axes (batches, and variable-length sequences with padding) and parameters. The runner checks
+// (a) the output against a float64 reference, in f32 and f64, on the real frames only, and (b) the
+// gradients that backward() gives for every input and parameter against central differences in
+// float64 of sum(output * R), including that padded frames get exactly zero gradient.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ctk/ctk.h"
+
+namespace ctk::test {
+
+struct Slot {
+    enum class Kind { input, sequence, parameter, constant };
+    Kind kind = Kind::input;
+    Dims shape;                    // the sample shape
+    int64_t batch = 2;             // inputs: sequences (or samples) in the batch
+    std::vector<int64_t> lengths;  // sequence inputs: one per sequence
+    double lo = -1.0, hi = 1.0;    // uniform range; integer values in [lo, hi) when `integer`
+    bool integer = false;
+    bool differentiable = true;
+
+    static Slot input(Dims s, double lo = -1, double hi = 1) {
+        Slot x;
+        x.shape = std::move(s);
+        x.lo = lo;
+        x.hi = hi;
+        return x;
+    }
+    static Slot sequence(Dims s, std::vector<int64_t> lengths, double lo = -1, double hi = 1) {
+        Slot x = input(std::move(s), lo, hi);
+        x.kind = Kind::sequence;
+        x.batch = static_cast<int64_t>(lengths.size());
+        x.lengths = std::move(lengths);
+        return x;
+    }
+    static Slot param(Dims s, double lo = -1, double hi = 1) {
+        Slot x = input(std::move(s), lo, hi);
+        x.kind = Kind::parameter;
+        return x;
+    }
+    static Slot constant(Dims s, double lo = -1, double hi = 1) {
+        Slot x = input(std::move(s), lo, hi);
+        x.kind = Kind::constant;
+        x.differentiable = false;
+        return x;
+    }
+    Slot& ints() {
+        integer = true;
+        differentiable = false;
+        return *this;
+    }
+    Slot& no_grad() {
+        differentiable = false;
+        return *this;
+    }
+    Slot& batch_of(int64_t n) {
+        batch = n;
+        return *this;
+    }
+};
+
+struct GraphCase {
+    std::string name;
+    std::vector<PrimitiveOp> ops;  // covered ops (for the coverage check)
+    std::vector<Slot> slots;
+    std::function<FunctionPtr(const std::vector<Variable>&)> build;
+    // The expected output data in float64 from the slots' data (inputs [N, (T,) sample...], parameters
+    // and constants as their sample shape). Padded frames of the result are ignored.
+    std::function<Tensor(const std::vector<Tensor>&)> reference;
+    int output = 0;         // which output of the built Function is checked
+    bool gradient = true;   // run the gradient check
+    bool training = false;  // forward's is_training for both checks
+    double rtol_f32 = 1e-5, atol_f32 = 1e-5;
+    double grad_eps = 1e-6, grad_tol = 1e-6;
+};
+
+std::vector<GraphCase> all_graph_cases();
+std::vector<GraphCase> elementwise_graph_cases();
+std::vector<GraphCase> structure_graph_cases();  // times, reductions, shape ops, softmax, losses, ...
+std::vector<GraphCase> conv_graph_cases();
+
+// Empty when the check passes, else what failed.
+std::string check_graph_forward(const GraphCase& c, DataType dtype);
+std::string check_graph_gradient(const GraphCase& c);
+
+// ---- reference helpers ----
+// Applies fn to every frame of an input's data (all dims before the sample), returning the stacked results.
+Tensor per_sample(const Tensor& data, int dyn, const std::function<Tensor(const Tensor&)>& fn);
+
+}  // namespace ctk::test

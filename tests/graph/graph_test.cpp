@@ -1,0 +1,274 @@
+// The graph API: variables and initializers, shape inference and its errors, graph queries, clone,
+// placeholders, blocks, sequences with padding, and the executor's bookkeeping.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ctk/ctk.h"
+
+using namespace ctk;
+
+namespace {
+Tensor batch(std::vector<float> v, Dims dims) {
+    return Tensor::from_vector(v, Shape(std::move(dims)));
+}
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+}  // namespace
+
+TEST(Variable, KindsShapesAndNotation) {
+    Variable x = input_variable({3}, DataType::f32, false, false, default_batch_axes(), "x");
+    EXPECT_TRUE(x.is_input());
+    EXPECT_EQ(x.to_string(), "Input('x', [#], [3])");
+    Variable s =
+        sequence_input_variable({2, 2}, DataType::f32, false, false, Axis::default_dynamic_axis(), "s");
+    EXPECT_EQ(s.to_string(), "Input('s', [#, *], [2 x 2])");
+    EXPECT_TRUE(s.has_sequence_axis());
+    Variable w = parameter({kInferredDim, 4}, glorot_uniform(), DataType::f32, "W");
+    EXPECT_TRUE(w.has_inferred_dims());
+    EXPECT_NE(error_of([&] { w.value(); }).find("inferred"), std::string::npos);
+    EXPECT_NE(error_of([] { input_variable({-1}); }).find("inferred dim"), std::string::npos);
+    EXPECT_NE(
+        error_of([] { input_variable({3}, DataType::f32, false, false, {Axis::default_dynamic_axis()}); }),
+        "");
+}
+
+TEST(Initializer, CntkScalingRules) {
+    // glorot_uniform on a Dense weight [in 100, out 50]: U(-sqrt(6/150), sqrt(6/150)).
+    Variable w = parameter({100, 50}, glorot_uniform(1.0, kSentinelRank, kSentinelRank, 7));
+    auto v = w.value().to_vector<float>();
+    const double bound = std::sqrt(6.0 / 150.0);
+    double max_abs = 0, mean = 0;
+    for (float e : v) max_abs = std::max(max_abs, std::fabs(double(e))), mean += e;
+    EXPECT_LE(max_abs, bound);
+    EXPECT_GT(max_abs, 0.95 * bound);
+    EXPECT_NEAR(mean / v.size(), 0.0, 0.02);
+    // he_normal on a convolution kernel [K 8, C 4, 3, 3] with filter_rank 2, output_rank -1: fan_in 36.
+    Variable k = parameter({8, 4, 3, 3}, he_normal(1.0, -1, 2, 3));
+    auto kv = k.value().to_vector<float>();
+    double var = 0;
+    for (float e : kv) var += double(e) * e;
+    EXPECT_NEAR(var / kv.size(), 2.0 / 36.0, 0.02);
+    // The same seed gives the same value; the sentinel draws a fresh seed per parameter.
+    EXPECT_EQ(parameter({4}, uniform(1.0, 5)).value().to_vector<float>(),
+              parameter({4}, uniform(1.0, 5)).value().to_vector<float>());
+    EXPECT_NE(parameter({4}, uniform(1.0)).value().to_vector<float>(),
+              parameter({4}, uniform(1.0)).value().to_vector<float>());
+    EXPECT_NE(error_of([] { parameter({2, 3}, glorot_uniform(1.0, 2, 1)).value(); }), "");
+    Variable b = parameter({3, 3, 4, 4}, bilinear(4, 4));
+    EXPECT_NEAR(b.value().at({1, 1, 1, 1}), 0.64, 1e-6);  // (1 - 0.5/2.5)^2
+    EXPECT_EQ(b.value().at({0, 1, 1, 1}), 0.0);
+}
+
+TEST(ShapeInference, ParameterDimsInferredAtFirstUse) {
+    Variable x = input_variable({2, 3});
+    Variable w = parameter({kInferredDim, 5});
+    FunctionPtr z = times(x, w, 1, 0);  // infer_input_rank_to_map 0: W takes all of x's static axes
+    EXPECT_EQ(w.shape(), (Dims{2, 3, 5}));
+    EXPECT_EQ(z->output().shape(), (Dims{5}));
+    Variable b = parameter({kInferredDim});
+    FunctionPtr y = plus(z, b);
+    EXPECT_EQ(b.shape(), (Dims{5}));
+    EXPECT_EQ(y->output().dynamic_axes().size(), 1u);
+}
+
+TEST(ShapeInference, ContradictionsNameTheFunctionsAndShapes) {
+    Variable x = input_variable({3}, DataType::f32, false, false, default_batch_axes(), "features");
+    Variable w = parameter({4, 2}, glorot_uniform(), DataType::f32, "W");
+    std::string e = error_of([&] { times(x, w, 1, -1, "layer1"); });
+    EXPECT_NE(e.find("Times 'layer1'"), std::string::npos) << e;
+    EXPECT_NE(e.find("Input('features', [#], [3])"), std::string::npos) << e;
+    EXPECT_NE(e.find("Parameter('W', [], [4 x 2])"), std::string::npos) << e;
+    e = error_of([&] { plus(x, parameter({4}), "p"); });
+    EXPECT_NE(e.find("do not broadcast"), std::string::npos) << e;
+    Variable s = sequence_input_variable({3});
+    e = error_of([&] { plus(x, s); });
+    EXPECT_NE(e.find("different dynamic axes"), std::string::npos) << e;
+    e = error_of([&] { reduce_sum(s, {Axis::default_batch_axis()}); });
+    EXPECT_NE(e.find("sequence axis"), std::string::npos) << e;
+    e = error_of([&] { softmax(x, Axis(2)); });
+    EXPECT_NE(e.find("out of range"), std::string::npos) << e;
+}
+
+TEST(Graph, QueriesFindByNameAndCombine) {
+    Variable x = input_variable({2}, DataType::f32, false, false, default_batch_axes(), "x");
+    Variable w = parameter({2, 3}, glorot_uniform(), DataType::f32, "W");
+    Variable b = parameter({3}, constant_initializer(0.5), DataType::f32, "b");
+    FunctionPtr h = plus(times(x, w, 1, -1, "t"), b, "h");
+    FunctionPtr z = relu(h, "z");
+    EXPECT_EQ(z->arguments(), std::vector<Variable>{x});
+    EXPECT_EQ(z->parameters().size(), 2u);
+    ASSERT_NE(z->find_by_name("t"), nullptr);
+    EXPECT_EQ(z->find_by_name("t")->op_name(), "Times");
+    EXPECT_EQ(z->find_by_name("nope"), nullptr);
+    FunctionPtr both = combine({h, z});
+    EXPECT_EQ(both->outputs().size(), 2u);
+    ValueMap out = both->eval({{x, Value(batch({1, 2}, {1, 2}))}});
+    EXPECT_EQ(out.size(), 2u);
+    Tensor hv = out.at(h->output()).data(), zv = out.at(z->output()).data();
+    for (int j = 0; j < 3; ++j) EXPECT_FLOAT_EQ(zv.at({0, j}), std::max(0.0, hv.at({0, j})));
+}
+
+TEST(Graph, EvalChecksArguments) {
+    Variable x = input_variable({2}, DataType::f32, false, false, default_batch_axes(), "x");
+    FunctionPtr z = negate(x);
+    EXPECT_NE(error_of([&] { z->eval({}); }).find("no value given for argument Input('x'"),
+              std::string::npos);
+    std::string e = error_of([&] { z->eval({{x, Value(batch({1, 2, 3}, {1, 3}))}}); });
+    EXPECT_NE(e.find("sample dim 0 is 3, expected 2"), std::string::npos) << e;
+}
+
+TEST(Graph, CloneShareFreezeAndSubstitute) {
+    Variable x = input_variable({2});
+    Variable w = parameter({2, 2}, uniform(1.0, 11), DataType::f32, "W");
+    FunctionPtr z = times(x, w);
+    FunctionPtr shared = z->clone(CloneMethod::share);
+    EXPECT_EQ(shared->parameters()[0], w);
+    FunctionPtr cloned = z->clone(CloneMethod::clone);
+    ASSERT_EQ(cloned->parameters().size(), 1u);
+    EXPECT_NE(cloned->parameters()[0], w);
+    EXPECT_EQ(cloned->parameters()[0].value().to_vector<float>(), w.value().to_vector<float>());
+    FunctionPtr frozen = z->clone(CloneMethod::freeze);
+    EXPECT_TRUE(frozen->parameters().empty());
+    EXPECT_EQ(frozen->constants().size(), 1u);
+    Variable x2 = input_variable({2});
+    FunctionPtr moved = z->clone(CloneMethod::share, {{x, x2}});
+    EXPECT_EQ(moved->arguments(), std::vector<Variable>{x2});
+}
+
+TEST(Graph, PlaceholdersBindAndReinfer) {
+    Variable p = placeholder("p");
+    FunctionPtr f = relu(plus(p, constant(1.0)));
+    EXPECT_FALSE(f->output().shape_known());
+    Variable x = input_variable({3});
+    EXPECT_NE(error_of([&] { f->eval({}); }).find("is not bound"), std::string::npos);
+    f->replace_placeholders({{p, x}});
+    EXPECT_EQ(f->output().shape(), (Dims{3}));
+    auto out = f->eval({{x, Value(batch({-3, 0, 2}, {1, 3}))}});
+    EXPECT_EQ(out.begin()->second.data().to_vector<float>(), (std::vector<float>{0, 1, 3}));
+    // Calling a Function binds its placeholders on a copy.
+    Variable q = placeholder("q");
+    FunctionPtr g = element_times(q, q);
+    Variable y = input_variable({2});
+    FunctionPtr gy = (*g)({y});
+    EXPECT_EQ(gy->output().shape(), (Dims{2}));
+    EXPECT_FALSE(g->output().shape_known());
+}
+
+TEST(Graph, BlocksLookLikeOneOpAndExecuteInline) {
+    Variable p = placeholder("in");
+    Variable w = parameter({3, 2}, uniform(1.0, 4), DataType::f32, "W");
+    FunctionPtr inner = relu(times(p, w));
+    Variable x = input_variable({3});
+    FunctionPtr dense = as_block(inner, {{p, x}}, "Dense", "d1");
+    EXPECT_EQ(dense->op_name(), "Dense");
+    EXPECT_EQ(dense->output().shape(), (Dims{2}));
+    EXPECT_EQ(dense->parameters(), std::vector<Variable>{w});
+    EXPECT_EQ(dense->arguments(), std::vector<Variable>{x});
+    Tensor xv = batch({1, -1, 2, 0.5, 0.5, 0.5}, {2, 3});
+    Tensor got = dense->eval({{x, Value(xv)}}).begin()->second.data();
+    Tensor want = relu(matmul(xv, w.value()));
+    EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());
+    auto g = dense->grad({{x, Value(xv)}}, {w});
+    EXPECT_EQ(g.at(w).data().shape(), Shape({3, 2}));
+    ASSERT_NE(dense->find_by_name("d1"), nullptr);
+}
+
+TEST(Graph, LoopWithoutDelayIsRejected) {
+    Variable p = placeholder("p");
+    Variable x = input_variable({2});
+    FunctionPtr a = plus(x, p);
+    FunctionPtr b = tanh(a);
+    b->replace_placeholders({{p, b->output()}});
+    std::string e = error_of([&] { b->eval({{x, Value(batch({1, 2}, {1, 2}))}}); });
+    EXPECT_NE(e.find("loop"), std::string::npos) << e;
+}
+
+TEST(Sequences, PaddingIsIgnoredByGradientsAndReductions) {
+    Variable s = sequence_input_variable({2});
+    Variable w = parameter({2, 1}, constant_initializer(1.0));
+    FunctionPtr z = reduce_sum(times(s, w), {Axis::all_axes()});
+    Value v = Value::from_sequences({batch({1, 2, 3, 4}, {2, 2}), batch({5, 6}, {1, 2})});
+    // Poison the padding: it must not leak anywhere.
+    Tensor poisoned = v.data();
+    poisoned.set({1, 1, 0}, 1e30);
+    poisoned.set({1, 1, 1}, NAN);
+    Tensor total = z->eval({{s, v}}).begin()->second.data();
+    EXPECT_FLOAT_EQ(total.item(), 21.0f);
+    auto g = z->grad({{s, v}}, {w, s});
+    EXPECT_EQ(g.at(w).data().to_vector<float>(), (std::vector<float>{9, 12}));
+    EXPECT_EQ(g.at(s).data().at({1, 1, 0}), 0.0);
+    EXPECT_EQ(g.at(s).data().at({1, 1, 1}), 0.0);
+    EXPECT_EQ(Value::from_sequences({batch({1, 2}, {1, 2})}).sequence(0).shape(), Shape({1, 2}));
+    EXPECT_NE(error_of([&] {
+                  Value::from_sequences({batch({1, 2}, {1, 2}), batch({1, 2, 3}, {1, 3})});
+              }),
+              "");
+}
+
+TEST(Executor, BackwardFromIntermediatesAndPeakMemory) {
+    Variable x = input_variable({4}, DataType::f64);
+    FunctionPtr h = tanh(x, "h");
+    FunctionPtr y = reduce_sum(square(h), {Axis::all_axes()});
+    Tensor xv = Tensor::from_vector<double>({0.1, -0.2, 0.3, 0.4}, Shape{1, 4});
+    ValueMap outs{{y->output(), Value()}};
+    auto state = y->forward({{x, Value(xv)}}, outs, {y->output()});
+    EXPECT_GT(state->peak_bytes(), 0);
+    auto g =
+        y->backward(*state, {{y->output(), Value(Tensor::ones(Shape{}, DataType::f64))}}, {h->output(), x});
+    for (int i = 0; i < 4; ++i) {
+        const double t = std::tanh(xv.at({0, i}));
+        EXPECT_NEAR(g.at(h->output()).data().at({0, i}), 2 * t, 1e-12);
+        EXPECT_NEAR(g.at(x).data().at({0, i}), 2 * t * (1 - t * t), 1e-12);
+    }
+    // eval releases intermediates: its peak is below the retained forward's.
+    ValueMap outs2{{y->output(), Value()}};
+    auto eval_state = y->forward({{x, Value(xv)}}, outs2, {}, false);
+    EXPECT_LE(eval_state->peak_bytes(), state->peak_bytes());
+}
+
+TEST(Dropout, TrainingDropsAndScalesReproducibly) {
+    Variable x = input_variable({1000});
+    FunctionPtr d = dropout(x, 0.25, 42);
+    Tensor ones = Tensor::ones(Shape{1, 1000});
+    ValueMap o1{{d->output(), Value()}};
+    d->forward({{x, Value(ones)}}, o1, {}, true);
+    auto v = o1.at(d->output()).data().to_vector<float>();
+    int zeros = 0;
+    for (float e : v) {
+        if (e == 0)
+            ++zeros;
+        else
+            EXPECT_FLOAT_EQ(e, 1.0f / 0.75f);
+    }
+    EXPECT_GT(zeros, 180);
+    EXPECT_LT(zeros, 320);
+    // A fresh Function with the same seed draws the same first mask.
+    FunctionPtr d2 = dropout(x, 0.25, 42);
+    ValueMap o2{{d2->output(), Value()}};
+    d2->forward({{x, Value(ones)}}, o2, {}, true);
+    EXPECT_EQ(o2.at(d2->output()).data().to_vector<float>(), v);
+    // Inference is the identity.
+    EXPECT_EQ(d->eval({{x, Value(ones)}}).begin()->second.data().to_vector<float>(), ones.to_vector<float>());
+}
+
+TEST(BatchNormalization, RunningStatisticsFollowTheTimeConstant) {
+    Variable x = input_variable({1});
+    Variable scale = parameter({1}, constant_initializer(1.0)),
+             bias = parameter({1}, constant_initializer(0.0));
+    Variable mean = constant({1}, 0.0), var = constant({1}, 1.0), count = constant(0.0);
+    FunctionPtr bn = batch_normalization(x, scale, bias, mean, var, count, false, 0.0);
+    Tensor xv = batch({1, 2, 3, 4}, {4, 1});
+    ValueMap o{{bn->output(), Value()}};
+    bn->forward({{x, Value(xv)}}, o, {}, true);
+    EXPECT_FLOAT_EQ(mean.value().item(), 2.5f);
+    EXPECT_NEAR(var.value().item(), 5.0 / 3.0, 1e-6);  // unbiased
+    EXPECT_FLOAT_EQ(count.value().item(), 4.0f);
+}
