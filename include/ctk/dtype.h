@@ -60,18 +60,41 @@ float half_bits_to_float(uint16_t bits);
 uint16_t float_to_half_bits(float value);
 
 inline Half::Half(float value) : bits(float_to_half_bits(value)) {}
-inline Half::operator float() const { return half_bits_to_float(bits); }
+inline Half::operator float() const {
+    return half_bits_to_float(bits);
+}
 
 // Maps a C++ element type to its DataType.
 template <typename T>
 struct dtype_of;
-template <> struct dtype_of<float> { static constexpr DataType value = DataType::f32; };
-template <> struct dtype_of<double> { static constexpr DataType value = DataType::f64; };
-template <> struct dtype_of<Half> { static constexpr DataType value = DataType::f16; };
-template <> struct dtype_of<BFloat16> { static constexpr DataType value = DataType::bf16; };
-template <> struct dtype_of<int32_t> { static constexpr DataType value = DataType::i32; };
-template <> struct dtype_of<int64_t> { static constexpr DataType value = DataType::i64; };
-template <> struct dtype_of<uint8_t> { static constexpr DataType value = DataType::u8; };
+template <>
+struct dtype_of<float> {
+    static constexpr DataType value = DataType::f32;
+};
+template <>
+struct dtype_of<double> {
+    static constexpr DataType value = DataType::f64;
+};
+template <>
+struct dtype_of<Half> {
+    static constexpr DataType value = DataType::f16;
+};
+template <>
+struct dtype_of<BFloat16> {
+    static constexpr DataType value = DataType::bf16;
+};
+template <>
+struct dtype_of<int32_t> {
+    static constexpr DataType value = DataType::i32;
+};
+template <>
+struct dtype_of<int64_t> {
+    static constexpr DataType value = DataType::i64;
+};
+template <>
+struct dtype_of<uint8_t> {
+    static constexpr DataType value = DataType::u8;
+};
 template <typename T>
 inline constexpr DataType dtype_v = dtype_of<T>::value;
 
@@ -79,13 +102,20 @@ inline constexpr DataType dtype_v = dtype_of<T>::value;
 template <typename Fn>
 decltype(auto) visit_dtype(DataType dtype, Fn&& fn) {
     switch (dtype) {
-        case DataType::f32: return fn(float{});
-        case DataType::f64: return fn(double{});
-        case DataType::f16: return fn(Half{});
-        case DataType::bf16: return fn(BFloat16{});
-        case DataType::i32: return fn(int32_t{});
-        case DataType::i64: return fn(int64_t{});
-        case DataType::u8: return fn(uint8_t{});
+        case DataType::f32:
+            return fn(float{});
+        case DataType::f64:
+            return fn(double{});
+        case DataType::f16:
+            return fn(Half{});
+        case DataType::bf16:
+            return fn(BFloat16{});
+        case DataType::i32:
+            return fn(int32_t{});
+        case DataType::i64:
+            return fn(int64_t{});
+        case DataType::u8:
+            return fn(uint8_t{});
     }
     return fn(float{});
 }

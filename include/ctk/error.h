@@ -59,8 +59,8 @@ std::string concat(Args&&... args) {
 }  // namespace ctk
 
 // CTK_CHECK(cond, ErrorType, parts...): throws ErrorType with the parts streamed together.
-#define CTK_CHECK(cond, ErrorType, ...)                              \
-    do {                                                             \
+#define CTK_CHECK(cond, ErrorType, ...)                                   \
+    do {                                                                  \
         if (!(cond)) throw ErrorType(::ctk::detail::concat(__VA_ARGS__)); \
     } while (0)
 

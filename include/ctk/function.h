@@ -166,7 +166,8 @@ private:
     friend struct detail::FunctionAccess;
     std::shared_ptr<detail::Plan> plan_;
     std::vector<Value> values_;
-    std::vector<std::vector<Tensor>> saved_;  // per step: what the op kept for backward
+    std::vector<std::vector<std::vector<Tensor>>>
+        saved_;  // per step and frame: what the op kept for backward
     const Function* function_ = nullptr;
     bool training_ = true;
     int64_t peak_bytes_ = 0;

@@ -132,4 +132,43 @@ FunctionPtr weighted_binary_cross_entropy(const Variable& output, const Variable
                                           const Variable& weight, const std::string& name = "");
 FunctionPtr cosine_distance(const Variable& x, const Variable& y, const std::string& name = "");
 
+// ---- sequences (CNTK's cntk.sequence; inputs need a sequence axis) ----
+// x [#] x [T, sample...] -> [#, new axis] x [sample...]; lengths ([#] x [] or [1]) default to T.
+FunctionPtr to_sequence(const Variable& x, const Variable& sequence_lengths = {},
+                        const std::string& name = "");
+
+namespace sequence {
+// The value `time_step` frames earlier (later); frames with none take initial_state (default 0), which
+// may be a static value broadcast over the sample or a per-sequence [#] value. Inside a loop closed with
+// replace_placeholders they make a recurrence, which the executor runs frame by frame.
+FunctionPtr past_value(const Variable& x, const Variable& initial_state = {}, int64_t time_step = 1,
+                       const std::string& name = "");
+FunctionPtr future_value(const Variable& x, const Variable& initial_state = {}, int64_t time_step = 1,
+                         const std::string& name = "");
+// time_step > 0: past_value; < 0: future_value; 0: the value itself.
+FunctionPtr delay(const Variable& x, const Variable& initial_state = {}, int64_t time_step = 1,
+                  const std::string& name = "");
+FunctionPtr first(const Variable& x, const std::string& name = "");  // [#] x sample
+FunctionPtr last(const Variable& x, const std::string& name = "");
+FunctionPtr reduce_sum(const Variable& x, const std::string& name = "");  // over the frames
+FunctionPtr reduce_max(const Variable& x, const std::string& name = "");
+FunctionPtr softmax(const Variable& x, const std::string& name = "");   // over the frames, per element
+FunctionPtr is_first(const Variable& x, const std::string& name = "");  // 1/0 per frame, shape []
+FunctionPtr is_last(const Variable& x, const std::string& name = "");
+// A per-sample value ([#] or static) repeated over every frame of `broadcast_as_operand`'s sequences.
+FunctionPtr broadcast_as(const Variable& operand, const Variable& broadcast_as_operand,
+                         const std::string& name = "");
+// Frames [begin, end) of every sequence (negative: from the end; end 0: to the end); a new sequence axis.
+FunctionPtr slice(const Variable& x, int64_t begin_index, int64_t end_index, const std::string& name = "");
+// The frames where condition (one value per frame) is nonzero; a new sequence axis.
+FunctionPtr gather(const Variable& x, const Variable& condition, const std::string& name = "");
+// The frame numbers where condition is nonzero; a new sequence axis.
+FunctionPtr where(const Variable& condition, const std::string& name = "");
+// The inverse of gather: x's frames placed where condition is nonzero, zeros elsewhere.
+FunctionPtr scatter(const Variable& x, const Variable& condition, const std::string& name = "");
+// Two outputs: the padded data as a static axis ([#] x [T, sample...], padding = padding_value) and the
+// mask ([#] x [T]).
+FunctionPtr unpack(const Variable& x, double padding_value = 0.0, const std::string& name = "");
+}  // namespace sequence
+
 }  // namespace ctk

@@ -29,7 +29,9 @@ struct KernelCall {
     const KernelContext& ctx;
 
     template <typename A>
-    const A& attr() const { return std::get<A>(attrs); }
+    const A& attr() const {
+        return std::get<A>(attrs);
+    }
 };
 
 using KernelFn = void (*)(const KernelCall&);
@@ -38,7 +40,9 @@ class KernelTable {
 public:
     void add(OpKind op, DeviceType device, DataType dtype, KernelFn fn);
     KernelFn find(OpKind op, DeviceType device, DataType dtype) const;
-    bool supports(OpKind op, DeviceType device, DataType dtype) const { return find(op, device, dtype) != nullptr; }
+    bool supports(OpKind op, DeviceType device, DataType dtype) const {
+        return find(op, device, dtype) != nullptr;
+    }
 
 private:
     std::array<KernelFn, static_cast<size_t>(kNumOps) * kNumDeviceTypes * kNumDataTypes> fns_{};
@@ -53,13 +57,14 @@ bool supports(OpKind op, Device device, DataType dtype);
 // input's dtype). Checks that all inputs share a device and that the attrs match the op's schema.
 void dispatch(OpKind op, std::span<const Tensor> inputs, std::span<Tensor> outputs, const OpAttrs& attrs,
               DataType dispatch_dtype);
-inline void dispatch(OpKind op, std::span<const Tensor> inputs, std::span<Tensor> outputs, const OpAttrs& attrs) {
+inline void dispatch(OpKind op, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                     const OpAttrs& attrs) {
     dispatch(op, inputs, outputs, attrs, inputs[0].dtype());
 }
 
 namespace detail {
 void register_cpu_kernels(KernelTable& table);   // src/kernels/cpu/register.cpp
 void register_cuda_kernels(KernelTable& table);  // src/kernels/cuda/register.cpp (CUDA builds only)
-}
+}  // namespace detail
 
 }  // namespace ctk

@@ -15,98 +15,98 @@ namespace ctk {
 
 // X(name, AttrsType). Unary element-wise ops take ScalarAttrs (alpha, beta: elu/leaky_relu slope,
 // clip bounds, hard_sigmoid's a*x+b); binary ones broadcast like NumPy.
-#define CTK_UNARY_OPS(X)          \
-    X(negate, ScalarAttrs)        \
-    X(abs, ScalarAttrs)           \
-    X(sqrt, ScalarAttrs)          \
-    X(square, ScalarAttrs)        \
-    X(exp, ScalarAttrs)           \
-    X(log, ScalarAttrs)           \
-    X(floor, ScalarAttrs)         \
-    X(ceil, ScalarAttrs)          \
-    X(round, ScalarAttrs)         \
-    X(sin, ScalarAttrs)           \
-    X(cos, ScalarAttrs)           \
-    X(tan, ScalarAttrs)           \
-    X(asin, ScalarAttrs)          \
-    X(acos, ScalarAttrs)          \
-    X(atan, ScalarAttrs)          \
-    X(sinh, ScalarAttrs)          \
-    X(cosh, ScalarAttrs)          \
-    X(tanh, ScalarAttrs)          \
-    X(asinh, ScalarAttrs)         \
-    X(atanh, ScalarAttrs)         \
-    X(reciprocal, ScalarAttrs)    \
-    X(sigmoid, ScalarAttrs)       \
-    X(relu, ScalarAttrs)          \
-    X(elu, ScalarAttrs)           \
-    X(selu, ScalarAttrs)          \
-    X(leaky_relu, ScalarAttrs)    \
-    X(softplus, ScalarAttrs)      \
-    X(softsign, ScalarAttrs)      \
-    X(hard_sigmoid, ScalarAttrs)  \
-    X(element_not, ScalarAttrs)   \
+#define CTK_UNARY_OPS(X)         \
+    X(negate, ScalarAttrs)       \
+    X(abs, ScalarAttrs)          \
+    X(sqrt, ScalarAttrs)         \
+    X(square, ScalarAttrs)       \
+    X(exp, ScalarAttrs)          \
+    X(log, ScalarAttrs)          \
+    X(floor, ScalarAttrs)        \
+    X(ceil, ScalarAttrs)         \
+    X(round, ScalarAttrs)        \
+    X(sin, ScalarAttrs)          \
+    X(cos, ScalarAttrs)          \
+    X(tan, ScalarAttrs)          \
+    X(asin, ScalarAttrs)         \
+    X(acos, ScalarAttrs)         \
+    X(atan, ScalarAttrs)         \
+    X(sinh, ScalarAttrs)         \
+    X(cosh, ScalarAttrs)         \
+    X(tanh, ScalarAttrs)         \
+    X(asinh, ScalarAttrs)        \
+    X(atanh, ScalarAttrs)        \
+    X(reciprocal, ScalarAttrs)   \
+    X(sigmoid, ScalarAttrs)      \
+    X(relu, ScalarAttrs)         \
+    X(elu, ScalarAttrs)          \
+    X(selu, ScalarAttrs)         \
+    X(leaky_relu, ScalarAttrs)   \
+    X(softplus, ScalarAttrs)     \
+    X(softsign, ScalarAttrs)     \
+    X(hard_sigmoid, ScalarAttrs) \
+    X(element_not, ScalarAttrs)  \
     X(clip, ScalarAttrs)
 
-#define CTK_BINARY_OPS(X)         \
-    X(plus, NoAttrs)              \
-    X(minus, NoAttrs)             \
-    X(element_times, NoAttrs)     \
-    X(element_divide, NoAttrs)    \
-    X(pow, NoAttrs)               \
-    X(element_max, NoAttrs)       \
-    X(element_min, NoAttrs)       \
-    X(log_add_exp, NoAttrs)       \
-    X(equal, NoAttrs)             \
-    X(not_equal, NoAttrs)         \
-    X(less, NoAttrs)              \
-    X(less_equal, NoAttrs)        \
-    X(greater, NoAttrs)           \
-    X(greater_equal, NoAttrs)     \
-    X(element_and, NoAttrs)       \
-    X(element_or, NoAttrs)        \
-    X(element_xor, NoAttrs)       \
+#define CTK_BINARY_OPS(X)      \
+    X(plus, NoAttrs)           \
+    X(minus, NoAttrs)          \
+    X(element_times, NoAttrs)  \
+    X(element_divide, NoAttrs) \
+    X(pow, NoAttrs)            \
+    X(element_max, NoAttrs)    \
+    X(element_min, NoAttrs)    \
+    X(log_add_exp, NoAttrs)    \
+    X(equal, NoAttrs)          \
+    X(not_equal, NoAttrs)      \
+    X(less, NoAttrs)           \
+    X(less_equal, NoAttrs)     \
+    X(greater, NoAttrs)        \
+    X(greater_equal, NoAttrs)  \
+    X(element_and, NoAttrs)    \
+    X(element_or, NoAttrs)     \
+    X(element_xor, NoAttrs)    \
     X(param_relu, NoAttrs)
 
-#define CTK_REDUCE_OPS(X)             \
-    X(reduce_sum, ReduceAttrs)        \
-    X(reduce_mean, ReduceAttrs)       \
-    X(reduce_max, ReduceAttrs)        \
-    X(reduce_min, ReduceAttrs)        \
-    X(reduce_prod, ReduceAttrs)       \
-    X(reduce_log_sum_exp, ReduceAttrs)\
-    X(reduce_l1, ReduceAttrs)         \
-    X(reduce_l2, ReduceAttrs)         \
+#define CTK_REDUCE_OPS(X)              \
+    X(reduce_sum, ReduceAttrs)         \
+    X(reduce_mean, ReduceAttrs)        \
+    X(reduce_max, ReduceAttrs)         \
+    X(reduce_min, ReduceAttrs)         \
+    X(reduce_prod, ReduceAttrs)        \
+    X(reduce_log_sum_exp, ReduceAttrs) \
+    X(reduce_l1, ReduceAttrs)          \
+    X(reduce_l2, ReduceAttrs)          \
     X(reduce_sum_square, ReduceAttrs)
 
-#define CTK_OTHER_OPS(X)                                                                        \
-    X(unary_backward, UnaryGradAttrs)   /* (x, y, dy) -> dx for any unary op */                  \
-    X(element_select, NoAttrs)          /* (cond, a, b) -> cond != 0 ? a : b, broadcasting */    \
-    X(cast, CastAttrs)                                                                          \
-    X(matmul, MatmulAttrs)              /* batched, broadcasting batch dims */                   \
-    X(argmax, ReduceAttrs)                                                                      \
-    X(argmin, ReduceAttrs)                                                                      \
-    X(softmax, AxisAttrs)                                                                       \
-    X(log_softmax, AxisAttrs)                                                                   \
-    X(hardmax, AxisAttrs)                                                                       \
-    X(softmax_backward, AxisAttrs)      /* (y, dy) -> dx */                                      \
-    X(log_softmax_backward, AxisAttrs)  /* (y, dy) -> dx */                                      \
-    X(convolution, ConvAttrs)           /* (x, w[, b]) -> y */                                   \
-    X(convolution_backward_data, ConvAttrs)    /* (dy, w) -> dx */                               \
-    X(convolution_backward_weights, ConvAttrs) /* (x, dy) -> dw[, db] */                         \
-    X(pooling, PoolAttrs)               /* x -> y[, workspace] */                                \
-    X(pooling_backward, PoolAttrs)      /* (dy, x, workspace) -> dx */                           \
-    X(batch_norm_training, BatchNormAttrs)  /* (x, scale, bias) -> y, mean, var */               \
-    X(batch_norm_inference, BatchNormAttrs) /* (x, scale, bias, mean, var) -> y */               \
-    X(batch_norm_backward, BatchNormAttrs)  /* (x, dy, scale, mean, var) -> dx, dscale, dbias */ \
-    X(dropout, DropoutAttrs)            /* x -> y, mask */                                       \
-    X(gather, AxisAttrs)                /* (data, indices) -> out */                             \
-    X(scatter_add, AxisAttrs)           /* (target, indices, updates) -> out */                  \
-    X(permute, PermuteAttrs)            /* materialises a permuted copy */                       \
-    X(concat, AxisAttrs)                /* (x0, x1, ...) -> out */                               \
-    X(pad, PadAttrs)                                                                            \
-    X(one_hot, OneHotAttrs)                                                                     \
-    X(top_k, TopKAttrs)                 /* x -> values, indices */
+#define CTK_OTHER_OPS(X)                                                                            \
+    X(unary_backward, UnaryGradAttrs) /* (x, y, dy) -> dx for any unary op */                       \
+    X(element_select, NoAttrs)        /* (cond, a, b) -> cond != 0 ? a : b, broadcasting */         \
+    X(cast, CastAttrs)                                                                              \
+    X(matmul, MatmulAttrs) /* batched, broadcasting batch dims */                                   \
+    X(argmax, ReduceAttrs)                                                                          \
+    X(argmin, ReduceAttrs)                                                                          \
+    X(softmax, AxisAttrs)                                                                           \
+    X(log_softmax, AxisAttrs)                                                                       \
+    X(hardmax, AxisAttrs)                                                                           \
+    X(softmax_backward, AxisAttrs)             /* (y, dy) -> dx */                                  \
+    X(log_softmax_backward, AxisAttrs)         /* (y, dy) -> dx */                                  \
+    X(convolution, ConvAttrs)                  /* (x, w[, b]) -> y */                               \
+    X(convolution_backward_data, ConvAttrs)    /* (dy, w) -> dx */                                  \
+    X(convolution_backward_weights, ConvAttrs) /* (x, dy) -> dw[, db] */                            \
+    X(pooling, PoolAttrs)                      /* x -> y[, workspace] */                            \
+    X(pooling_backward, PoolAttrs)             /* (dy, x, workspace) -> dx */                       \
+    X(batch_norm_training, BatchNormAttrs)     /* (x, scale, bias) -> y, mean, var */               \
+    X(batch_norm_inference, BatchNormAttrs)    /* (x, scale, bias, mean, var) -> y */               \
+    X(batch_norm_backward, BatchNormAttrs)     /* (x, dy, scale, mean, var) -> dx, dscale, dbias */ \
+    X(dropout, DropoutAttrs)                   /* x -> y, mask */                                   \
+    X(gather, AxisAttrs)                       /* (data, indices) -> out */                         \
+    X(scatter_add, AxisAttrs)                  /* (target, indices, updates) -> out */              \
+    X(permute, PermuteAttrs)                   /* materialises a permuted copy */                   \
+    X(concat, AxisAttrs)                       /* (x0, x1, ...) -> out */                           \
+    X(pad, PadAttrs)                                                                                \
+    X(one_hot, OneHotAttrs)                                                                         \
+    X(top_k, TopKAttrs) /* x -> values, indices */
 
 #define CTK_ALL_OPS(X) CTK_UNARY_OPS(X) CTK_BINARY_OPS(X) CTK_REDUCE_OPS(X) CTK_OTHER_OPS(X)
 

@@ -41,6 +41,22 @@ namespace ctk {
     X(classification_error, 36)                                                 \
     X(binary_cross_entropy, 48) /* Logistic, with an optional weight operand */ \
     X(cosine_distance, 53)                                                      \
+    X(past_value, 37)                                                           \
+    X(future_value, 38)                                                         \
+    X(sequence_first, -1)                                                       \
+    X(sequence_last, -1)                                                        \
+    X(sequence_reduce_sum, 39)                                                  \
+    X(sequence_reduce_max, 39)                                                  \
+    X(sequence_softmax, -1)                                                     \
+    X(sequence_is_first, -1)                                                    \
+    X(sequence_is_last, -1)                                                     \
+    X(sequence_broadcast_as, 50) /* ReconcileDynamicAxis */                     \
+    X(sequence_slice, 14)                                                       \
+    X(sequence_gather, 29) /* GatherPacked */                                   \
+    X(sequence_where, 13)                                                       \
+    X(sequence_scatter, 30) /* ScatterPacked */                                 \
+    X(sequence_unpack, 72)                                                      \
+    X(to_sequence, 70)                                                          \
     X(combine, 44) /* never executed: composites are flattened */               \
     X(block, 57)   /* never executed: blocks are inlined */
 
@@ -58,7 +74,7 @@ inline constexpr int kNumPrimitiveOps =
     kNumUnaryOps + kNumBinaryOps + (0 CTK_GRAPH_OTHER_OPS(CTK_GRAPH_COUNT_ONE));
 #undef CTK_GRAPH_COUNT_ONE
 // Adding a graph op? Add its OpDef in src/ops, its case in tests/graph/cases, and bump this count.
-static_assert(kNumPrimitiveOps == 80, "graph op list changed: update src/ops and the graph op harness");
+static_assert(kNumPrimitiveOps == 96, "graph op list changed: update src/ops and the graph op harness");
 
 const char* primitive_op_name(PrimitiveOp op);  // ctk's name: "plus", "times", ...
 int cntk_op_type(PrimitiveOp op);

@@ -22,7 +22,7 @@ public:
     void set_offset(uint64_t offset) { offset_ = offset; }
 
     // Each fill consumes numel() counters. Targets must be floating-point CPU tensors (any strides).
-    void uniform(Tensor& out, double low = 0.0, double high = 1.0);               // [low, high)
+    void uniform(Tensor& out, double low = 0.0, double high = 1.0);  // [low, high)
     void normal(Tensor& out, double mean = 0.0, double stddev = 1.0);
     // Normal values redrawn until inside mean +- bound*stddev (CNTK's truncated_normal uses 2).
     void truncated_normal(Tensor& out, double mean = 0.0, double stddev = 1.0, double bound = 2.0);
@@ -40,7 +40,9 @@ inline std::array<uint32_t, 4> philox_draw(uint64_t seed, uint64_t index, uint32
 }
 
 // Uniform in [0, 1) with 24 (float) or 53 (double) random bits.
-inline float uniform_float(uint32_t w) { return static_cast<float>(w >> 8) * 0x1.0p-24f; }
+inline float uniform_float(uint32_t w) {
+    return static_cast<float>(w >> 8) * 0x1.0p-24f;
+}
 inline double uniform_double(uint32_t w0, uint32_t w1) {
     return static_cast<double>((static_cast<uint64_t>(w0) << 21) ^ (w1 >> 11)) * 0x1.0p-53;
 }

@@ -102,15 +102,15 @@ void store_from_double(void* p, DataType dtype, double value);
 
 template <typename T>
 T* Tensor::data() const {
-    CTK_CHECK(dtype_v<T> == dtype_, TypeError, "tensor of dtype ", dtype_name(dtype_),
-              " accessed as ", dtype_name(dtype_v<T>));
+    CTK_CHECK(dtype_v<T> == dtype_, TypeError, "tensor of dtype ", dtype_name(dtype_), " accessed as ",
+              dtype_name(dtype_v<T>));
     return static_cast<T*>(raw_data());
 }
 
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
-    CTK_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), ShapeError, "from_vector: ",
-              values.size(), " values do not fill shape ", shape.to_string());
+    CTK_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), ShapeError,
+              "from_vector: ", values.size(), " values do not fill shape ", shape.to_string());
     Tensor t = empty(shape, dtype_v<T>);
     std::copy(values.begin(), values.end(), t.data<T>());
     return t;

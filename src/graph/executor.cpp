@@ -3,9 +3,6 @@
 // gradients per value slot. Values not needed for backward are released after their last reader.
 #include "graph/executor.h"
 
-#include <atomic>
-#include <unordered_set>
-
 #include "ctk/ops.h"
 
 namespace ctk {
@@ -13,93 +10,6 @@ namespace ctk {
 namespace detail {
 
 namespace {
-std::atomic<uint64_t> g_generation{1};
-}
-uint64_t graph_generation() {
-    return g_generation.load();
-}
-void bump_graph_generation() {
-    ++g_generation;
-}
-
-int Plan::slot(const Variable& v) const {
-    auto it = slot_of.find(v.impl());
-    return it == slot_of.end() ? -1 : it->second;
-}
-
-namespace {
-
-std::string function_label(const Function& f) {
-    return f.op_name() + " '" + (f.name().empty() ? f.uid() : f.name()) + "'";
-}
-
-class PlanBuilder {
-public:
-    explicit PlanBuilder(Plan& plan) : plan_(plan) {}
-
-    int visit(const Variable& v) {
-        auto it = plan_.slot_of.find(v.impl());
-        if (it != plan_.slot_of.end()) return it->second;
-        if (v.is_placeholder()) {
-            auto b = bound_.find(v.impl());
-            CTK_CHECK(
-                b != bound_.end(), ValueError, v.to_string(),
-                " is not bound: replace it (replace_placeholders, or call the Function on arguments) first");
-            return alias(v, visit(b->second));
-        }
-        FunctionPtr f = v.owner();
-        if (!f) {
-            const int s = new_slot(v);
-            plan_.leaves.push_back(s);
-            return s;
-        }
-        CTK_CHECK(!in_progress_.count(f.get()), ValueError, "the graph has a loop through ",
-                  function_label(*f), " with no past_value/future_value delay in it");
-        in_progress_.insert(f.get());
-        int result;
-        if (f->is_block()) {
-            for (const auto& [inner, outer] : f->block_arguments_mapping()) bound_[inner.impl()] = outer;
-            result = alias(v, visit(f->block_root()->outputs()[static_cast<size_t>(v.output_index())]));
-        } else {
-            Step step;
-            step.fn = f.get();
-            step.def = &op_def(f->op());
-            step.where = function_label(*f);
-            for (const Variable& in : f->inputs()) step.in.push_back(visit(in));
-            for (const Variable& out : f->outputs()) step.out.push_back(new_slot(out));
-            plan_.steps.push_back(std::move(step));
-            result = plan_.slot_of.at(v.impl());
-        }
-        in_progress_.erase(f.get());
-        return result;
-    }
-
-private:
-    int new_slot(const Variable& v) {
-        const int s = static_cast<int>(plan_.slot_vars.size());
-        plan_.slot_vars.push_back(v);
-        plan_.slot_of[v.impl()] = s;
-        return s;
-    }
-    int alias(const Variable& v, int s) {
-        plan_.slot_of[v.impl()] = s;
-        return s;
-    }
-    Plan& plan_;
-    std::unordered_map<const void*, Variable> bound_;
-    std::unordered_set<const void*> in_progress_;
-};
-
-std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
-    auto plan = std::make_shared<Plan>();
-    plan->generation = graph_generation();
-    PlanBuilder builder(*plan);
-    for (const Variable& v : outputs) plan->requested.push_back(builder.visit(v));
-    plan->last_use.assign(plan->slot_vars.size(), -1);
-    for (size_t i = 0; i < plan->steps.size(); ++i)
-        for (int s : plan->steps[i].in) plan->last_use[static_cast<size_t>(s)] = static_cast<int>(i);
-    return plan;
-}
 
 // Checks an argument's value against its variable and converts its dtype if needed.
 Value bind_argument(const Variable& var, const Value& value) {
@@ -139,17 +49,175 @@ int64_t bytes_of(const Value& v) {
 
 namespace {
 
-std::shared_ptr<detail::Plan> plan_for(
-    const Function& f, std::map<std::vector<const void*>, std::shared_ptr<detail::Plan>>& cache,
-    const std::vector<Variable>& outputs) {
+using detail::Loop;
+using detail::Plan;
+using detail::Step;
+
+std::shared_ptr<Plan> plan_for(std::map<std::vector<const void*>, std::shared_ptr<Plan>>& cache,
+                               const std::vector<Variable>& outputs) {
     std::vector<const void*> key;
     for (const Variable& v : outputs) key.push_back(v.impl());
     auto it = cache.find(key);
     if (it != cache.end() && it->second->generation == detail::graph_generation()) return it->second;
-    (void)f;
     auto plan = detail::build_plan(outputs);
     cache[key] = plan;
     return plan;
+}
+
+Tensor frame(const Tensor& t, int64_t f) {
+    return t.slice(1, f, f + 1);
+}
+
+// [N, 1, 1, ...] (rank `rank`): 1 where frame `f` is a real frame of its sequence.
+Tensor frame_mask(const SequenceLayout* layout, int64_t n, int64_t f, int rank, DataType dtype,
+                  Device device) {
+    Dims dims{n, 1};
+    dims.resize(static_cast<size_t>(rank), 1);
+    Tensor m = Tensor::empty(Shape{n}, DataType::f64);
+    for (int64_t s = 0; s < n; ++s)
+        m.data<double>()[s] = layout == nullptr || f < layout->lengths()[static_cast<size_t>(s)] ? 1.0 : 0.0;
+    return m.to(dtype).to(device).reshape(dims);
+}
+
+Tensor masked(const Tensor& t, const Tensor& mask) {
+    return element_select(mask, t, Tensor::full(Shape{}, 0.0, t.dtype(), t.device()));
+}
+
+void accumulate(Tensor& acc, const Tensor& g) {
+    acc = acc.defined() ? plus(acc, g) : g;
+}
+
+void accumulate_frame(Tensor& acc, const Value& value, int64_t f, const Tensor& g) {
+    if (!acc.defined())
+        acc = Tensor::zeros(value.data().shape(), value.data().dtype(), value.data().device());
+    Tensor view = frame(acc, f);
+    view.copy_from(plus(view, g));
+}
+
+// A delay's initial state as one frame [N, 1, sample...]: a per-sequence state ([#] x sample) or a
+// value broadcast over the sample shape.
+}  // namespace
+
+Tensor detail::delay_initial_frame(const Variable& init_var, const Value& init, const Dims& frame_dims) {
+    Tensor d = init.data();
+    if (init_var.has_batch_axis()) {
+        Dims dims = d.shape().dims();
+        dims.insert(dims.begin() + 1, 1);
+        d = d.reshape(dims);
+    }
+    return d.broadcast_to(Shape(frame_dims));
+}
+
+// The gradient of a delay's initial state from one frame's gradient g [N, 1, sample...].
+Tensor detail::delay_initial_grad(const Variable& init_var, const Value& init, const Tensor& g) {
+    const Dims& shape = init.data().shape().dims();
+    if (init_var.has_batch_axis()) return g.reshape(shape);
+    Dims aligned(static_cast<size_t>(g.rank()) - shape.size(), 1);
+    aligned.insert(aligned.end(), shape.begin(), shape.end());
+    return sum_to_shape(g, Shape(aligned)).reshape(shape);
+}
+
+namespace {
+
+struct LoopFrames {
+    int64_t n = 0, frames = 0;
+    std::shared_ptr<const SequenceLayout> layout;
+};
+
+// The frame count and layout of a loop, from its sequence operands that come from outside it.
+LoopFrames loop_frames(const Plan& plan, const Loop& loop, const std::vector<Value>& values) {
+    std::vector<bool> inside(plan.slot_vars.size(), false);
+    for (int k = 0; k < loop.count; ++k)
+        for (int s : plan.steps[static_cast<size_t>(loop.first + k)].out)
+            inside[static_cast<size_t>(s)] = true;
+    for (int k = 0; k < loop.count; ++k)
+        for (int s : plan.steps[static_cast<size_t>(loop.first + k)].in) {
+            const Value& v = values[static_cast<size_t>(s)];
+            if (inside[static_cast<size_t>(s)] ||
+                !plan.slot_vars[static_cast<size_t>(s)].has_sequence_axis() || !v.defined())
+                continue;
+            return {v.data().dim(0), v.data().dim(1), v.layout()};
+        }
+    CTK_THROW(ValueError, "the recurrent loop through ", plan.steps[static_cast<size_t>(loop.first)].where,
+              " has no sequence operand from outside the loop to step over");
+}
+
+int64_t delay_offset(const Step& step) {
+    return step.fn->attributes().get<int64_t>("offset");
+}
+
+void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& values,
+                      std::vector<std::vector<std::vector<Tensor>>>& saved, bool training, bool keep) {
+    const LoopFrames lf = loop_frames(plan, loop, values);
+    std::vector<Tensor> buffers(plan.slot_vars.size());
+    for (int64_t i = 0; i < lf.frames; ++i) {
+        const int64_t t = loop.backward_in_time ? lf.frames - 1 - i : i;
+        for (int k = 0; k < loop.count; ++k) {
+            const size_t si = static_cast<size_t>(loop.first + k);
+            const Step& step = plan.steps[si];
+            std::vector<Value> outs;
+            auto inputs = step.fn->inputs();
+            if (detail::is_delay(step.fn->op())) {
+                const Variable& ov = plan.slot_vars[static_cast<size_t>(step.out[0])];
+                Dims dims{lf.n, 1};
+                for (int64_t d : ov.shape()) {
+                    CTK_CHECK(d >= 0, ShapeError, step.where,
+                              ": a delay inside a recurrent loop needs a known sample shape, got ",
+                              ov.to_string());
+                    dims.push_back(d);
+                }
+                const Value& x = values[static_cast<size_t>(step.in[0])];
+                Tensor init =
+                    detail::delay_initial_frame(inputs[1], values[static_cast<size_t>(step.in[1])], dims);
+                const int64_t off = delay_offset(step);
+                const int64_t src = step.fn->op() == PrimitiveOp::past_value ? t - off : t + off;
+                Tensor y = Tensor::empty(Shape(dims), ov.dtype(), init.device());
+                if (src < 0 || src >= lf.frames) {
+                    y.copy_from(init);
+                } else if (step.fn->op() == PrimitiveOp::past_value) {
+                    y.copy_from(frame(x.data(), src));
+                } else {  // a future frame exists only while it is inside the sequence
+                    Tensor valid = frame_mask(lf.layout.get(), lf.n, src, static_cast<int>(dims.size()),
+                                              y.dtype(), y.device());
+                    y.copy_from(element_select(valid, frame(x.data(), src), init));
+                }
+                outs.push_back(Value(y));
+            } else {
+                std::vector<Value> ins;
+                for (size_t j = 0; j < step.in.size(); ++j) {
+                    const Value& v = values[static_cast<size_t>(step.in[j])];
+                    ins.push_back(inputs[j].has_sequence_axis() ? Value(frame(v.data(), t)) : v);
+                }
+                auto& frame_saved = saved[si];
+                if (frame_saved.size() < static_cast<size_t>(lf.frames))
+                    frame_saved.resize(static_cast<size_t>(lf.frames));
+                detail::ForwardContext ctx{step.fn->attributes(),
+                                           ins,
+                                           inputs,
+                                           outs,
+                                           frame_saved[static_cast<size_t>(t)],
+                                           training,
+                                           keep,
+                                           detail::FunctionAccess::rng_offset(*step.fn),
+                                           step.where};
+                step.def->forward(ctx);
+            }
+            for (size_t o = 0; o < step.out.size(); ++o) {
+                const size_t slot = static_cast<size_t>(step.out[o]);
+                const Tensor& d = outs[o].data();
+                CTK_CHECK(d.rank() >= 2 && d.dim(0) == lf.n && d.dim(1) == 1, ShapeError, step.where,
+                          ": inside a recurrent loop it produced ", d.shape().to_string(), " for one frame");
+                if (!buffers[slot].defined()) {
+                    Dims full = d.shape().dims();
+                    full[1] = lf.frames;
+                    buffers[slot] = Tensor::zeros(Shape(full), d.dtype(), d.device());
+                    values[slot] = Value(buffers[slot], lf.layout);
+                }
+                Tensor view = frame(buffers[slot], t);
+                view.copy_from(d);
+            }
+        }
+    }
 }
 
 }  // namespace
@@ -167,10 +235,10 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
     const bool keep_all = !retain_for.empty();
 
     auto state = std::make_shared<BackPropState>();
-    state->plan_ = plan_for(*this, plans_, wanted);
+    state->plan_ = plan_for(plans_, wanted);
     state->function_ = this;
     state->training_ = is_training;
-    const detail::Plan& plan = *state->plan_;
+    const Plan& plan = *state->plan_;
     for (const auto& [v, value] : arguments)
         CTK_CHECK(plan.slot(v) >= 0 || !v.is_input(), ValueError, "forward: ", v.to_string(),
                   " is not an argument of this graph");
@@ -191,58 +259,74 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
     std::vector<bool> is_requested(values.size(), false);
     for (int s : plan.requested) is_requested[static_cast<size_t>(s)] = true;
     int64_t live = 0;
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-        const detail::Step& step = plan.steps[i];
-        std::vector<Value> ins;
-        for (int s : step.in) ins.push_back(values[static_cast<size_t>(s)]);
-        std::vector<Value> outs;
-        auto inputs = step.fn->inputs();
-        detail::ForwardContext ctx{step.fn->attributes(),
-                                   ins,
-                                   inputs,
-                                   outs,
-                                   state->saved_[i],
-                                   is_training,
-                                   keep_all,
-                                   detail::FunctionAccess::rng_offset(*step.fn),
-                                   step.where};
-        step.def->forward(ctx);
-        CTK_CHECK(outs.size() == step.out.size(), Error, step.where, ": produced ", outs.size(),
-                  " outputs, expected ", step.out.size());
-        for (size_t k = 0; k < outs.size(); ++k) {
-            const Variable& ov = plan.slot_vars[static_cast<size_t>(step.out[k])];
-            Value out = outs[k];
-            if (ov.has_sequence_axis() && !out.has_layout())
-                for (size_t j = 0; j < ins.size(); ++j)
-                    if (inputs[j].has_sequence_axis() && ins[j].has_layout()) {
-                        out = Value(out.data(), ins[j].layout());
-                        break;
-                    }
-            const Tensor& d = out.data();
-            const int dyn = ov.dynamic_rank();
-            bool ok = d.rank() == dyn + ov.rank();
-            for (int a = 0; ok && a < ov.rank(); ++a)
-                ok = ov.shape()[static_cast<size_t>(a)] < 0 ||
-                     ov.shape()[static_cast<size_t>(a)] == d.dim(dyn + a);
-            CTK_CHECK(ok, ShapeError, step.where, ": computed data of shape ", d.shape().to_string(), " for ",
-                      ov.to_string(), " (a shape rule and its kernel disagree)");
-            live += detail::bytes_of(out);
-            values[static_cast<size_t>(step.out[k])] = std::move(out);
+    size_t i = 0;
+    while (i < plan.steps.size()) {
+        const Step& step = plan.steps[i];
+        size_t unit_end = i + 1;
+        if (step.loop >= 0) {
+            const Loop& loop = plan.loops[static_cast<size_t>(step.loop)];
+            run_loop_forward(plan, loop, values, state->saved_, is_training, keep_all);
+            unit_end = static_cast<size_t>(loop.first + loop.count);
+            for (size_t k = i; k < unit_end; ++k)
+                for (int s : plan.steps[k].out) live += detail::bytes_of(values[static_cast<size_t>(s)]);
+        } else {
+            std::vector<Value> ins;
+            for (int s : step.in) ins.push_back(values[static_cast<size_t>(s)]);
+            std::vector<Value> outs;
+            auto inputs = step.fn->inputs();
+            state->saved_[i].resize(1);
+            detail::ForwardContext ctx{step.fn->attributes(),
+                                       ins,
+                                       inputs,
+                                       outs,
+                                       state->saved_[i][0],
+                                       is_training,
+                                       keep_all,
+                                       detail::FunctionAccess::rng_offset(*step.fn),
+                                       step.where};
+            step.def->forward(ctx);
+            CTK_CHECK(outs.size() == step.out.size(), Error, step.where, ": produced ", outs.size(),
+                      " outputs, expected ", step.out.size());
+            for (size_t k = 0; k < outs.size(); ++k) {
+                const Variable& ov = plan.slot_vars[static_cast<size_t>(step.out[k])];
+                Value out = outs[k];
+                if (ov.has_sequence_axis() && !out.has_layout())
+                    for (size_t j = 0; j < ins.size(); ++j)
+                        if (inputs[j].has_sequence_axis() && ins[j].has_layout()) {
+                            out = Value(out.data(), ins[j].layout());
+                            break;
+                        }
+                for (size_t j = 0; j < ins.size(); ++j)  // two sequence operands must have the same lengths
+                    if (out.has_layout() && inputs[j].dynamic_axes() == ov.dynamic_axes() &&
+                        ins[j].has_layout())
+                        CTK_CHECK(*ins[j].layout() == *out.layout(), ShapeError, step.where,
+                                  ": operands are sequences of different lengths");
+                const Tensor& d = out.data();
+                const int dyn = ov.dynamic_rank();
+                bool ok = d.rank() == dyn + ov.rank();
+                for (int a = 0; ok && a < ov.rank(); ++a)
+                    ok = ov.shape()[static_cast<size_t>(a)] < 0 ||
+                         ov.shape()[static_cast<size_t>(a)] == d.dim(dyn + a);
+                CTK_CHECK(ok, ShapeError, step.where, ": computed data of shape ", d.shape().to_string(),
+                          " for ", ov.to_string(), " (a shape rule and its kernel disagree)");
+                live += detail::bytes_of(out);
+                values[static_cast<size_t>(step.out[k])] = std::move(out);
+            }
         }
         state->peak_bytes_ = std::max(state->peak_bytes_, live);
         if (!keep_all)
-            for (int s : step.in)
-                if (plan.last_use[static_cast<size_t>(s)] == static_cast<int>(i) &&
-                    !is_requested[static_cast<size_t>(s)] &&
-                    plan.slot_vars[static_cast<size_t>(s)].is_output()) {
-                    live -= detail::bytes_of(values[static_cast<size_t>(s)]);
-                    values[static_cast<size_t>(s)] = Value();
-                }
+            for (size_t k = i; k < unit_end; ++k)
+                for (int s : plan.steps[k].in)
+                    if (plan.last_use[static_cast<size_t>(s)] == static_cast<int>(unit_end - 1) &&
+                        !is_requested[static_cast<size_t>(s)] &&
+                        plan.slot_vars[static_cast<size_t>(s)].is_output() &&
+                        values[static_cast<size_t>(s)].defined()) {
+                        live -= detail::bytes_of(values[static_cast<size_t>(s)]);
+                        values[static_cast<size_t>(s)] = Value();
+                    }
+        i = unit_end;
     }
-    for (auto& [v, value] : outputs) {
-        const int s = plan.slot(v);
-        value = values[static_cast<size_t>(s)];
-    }
+    for (auto& [v, value] : outputs) value = values[static_cast<size_t>(plan.slot(v))];
     return state;
 }
 
@@ -253,10 +337,107 @@ ValueMap Function::eval(const ValueMap& arguments, const std::vector<Variable>& 
     return out;
 }
 
+namespace {
+
+// Backward through one recurrent loop, frame by frame in the reverse of the forward order.
+// `zero_padded(slot)` gives a value with padded frames zeroed; padded frames get no gradient.
+template <typename ZeroPadded>
+void run_loop_backward(const Plan& plan, const Loop& loop, const std::vector<Value>& values,
+                       std::vector<Tensor>& grads, const std::vector<bool>& leads, const BackPropState& state,
+                       const std::vector<std::vector<std::vector<Tensor>>>& saved, ZeroPadded&& zero_padded) {
+    (void)state;
+    bool any_grad = false;
+    for (int k = 0; k < loop.count; ++k)
+        for (int s : plan.steps[static_cast<size_t>(loop.first + k)].out)
+            any_grad = any_grad || grads[static_cast<size_t>(s)].defined();
+    if (!any_grad) return;
+    const Value& some_out = values[static_cast<size_t>(plan.steps[static_cast<size_t>(loop.first)].out[0])];
+    const int64_t n = some_out.data().dim(0), frames = some_out.data().dim(1);
+    const SequenceLayout* layout = some_out.layout().get();
+    for (int64_t i = 0; i < frames; ++i) {
+        const int64_t t = loop.backward_in_time ? i : frames - 1 - i;
+        for (int k = loop.count - 1; k >= 0; --k) {
+            const size_t si = static_cast<size_t>(loop.first + k);
+            const Step& step = plan.steps[si];
+            const Value& yv = values[static_cast<size_t>(step.out[0])];
+            const Tensor& gfull = grads[static_cast<size_t>(step.out[0])];
+            if (step.out.size() == 1 && !gfull.defined()) continue;
+            auto inputs = step.fn->inputs();
+            if (detail::is_delay(step.fn->op())) {
+                const Tensor mask =
+                    frame_mask(layout, n, t, yv.data().rank(), yv.data().dtype(), yv.data().device());
+                const Tensor g = masked(frame(gfull, t), mask);
+                const int xs = step.in[0], is = step.in[1];
+                const int64_t off = delay_offset(step);
+                const int64_t src = step.fn->op() == PrimitiveOp::past_value ? t - off : t + off;
+                Tensor to_x = g, to_init;
+                if (step.fn->op() == PrimitiveOp::future_value) {
+                    Tensor valid = src < frames ? frame_mask(layout, n, src, g.rank(), g.dtype(), g.device())
+                                                : Tensor::zeros(mask.shape(), g.dtype(), g.device());
+                    to_x = masked(g, valid);
+                    to_init = minus(g, to_x);
+                } else if (src < 0) {
+                    to_init = g;
+                }
+                if (src >= 0 && src < frames && leads[static_cast<size_t>(xs)])
+                    accumulate_frame(grads[static_cast<size_t>(xs)], values[static_cast<size_t>(xs)], src,
+                                     to_x);
+                if (to_init.defined() && leads[static_cast<size_t>(is)])
+                    accumulate(
+                        grads[static_cast<size_t>(is)],
+                        detail::delay_initial_grad(inputs[1], values[static_cast<size_t>(is)], to_init));
+                continue;
+            }
+            if (!step.def->backward) continue;
+            std::vector<bool> needs;
+            bool any_need = false;
+            for (int s : step.in) {
+                needs.push_back(leads[static_cast<size_t>(s)]);
+                any_need = any_need || leads[static_cast<size_t>(s)];
+            }
+            if (!any_need) continue;
+            const Tensor mask =
+                frame_mask(layout, n, t, yv.data().rank(), yv.data().dtype(), yv.data().device());
+            std::vector<Value> ins, outs;
+            std::vector<Tensor> out_grads;
+            for (size_t j = 0; j < step.in.size(); ++j) {
+                const Value& v = zero_padded(step.in[j]);
+                ins.push_back(inputs[j].has_sequence_axis() ? Value(frame(v.data(), t)) : v);
+            }
+            for (int s : step.out) {
+                outs.push_back(Value(frame(zero_padded(s).data(), t)));
+                const Tensor& g = grads[static_cast<size_t>(s)];
+                out_grads.push_back(g.defined() ? masked(frame(g, t), mask) : Tensor());
+            }
+            std::vector<Tensor> in_grads(ins.size());
+            detail::BackwardContext ctx{step.fn->attributes(),
+                                        ins,
+                                        inputs,
+                                        outs,
+                                        out_grads,
+                                        saved[si][static_cast<size_t>(t)],
+                                        needs,
+                                        in_grads,
+                                        step.where};
+            step.def->backward(ctx);
+            for (size_t j = 0; j < ins.size(); ++j) {
+                if (!needs[j] || !in_grads[j].defined()) continue;
+                const size_t s = static_cast<size_t>(step.in[j]);
+                if (inputs[j].has_sequence_axis())
+                    accumulate_frame(grads[s], values[s], t, masked(in_grads[j], mask));
+                else
+                    accumulate(grads[s], in_grads[j]);
+            }
+        }
+    }
+}
+
+}  // namespace
+
 ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gradients,
                             const std::vector<Variable>& wrt) {
     CTK_CHECK(state.plan_ != nullptr, ValueError, "backward: the state comes from no forward call");
-    const detail::Plan& plan = *state.plan_;
+    const Plan& plan = *state.plan_;
     const auto& values = state.values_;
     std::vector<Tensor> grads(values.size());
     std::vector<bool> leads(values.size(), false), wanted(values.size(), false);
@@ -276,6 +457,18 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
                   val.data().shape().to_string());
         grads[static_cast<size_t>(s)] = Value(g.data().to(val.data().dtype()), val.layout()).masked_data(0.0);
     }
+    // Which values lead to a wanted variable (a fixed point: loops feed back into themselves).
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (const Step& step : plan.steps) {
+            if (!step.def->backward && !detail::is_delay(step.fn->op())) continue;
+            bool any = false;
+            for (int s : step.in) any = any || leads[static_cast<size_t>(s)];
+            if (any)
+                for (int s : step.out)
+                    if (!leads[static_cast<size_t>(s)]) leads[static_cast<size_t>(s)] = changed = true;
+        }
+    }
     // Backward rules see operands with padded frames zeroed: a padded frame computed from zeros can
     // still be inf (log(0)) and would turn a zero gradient into NaN inside a product over frames.
     std::vector<Value> padded_zeroed(values.size());
@@ -286,53 +479,58 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
         if (!z.defined()) z = Value(v.masked_data(0.0), v.layout());
         return z;
     };
-    for (const detail::Step& step : plan.steps) {
-        if (!step.def->backward) continue;
-        bool any = false;
-        for (int s : step.in) any = any || leads[static_cast<size_t>(s)];
-        if (any)
-            for (int s : step.out) leads[static_cast<size_t>(s)] = true;
-    }
-    for (size_t i = plan.steps.size(); i-- > 0;) {
-        const detail::Step& step = plan.steps[i];
-        std::vector<Tensor> out_grads;
-        bool any_grad = false;
-        for (int s : step.out) {
-            out_grads.push_back(grads[static_cast<size_t>(s)]);
-            any_grad = any_grad || grads[static_cast<size_t>(s)].defined();
-        }
-        std::vector<bool> needs;
-        bool any_need = false;
-        for (int s : step.in) {
-            needs.push_back(leads[static_cast<size_t>(s)]);
-            any_need = any_need || leads[static_cast<size_t>(s)];
-        }
-        if (any_grad && any_need && step.def->backward) {
-            std::vector<Value> ins, outs;
-            for (int s : step.in) ins.push_back(zero_padded(s));
-            for (int s : step.out) outs.push_back(zero_padded(s));
-            for (size_t k = 0; k < outs.size(); ++k)
-                if (!outs[k].defined() && out_grads[k].defined())
-                    CTK_THROW(ValueError, "backward: ", step.where,
-                              " kept no values (forward ran without retain_for)");
-            std::vector<Tensor> in_grads(ins.size());
-            auto inputs = step.fn->inputs();
-            detail::BackwardContext ctx{step.fn->attributes(), ins,   inputs,   outs,      out_grads,
-                                        state.saved_[i],       needs, in_grads, step.where};
-            step.def->backward(ctx);
-            for (size_t j = 0; j < ins.size(); ++j) {
-                if (!needs[j] || !in_grads[j].defined()) continue;
-                Tensor g = in_grads[j];
-                CTK_CHECK(g.shape() == ins[j].data().shape(), ShapeError, step.where, ": gradient of shape ",
-                          g.shape().to_string(), " for operand ", j, " of shape ",
-                          ins[j].data().shape().to_string());
-                if (ins[j].has_layout()) g = Value(g, ins[j].layout()).masked_data(0.0);
-                Tensor& acc = grads[static_cast<size_t>(step.in[j])];
-                acc = acc.defined() ? plus(acc, g) : g;
+    size_t i = plan.steps.size();
+    while (i > 0) {
+        const Step& last = plan.steps[i - 1];
+        size_t unit_begin = i - 1;
+        if (last.loop >= 0) {
+            const Loop& loop = plan.loops[static_cast<size_t>(last.loop)];
+            run_loop_backward(plan, loop, values, grads, leads, state, state.saved_, zero_padded);
+            unit_begin = static_cast<size_t>(loop.first);
+        } else {
+            const Step& step = last;
+            std::vector<Tensor> out_grads;
+            bool any_grad = false;
+            for (int s : step.out) {
+                out_grads.push_back(grads[static_cast<size_t>(s)]);
+                any_grad = any_grad || grads[static_cast<size_t>(s)].defined();
+            }
+            std::vector<bool> needs;
+            bool any_need = false;
+            for (int s : step.in) {
+                needs.push_back(leads[static_cast<size_t>(s)]);
+                any_need = any_need || leads[static_cast<size_t>(s)];
+            }
+            if (any_grad && any_need && step.def->backward) {
+                std::vector<Value> ins, outs;
+                for (int s : step.in) ins.push_back(zero_padded(s));
+                for (int s : step.out) outs.push_back(zero_padded(s));
+                for (size_t k = 0; k < outs.size(); ++k)
+                    if (!outs[k].defined() && out_grads[k].defined())
+                        CTK_THROW(ValueError, "backward: ", step.where,
+                                  " kept no values (forward ran without retain_for)");
+                std::vector<Tensor> in_grads(ins.size());
+                auto inputs = step.fn->inputs();
+                static const std::vector<Tensor> kNone;
+                const auto& saved = state.saved_[unit_begin].empty() ? kNone : state.saved_[unit_begin][0];
+                detail::BackwardContext ctx{
+                    step.fn->attributes(), ins, inputs, outs, out_grads, saved, needs, in_grads, step.where};
+                step.def->backward(ctx);
+                for (size_t j = 0; j < ins.size(); ++j) {
+                    if (!needs[j] || !in_grads[j].defined()) continue;
+                    Tensor g = in_grads[j];
+                    CTK_CHECK(g.shape() == ins[j].data().shape(), ShapeError, step.where,
+                              ": gradient of shape ", g.shape().to_string(), " for operand ", j, " of shape ",
+                              ins[j].data().shape().to_string());
+                    if (ins[j].has_layout()) g = Value(g, ins[j].layout()).masked_data(0.0);
+                    accumulate(grads[static_cast<size_t>(step.in[j])], g);
+                }
             }
         }
-        for (int s : step.out)
-            if (!wanted[static_cast<size_t>(s)]) grads[static_cast<size_t>(s)] = Tensor();
+        for (size_t k = unit_begin; k < i; ++k)
+            for (int s : plan.steps[k].out)
+                if (!wanted[static_cast<size_t>(s)]) grads[static_cast<size_t>(s)] = Tensor();
+        i = unit_begin;
     }
     ValueMap result;
     for (const Variable& v : wrt) {

@@ -1,6 +1,7 @@
 // Internal: the compiled form of a graph. A Plan is built once per (root Function, requested outputs)
-// and reused: a topological list of primitive steps over numbered value slots, with blocks inlined and
-// composites flattened.
+// and reused: a list of primitive steps over numbered value slots in execution order, with blocks
+// inlined and composites flattened. Recurrent loops (cycles through past_value/future_value) are
+// strongly connected groups of steps that the executor runs frame by frame.
 #pragma once
 
 #include <vector>
@@ -15,10 +16,18 @@ struct Step {
     std::vector<int> in;   // slots of the operands
     std::vector<int> out;  // slots of the outputs
     std::string where;     // "Times 'name'" for messages
+    int loop = -1;         // the recurrent loop this step belongs to, if any
+};
+
+// A recurrent loop: steps plan.steps[first, first + count) run for each frame, in that order.
+struct Loop {
+    int first = 0, count = 0;
+    bool backward_in_time = false;  // future_value loops run from the last frame to the first
 };
 
 struct Plan {
     std::vector<Step> steps;
+    std::vector<Loop> loops;
     std::vector<Variable> slot_vars;               // the variable whose value each slot holds
     std::unordered_map<const void*, int> slot_of;  // VariableData* -> slot (block outputs alias inner ones)
     std::vector<int> leaves;                       // slots of inputs, parameters and constants
@@ -27,6 +36,9 @@ struct Plan {
     uint64_t generation = 0;                       // graph_generation() when built
     int slot(const Variable& v) const;             // -1 when the variable is not part of this plan
 };
+
+std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs);
+bool is_delay(PrimitiveOp op);
 
 // Bumped by every in-place graph edit (replace_placeholders): cached plans older than it are rebuilt.
 uint64_t graph_generation();

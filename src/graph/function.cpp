@@ -194,7 +194,7 @@ std::string describe_inputs(const std::vector<Variable>& inputs) {
 }
 }  // namespace
 
-void FunctionAccess::reinfer(Function& f) {
+void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     if (f.kind_ == Function::Kind::composite) return;
     if (f.kind_ == Function::Kind::block) {
         bool known = true;
@@ -222,14 +222,20 @@ void FunctionAccess::reinfer(Function& f) {
     bool known = true;
     for (const Variable& v : f.inputs_) known = known && v.shape_known();
     std::string where = std::string(def.cntk_name) + " '" + (f.name_.empty() ? f.uid_ : f.name_) + "'";
-    if (!known) {
+    std::vector<Variable> known_inputs;
+    for (const Variable& v : f.inputs_)
+        if (v.shape_known()) known_inputs.push_back(v);
+    // A binary element-wise op with one operand still unknown (the far end of a recurrent loop being
+    // closed) takes the known one's shape; the loop's next inference round checks the other.
+    const bool partial = allow_partial && !known && is_elementwise_binary(f.op_) && !known_inputs.empty();
+    if (!known && !partial) {
         // A placeholder of unknown shape upstream: the outputs stay unknown until it is bound.
         std::vector<OutputSpec> specs(f.outputs_.empty() ? 1 : f.outputs_.size());
-        if (f.op_ == PrimitiveOp::top_k) specs.resize(2);
+        if (f.op_ == PrimitiveOp::top_k || f.op_ == PrimitiveOp::sequence_unpack) specs.resize(2);
         apply_specs(f, specs, false);
         return;
     }
-    InferContext ctx{f.op_, f.attributes_, f.inputs_, where};
+    InferContext ctx{f.op_, f.attributes_, partial ? known_inputs : f.inputs_, where};
     std::vector<OutputSpec> specs;
     try {
         specs = def.infer(ctx);
@@ -421,7 +427,28 @@ FunctionPtr Function::replace_placeholders(const VariableMap& replacements) {
             if (it != replacements.end()) v = it->second;
         }
     detail::bump_graph_generation();
-    // The walk again, now through the new operands, re-inferring operands before users.
+    // The walk again, now through the new operands, re-inferring operands before users; a recurrent
+    // loop needs more than one round (its far end is unknown in the first), so repeat until stable.
+    auto signature = [&] {
+        std::string sig;
+        walk(
+            outputs(), true,
+            [&](const FunctionPtr& g) {
+                for (const Variable& o : g->outputs()) sig += o.to_string();
+            },
+            nullptr);
+        return sig;
+    };
+    std::string before;
+    for (int round = 0; round < 16; ++round) {
+        walk(
+            outputs(), true, [&](const FunctionPtr& g) { detail::FunctionAccess::reinfer(*g, true); },
+            nullptr);
+        std::string after = signature();
+        if (after == before) break;
+        before = std::move(after);
+    }
+    // A last strict round: whatever still depends on an unbound placeholder is unknown again.
     walk(
         outputs(), true, [&](const FunctionPtr& g) { detail::FunctionAccess::reinfer(*g); }, nullptr);
     return shared_from_this();

@@ -83,7 +83,15 @@ struct OpDef {
     std::vector<OutputSpec> (*infer)(InferContext&) = nullptr;
     void (*forward)(ForwardContext&) = nullptr;
     void (*backward)(BackwardContext&) = nullptr;  // null: no gradient flows through the op
+    // False for ops that look across frames or samples (sequence ops, batch statistics): they cannot
+    // run inside a recurrent loop, which executes one frame at a time.
+    bool frame_local = true;
 };
+
+// A delay's initial state as one frame [N, 1, sample...] (a per-sequence [#] state, or a value that
+// broadcasts over the sample), and the gradient of that state from a frame gradient [N, 1, sample...].
+Tensor delay_initial_frame(const Variable& init_var, const Value& init, const Dims& frame_dims);
+Tensor delay_initial_grad(const Variable& init_var, const Value& init, const Tensor& frame_grad);
 
 // The op table (src/ops/op_table.cpp), built on first use from each family's explicit registration.
 const OpDef& op_def(PrimitiveOp op);
@@ -96,7 +104,9 @@ struct FunctionAccess {
     static FunctionPtr make_composite(std::vector<Variable> outputs, const std::string& name);
     static FunctionPtr make_block(FunctionPtr composite, std::vector<std::pair<Variable, Variable>> map,
                                   const std::string& op_name, const std::string& name);
-    static void reinfer(Function& f);
+    // allow_partial: a binary element-wise op with one operand of unknown shape takes the other's
+    // (used only while closing recurrent loops in replace_placeholders).
+    static void reinfer(Function& f, bool allow_partial = false);
     // The graph upstream of `f` rebuilt with `map` applied (old variable -> new); fills `map` as it goes.
     static FunctionPtr clone(const Function& f, CloneMethod method, VariableMap& map);
     static uint64_t& rng_offset(Function& f);

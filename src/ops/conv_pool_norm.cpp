@@ -227,7 +227,7 @@ void register_conv_ops(OpTable& t) {
     t.add(PrimitiveOp::convolution, OpDef{"Convolution", 2, 2, infer_conv, forward_conv, backward_conv});
     t.add(PrimitiveOp::pooling, OpDef{"Pooling", 1, 1, infer_pool, forward_pool, backward_pool});
     t.add(PrimitiveOp::batch_normalization,
-          OpDef{"BatchNormalization", 6, 6, infer_bn, forward_bn, backward_bn});
+          OpDef{"BatchNormalization", 6, 6, infer_bn, forward_bn, backward_bn, false});
 }
 
 }  // namespace detail

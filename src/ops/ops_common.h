@@ -52,6 +52,7 @@ void register_loss_ops(OpTable& t);
 void register_conv_ops(OpTable& t);
 void register_random_ops(OpTable& t);
 void register_plumbing_ops(OpTable& t);
+void register_sequence_ops(OpTable& t);
 
 struct OpTable {
     std::vector<OpDef> defs = std::vector<OpDef>(static_cast<size_t>(kNumPrimitiveOps));

@@ -192,7 +192,8 @@ std::string check_graph_gradient(const GraphCase& c) {
 
 std::vector<GraphCase> all_graph_cases() {
     std::vector<GraphCase> all;
-    for (auto* family : {elementwise_graph_cases, structure_graph_cases, conv_graph_cases})
+    for (auto* family :
+         {elementwise_graph_cases, structure_graph_cases, conv_graph_cases, sequence_graph_cases})
         for (auto& c : family()) all.push_back(std::move(c));
     return all;
 }

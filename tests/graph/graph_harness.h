@@ -82,6 +82,7 @@ std::vector<GraphCase> all_graph_cases();
 std::vector<GraphCase> elementwise_graph_cases();
 std::vector<GraphCase> structure_graph_cases();  // times, reductions, shape ops, softmax, losses, ...
 std::vector<GraphCase> conv_graph_cases();
+std::vector<GraphCase> sequence_graph_cases();  // delays, recurrent loops, sequence.*
 
 // Empty when the check passes, else what failed.
 std::string check_graph_forward(const GraphCase& c, DataType dtype);

@@ -272,3 +272,40 @@ TEST(BatchNormalization, RunningStatisticsFollowTheTimeConstant) {
     EXPECT_NEAR(var.value().item(), 5.0 / 3.0, 1e-6);  // unbiased
     EXPECT_FLOAT_EQ(count.value().item(), 4.0f);
 }
+
+TEST(Recurrence, ErrorsNameTheLoop) {
+    Variable x = sequence_input_variable({2});
+    Variable w = parameter({2, 2}, uniform(1.0, 9));
+    // past and future delays in one loop
+    Variable p = placeholder("p");
+    FunctionPtr h =
+        tanh(plus(times(x, w), plus(sequence::past_value(p), sequence::future_value(p))), "mixed");
+    h->replace_placeholders({{p, h->output()}});
+    Value v = Value::from_sequences({Tensor::ones(Shape{2, 2})});
+    std::string e = error_of([&] { h->eval({{x, v}}); });
+    EXPECT_NE(e.find("mixes past_value and future_value"), std::string::npos) << e;
+    // an op that looks across frames cannot sit inside a loop
+    Variable q = placeholder("q");
+    FunctionPtr g = plus(x, sequence::past_value(sequence::broadcast_as(sequence::reduce_sum(q), x)), "g");
+    g->replace_placeholders({{q, g->output()}});
+    e = error_of([&] { g->eval({{x, v}}); });
+    EXPECT_NE(e.find("cannot be inside a recurrent loop"), std::string::npos) << e;
+    // sequence ops on non-sequences fail at construction
+    e = error_of([&] { sequence::past_value(input_variable({2})); });
+    EXPECT_NE(e.find("is not a sequence"), std::string::npos) << e;
+}
+
+TEST(Recurrence, AccumulatesOverTimeAndRespectsLengths) {
+    // h_t = h_{t-1} + x_t: a running sum; the last frame of each sequence is its total.
+    Variable x = sequence_input_variable({1}, DataType::f64);
+    Variable p = placeholder("p");
+    FunctionPtr h = plus(x, sequence::past_value(p), "h");
+    h->replace_placeholders({{p, h->output()}});
+    FunctionPtr total = sequence::last(h);
+    Value v = Value::from_sequences({Tensor::from_vector<double>({1, 2, 3}, Shape{3, 1}),
+                                     Tensor::from_vector<double>({10}, Shape{1, 1})});
+    Tensor got = total->eval({{x, v}}).begin()->second.data();
+    EXPECT_EQ(got.to_vector<double>(), (std::vector<double>{6, 10}));
+    auto g = total->grad({{x, v}}, {x});
+    EXPECT_EQ(g.at(x).data().to_vector<double>(), (std::vector<double>{1, 1, 1, 1, 0, 0}));
+}
