@@ -66,7 +66,7 @@ public:
     bool is_sparse() const;
 
     // The Function that computes an output variable (null for the other kinds).
-    FunctionPtr owner() const { return owner_; }
+    FunctionPtr owner() const;
     int output_index() const;
 
     // Parameters and constants: the current value (materialised from the initializer on first access;
@@ -85,11 +85,15 @@ public:
     Variable(std::shared_ptr<detail::VariableData> data, FunctionPtr owner)
         : data_(std::move(data)), owner_(std::move(owner)) {}
     detail::VariableData* impl() const { return data_.get(); }
+    // The same variable without the strong reference to its owner (see owner_).
+    Variable weak() const { return Variable(data_, nullptr); }
     const std::shared_ptr<detail::VariableData>& impl_ptr() const { return data_; }
 
 private:
     std::shared_ptr<detail::VariableData> data_;
-    FunctionPtr owner_;  // keeps the producing graph alive for output variables
+    // Keeps the producing graph alive for output variables. Null on the back edge of a recurrent loop
+    // (which would otherwise be a reference cycle) and in compiled plans; owner() then asks the data.
+    FunctionPtr owner_;
 };
 
 struct VariableHash {

@@ -357,12 +357,24 @@ FunctionPtr FunctionAccess::clone(const Function& root, CloneMethod method, Vari
         return out;
     };
     std::vector<Variable> roots = root.outputs();
+    std::vector<std::pair<Variable, Variable>> back_edges;  // (placeholder in the copy, original variable)
     walk(
         roots, false,
         [&](const FunctionPtr& g) {
             if (g->is_composite()) return;
             std::vector<Variable> new_inputs;
-            for (const Variable& v : g->inputs_) new_inputs.push_back(v.owner() ? map.at(v) : mapped(v));
+            for (const Variable& v : g->inputs_) {
+                if (!v.owner()) {
+                    new_inputs.push_back(mapped(v));
+                } else if (map.count(v)) {
+                    new_inputs.push_back(map.at(v));
+                } else {  // the back edge of a recurrent loop: bound once its producer is cloned
+                    Variable p = placeholder(v.shape(), v.dynamic_axes(), v.name());
+                    p.impl()->dtype = v.dtype();
+                    back_edges.emplace_back(p, v);
+                    new_inputs.push_back(p);
+                }
+            }
             FunctionPtr copy;
             if (g->is_block()) {
                 // The inner graph gets its own placeholders so that the copy is independent of the original.
@@ -390,8 +402,13 @@ FunctionPtr FunctionAccess::clone(const Function& root, CloneMethod method, Vari
         [&](const Variable& v) { mapped(v); });
     std::vector<Variable> new_roots;
     for (const Variable& v : roots) new_roots.push_back(map.count(v) ? map.at(v) : v);
-    if (root.is_composite()) return make_composite(new_roots, root.name_);
-    return new_roots[0].owner();
+    FunctionPtr result = root.is_composite() ? make_composite(new_roots, root.name_) : new_roots[0].owner();
+    if (!back_edges.empty()) {
+        VariableMap close;
+        for (const auto& [p, v] : back_edges) close.emplace(p, map.at(v));
+        result->replace_placeholders(close);
+    }
+    return result;
 }
 
 }  // namespace detail
@@ -412,13 +429,18 @@ FunctionPtr Function::replace_placeholders(const VariableMap& replacements) {
     std::vector<FunctionPtr> order;
     walk(
         outputs(), true, [&](const FunctionPtr& g) { order.push_back(g); }, nullptr);
+    std::unordered_set<const Function*> in_graph;
+    for (const FunctionPtr& g : order) in_graph.insert(g.get());
     for (const FunctionPtr& g : order) {
         auto& ins = detail::FunctionAccess::inputs(*g);
         for (size_t i = 0; i < ins.size(); ++i) {
             auto it = replacements.find(ins[i]);
             if (it == replacements.end()) continue;
-            ins[i] = it->second;
-            if (g->is_block()) g->block_map_[i].second = it->second;
+            // An output of this very graph closes a loop: keep it without the strong owner reference,
+            // which would be a reference cycle (the graph is alive through its root anyway).
+            FunctionPtr owner = it->second.owner();
+            ins[i] = owner && in_graph.count(owner.get()) ? it->second.weak() : it->second;
+            if (g->is_block()) g->block_map_[i].second = ins[i];
         }
     }
     if (is_composite())

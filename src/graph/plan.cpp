@@ -78,7 +78,7 @@ private:
     }
     int new_slot(const Variable& v) {
         const int s = static_cast<int>(plan_.slot_vars.size());
-        plan_.slot_vars.push_back(v);
+        plan_.slot_vars.push_back(v.weak());  // a cached plan must not keep its own Function alive
         plan_.slot_of[v.impl()] = s;
         return s;
     }

@@ -79,6 +79,11 @@ std::string static_shape_string(const Dims& shape) {
 
 }  // namespace detail
 
+FunctionPtr Variable::owner() const {
+    if (owner_ || !data_) return owner_;
+    return data_->owner.lock();
+}
+
 Variable::Variable(const FunctionPtr& function) {
     CTK_CHECK(function != nullptr, ValueError, "Variable: null Function");
     *this = function->output();

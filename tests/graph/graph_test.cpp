@@ -309,3 +309,21 @@ TEST(Recurrence, AccumulatesOverTimeAndRespectsLengths) {
     auto g = total->grad({{x, v}}, {x});
     EXPECT_EQ(g.at(x).data().to_vector<double>(), (std::vector<double>{1, 1, 1, 1, 0, 0}));
 }
+
+TEST(Recurrence, CloneKeepsTheLoopAndGraphsAreFreed) {
+    std::weak_ptr<Function> watch;
+    {
+        Variable x = sequence_input_variable({1}, DataType::f64);
+        Variable p = placeholder("p");
+        FunctionPtr h = plus(x, sequence::past_value(p), "h");
+        h->replace_placeholders({{p, h->output()}});
+        watch = h;
+        FunctionPtr copy = h->clone(CloneMethod::share);
+        Value v = Value::from_sequences({Tensor::from_vector<double>({1, 2, 3}, Shape{3, 1})});
+        EXPECT_EQ(copy->eval({{x, v}}).begin()->second.data().to_vector<double>(),
+                  (std::vector<double>{1, 3, 6}));
+        EXPECT_EQ(h->eval({{x, v}}).begin()->second.data().to_vector<double>(),
+                  (std::vector<double>{1, 3, 6}));
+    }
+    EXPECT_TRUE(watch.expired()) << "a recurrent graph (or its cached plan) keeps itself alive";
+}
