@@ -110,6 +110,16 @@ def torch_workload(case, device="cpu", dtype="f32"):
             sync()
         return add, "element-wise"
 
+    if case["kind"] == "chain":
+        x, b, ops = make(case["n"]), make(case["n"], scale=0.1), case["ops"]
+
+        def chain():
+            y = x
+            for i in range(ops):
+                y = torch.tanh(y) if i % 2 == 0 else torch.add(y, b)
+            sync()
+        return chain, "eager"
+
     if case["kind"] == "gemm":
         n = case["n"]
         a, b = make(n, n), make(n, n)
@@ -201,6 +211,12 @@ def check_case(case, args):
         if case["kind"] == "add":
             n = case["n"]
             pairs = {"c": (load("c", (n,)), load("a", (n,)) + load("b", (n,)))}
+        elif case["kind"] == "chain":
+            n = case["n"]
+            y, b = load("x", (n,)), load("b", (n,))
+            for i in range(case["ops"]):
+                y = torch.tanh(y) if i % 2 == 0 else y + b
+            pairs = {"y": (load("y", (n,)), y)}
         elif case["kind"] == "gemm":
             n = case["n"]
             a, b = load("a", (n, n)), load("b", (n, n))
@@ -229,6 +245,8 @@ def rate_of(case, median_s, dtype="f32"):
         return 3 * case["n"] * (2 if dtype == "bf16" else 4) * 1e-9 / median_s  # GB/s moved
     if case["kind"] == "gemm":
         return case["gflop_per_iter"] / median_s
+    if case["kind"] == "chain":
+        return case["ops"] * 1e-6 / median_s  # million ops per second
     return case["batch"] / median_s
 
 

@@ -21,7 +21,7 @@
 
 namespace {
 
-enum class CaseKind { gemm, conv, add };
+enum class CaseKind { gemm, conv, add, chain };
 
 // One workload. add: out = a + b over n elements (memory bandwidth: 3 arrays move per iteration).
 // GEMM: square f32 C = A * B of size n. Conv: y = conv(x, w) without bias, then dx and dw
@@ -31,6 +31,8 @@ struct BenchCase {
     CaseKind kind;
     int64_t n = 0;                                                                    // gemm
     int64_t batch = 0, c_in = 0, c_out = 0, hw = 0, kernel = 0, stride = 1, pad = 0;  // conv
+    int64_t ops = 0;     // chain: how many tiny ops
+    bool graph = false;  // chain: through the graph (compiled once) rather than eager ops
     const char* note = "";
     bool gpu_only = false;  // too large for the CPU runs (the GPU GEMM sizes)
 };
@@ -44,6 +46,16 @@ BenchCase gemm_case(const char* name, int64_t n, const char* note) {
 BenchCase add_case(const char* name, int64_t n, const char* note) {
     BenchCase c{.name = name, .kind = CaseKind::add, .note = note};
     c.n = n;
+    return c;
+}
+
+// chain: `ops` element-wise ops on n-element tensors, alternating y = tanh(y) and y = y + b: per-op
+// framework overhead, since the arithmetic is negligible.
+BenchCase chain_case(const char* name, int64_t n, int64_t ops, bool graph, const char* note) {
+    BenchCase c{.name = name, .kind = CaseKind::chain, .note = note};
+    c.n = n;
+    c.ops = ops;
+    c.graph = graph;
     return c;
 }
 
@@ -76,6 +88,10 @@ const std::vector<BenchCase>& cases() {
         gpu_only(gemm_case("gemm_8192", 8192, "C = A B, 8192^3 (GPU only)")),
         add_case("add_4M", int64_t(1) << 22, "out = a + b, 4M elements (element-wise bandwidth)"),
         gpu_only(add_case("add_64M", int64_t(1) << 26, "out = a + b, 64M elements (GPU only)")),
+        chain_case("tiny_ops_graph", 16, 64, true,
+                   "64 tiny ops (tanh, +b on 16 floats), ctk graph eval vs torch eager"),
+        chain_case("tiny_ops_eager", 16, 64, false,
+                   "64 tiny ops (tanh, +b on 16 floats), ctk eager vs torch eager"),
         conv_case("conv3x3_c16_32x32", 16, 16, 32, 3, 1, 1, "stage 1 3x3 conv"),
         conv_case("conv3x3_c32_16x16", 32, 32, 16, 3, 1, 1, "stage 2 3x3 conv"),
         conv_case("conv3x3_c64_8x8", 64, 64, 8, 3, 1, 1, "stage 3 3x3 conv"),
@@ -96,6 +112,7 @@ int64_t conv_out_hw(const BenchCase& c) {
 double flops_per_iter(const BenchCase& c) {
     if (c.kind == CaseKind::gemm) return 2.0 * static_cast<double>(c.n) * c.n * c.n;
     if (c.kind == CaseKind::add) return static_cast<double>(c.n);
+    if (c.kind == CaseKind::chain) return static_cast<double>(c.n * c.ops);
     double out = static_cast<double>(conv_out_hw(c));
     return 3.0 * 2.0 * c.batch * c.c_out * c.c_in * c.kernel * c.kernel * out * out;
 }
@@ -143,6 +160,9 @@ std::string case_json(const BenchCase& c) {
         o << ",\"kind\":\"gemm\",\"n\":" << c.n << ",\"unit\":\"GFLOP/s\"";
     } else if (c.kind == CaseKind::add) {
         o << ",\"kind\":\"add\",\"n\":" << c.n << ",\"unit\":\"GB/s\"";
+    } else if (c.kind == CaseKind::chain) {
+        o << ",\"kind\":\"chain\",\"n\":" << c.n << ",\"ops\":" << c.ops
+          << ",\"graph\":" << (c.graph ? "true" : "false") << ",\"unit\":\"Mop/s\"";
     } else {
         o << ",\"kind\":\"conv\",\"batch\":" << c.batch << ",\"c_in\":" << c.c_in << ",\"c_out\":" << c.c_out
           << ",\"hw\":" << c.hw << ",\"kernel\":" << c.kernel << ",\"stride\":" << c.stride
@@ -214,6 +234,44 @@ std::function<void()> make_iteration(const BenchCase& c, const std::string& dump
         }
         return [a, b, sync] {
             (void)ctk::plus(a, b);
+            sync();
+        };
+    }
+    if (c.kind == CaseKind::chain) {
+        ctk::Tensor x = input({c.n}, 1.0);
+        ctk::Tensor b = input({c.n}, 0.1);
+        if (c.graph) {
+            // The graph: built and compiled once; each iteration binds the argument and evaluates.
+            ctk::Variable xv = ctk::input_variable({c.n}, dtype, false, false, {});
+            ctk::Variable bv = ctk::constant(b);
+            ctk::Variable y = xv;
+            for (int64_t i = 0; i < c.ops; ++i)
+                y = i % 2 == 0 ? ctk::Variable(ctk::tanh(y)) : ctk::Variable(ctk::plus(y, bv));
+            ctk::FunctionPtr f = ctk::as_function(y);
+            ctk::ValueMap args{{xv, ctk::Value(x)}};
+            ctk::Tensor out = f->eval(args).begin()->second.data();
+            expect_shape(out, {c.n}, "chain output");
+            if (!dump_dir.empty()) {
+                dump_tensor(dump_dir, "x", x);
+                dump_tensor(dump_dir, "b", b);
+                dump_tensor(dump_dir, "y", out);
+            }
+            return [f, args] { (void)f->eval(args); };
+        }
+        auto run = [x, b, ops = c.ops] {
+            ctk::Tensor y = x;
+            for (int64_t i = 0; i < ops; ++i) y = i % 2 == 0 ? ctk::tanh(y) : ctk::plus(y, b);
+            return y;
+        };
+        ctk::Tensor out = run();
+        expect_shape(out, {c.n}, "chain output");
+        if (!dump_dir.empty()) {
+            dump_tensor(dump_dir, "x", x);
+            dump_tensor(dump_dir, "b", b);
+            dump_tensor(dump_dir, "y", out);
+        }
+        return [run, sync] {
+            (void)run();
             sync();
         };
     }
@@ -410,14 +468,16 @@ int main(int argc, char** argv) {
                             : c.kind == CaseKind::add
                                 ? 3.0 * static_cast<double>(c.n) * static_cast<double>(ctk::size_of(dtype)) *
                                       1e-9 / t.median_s
-                                : static_cast<double>(c.batch) / t.median_s;
+                            : c.kind == CaseKind::chain ? static_cast<double>(c.ops) * 1e-6 / t.median_s
+                                                        : static_cast<double>(c.batch) / t.median_s;
         ctk::BuildInfo info = ctk::build_info();
         std::cout << head << ",\"iterations\":" << t.iterations << ",\"median_s\":" << json_number(t.median_s)
                   << ",\"min_s\":" << json_number(t.min_s) << ",\"rate\":" << json_number(rate)
                   << ",\"unit\":"
-                  << json_string(c.kind == CaseKind::gemm  ? "GFLOP/s"
-                                 : c.kind == CaseKind::add ? "GB/s"
-                                                           : "images/s")
+                  << json_string(c.kind == CaseKind::gemm    ? "GFLOP/s"
+                                 : c.kind == CaseKind::add   ? "GB/s"
+                                 : c.kind == CaseKind::chain ? "Mop/s"
+                                                             : "images/s")
                   << ",\"gflops\":" << json_number(flops_per_iter(c) * 1e-9 / t.median_s)
                   << ",\"faults_per_iter\":" << json_number(t.faults_per_iter)
                   << ",\"device\":" << json_string(device.to_string())

@@ -1,6 +1,6 @@
-// Golden end-to-end test: an MLP trained by 20 plain SGD steps through ctk's graph (float64) matches the
-// losses, the first step's parameter gradients and the final parameters that PyTorch produced for the
-// same data (tests/graph/golden/make_mlp_golden.py writes mlp_sgd_golden.txt).
+// Golden end-to-end tests: an MLP and a small ConvNet trained by 20 plain SGD steps through ctk's graph
+// (float64) match the losses, the first step's parameter gradients and the final parameters that
+// PyTorch produced for the same data (tests/graph/golden/make_*_golden.py write the .txt files).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,6 +42,36 @@ double max_rel_error(const Tensor& got, const Tensor& want) {
     return worst;
 }
 
+// Runs 20 SGD steps of `loss` over the golden data and compares with PyTorch's numbers.
+void replay(std::map<std::string, Tensor>& golden, const FunctionPtr& loss, const Variable& x,
+            const Variable& y, const std::vector<Variable>& params, const std::vector<std::string>& names,
+            double lr) {
+    const Tensor& xs = golden["x"];
+    const Tensor& ys = golden["y"];
+    for (int64_t step = 0; step < 20; ++step) {
+        ValueMap args{{x, Value(xs.select(0, step).contiguous())},
+                      {y, Value(ys.select(0, step).contiguous())}};
+        ValueMap outs{{loss->output(), Value()}};
+        auto state = loss->forward(args, outs, {loss->output()}, true);
+        const double l = outs.at(loss->output()).data().item();
+        EXPECT_LT(std::fabs(l - golden["loss"].at({step})) / golden["loss"].at({step}), 1e-10)
+            << "step " << step;
+        ValueMap grads =
+            loss->backward(*state, {{loss->output(), Value(Tensor::ones(Shape{}, DataType::f64))}}, params);
+        if (step == 0) {
+            for (size_t i = 0; i < params.size(); ++i) {
+                EXPECT_LT(max_rel_error(grads.at(params[i]).data(), golden["d" + names[i] + "_step0"]), 1e-10)
+                    << "d" << names[i];
+            }
+        }
+        for (const Variable& p : params)
+            p.set_value(
+                minus(p.value(), element_times(grads.at(p).data(), Tensor::scalar(lr, DataType::f64))));
+    }
+    for (size_t i = 0; i < params.size(); ++i)
+        EXPECT_LT(max_rel_error(params[i].value(), golden[names[i] + "_final"]), 1e-9) << names[i];
+}
+
 }  // namespace
 
 TEST(GoldenMlp, TwentySgdStepsMatchPyTorch) {
@@ -54,29 +84,19 @@ TEST(GoldenMlp, TwentySgdStepsMatchPyTorch) {
     FunctionPtr z = plus(times(tanh(plus(times(x, w1), b1)), w2), b2);
     // CNTK's Trainer sums the per-sample losses over the minibatch.
     FunctionPtr loss = reduce_sum(cross_entropy_with_softmax(z, y), {Axis::all_axes()});
-    const std::vector<Variable> params{w1, b1, w2, b2};
-    const double lr = 0.1;
-    const Tensor& xs = golden["x"];
-    const Tensor& ys = golden["y"];
-    for (int64_t step = 0; step < 20; ++step) {
-        ValueMap args{{x, Value(xs.select(0, step).contiguous())},
-                      {y, Value(ys.select(0, step).contiguous())}};
-        ValueMap outs{{loss->output(), Value()}};
-        auto state = loss->forward(args, outs, {loss->output()}, true);
-        const double l = outs.at(loss->output()).data().item();
-        EXPECT_LT(std::fabs(l - golden["loss"].at({step})) / golden["loss"].at({step}), 1e-10)
-            << "step " << step;
-        ValueMap grads =
-            loss->backward(*state, {{loss->output(), Value(Tensor::ones(Shape{}, f64))}}, params);
-        if (step == 0) {
-            const char* names[] = {"dw1_step0", "db1_step0", "dw2_step0", "db2_step0"};
-            for (size_t i = 0; i < params.size(); ++i)
-                EXPECT_LT(max_rel_error(grads.at(params[i]).data(), golden[names[i]]), 1e-10) << names[i];
-        }
-        for (const Variable& p : params)
-            p.set_value(minus(p.value(), element_times(grads.at(p).data(), Tensor::scalar(lr, f64))));
-    }
-    const char* finals[] = {"w1_final", "b1_final", "w2_final", "b2_final"};
-    for (size_t i = 0; i < params.size(); ++i)
-        EXPECT_LT(max_rel_error(params[i].value(), golden[finals[i]]), 1e-9) << finals[i];
+    replay(golden, loss, x, y, {w1, b1, w2, b2}, {"w1", "b1", "w2", "b2"}, 0.1);
+}
+
+TEST(GoldenConvNet, TwentySgdStepsMatchPyTorch) {
+    auto golden = load_golden(std::string(CTK_TEST_DATA_DIR) + "/graph/golden/convnet_sgd_golden.txt");
+    ASSERT_EQ(golden.count("loss"), 1u);
+    const DataType f64 = DataType::f64;
+    Variable x = input_variable({2, 6, 6}, f64), y = input_variable({5}, f64);
+    Variable wc = parameter_from(golden["wc"], "wc"), bc = parameter_from(golden["bc"], "bc");
+    Variable wd = parameter_from(golden["wd"], "wd"), bd = parameter_from(golden["bd"], "bd");
+    FunctionPtr h = relu(plus(convolution(wc, x), bc));  // CNTK's auto padding: same size for 3x3
+    FunctionPtr p = pooling(h, PoolingType::max, {2, 2}, {2, 2});
+    FunctionPtr z = plus(times(p, wd), bd);  // W [4, 3, 3, 5] contracts the whole pooled map
+    FunctionPtr loss = reduce_sum(cross_entropy_with_softmax(z, y), {Axis::all_axes()});
+    replay(golden, loss, x, y, {wc, bc, wd, bd}, {"wc", "bc", "wd", "bd"}, 0.05);
 }
