@@ -105,6 +105,13 @@ FunctionPtr alias(const Variable& x, const std::string& name = "");
 FunctionPtr convolution(const Variable& w, const Variable& x, const Dims& strides = {1},
                         const std::vector<bool>& auto_padding = {true}, const Dims& dilation = {1},
                         int64_t groups = 1, const std::string& name = "");
+// The transpose (adjoint) of convolution, CNTK's convolution_transpose: W [C_in, C_out, k...] over x
+// [C_in, spatial...] gives [C_out, spatial'...] with spatial' = in * stride under auto padding, else
+// (in - 1) * stride + dilated kernel, unless output_shape (spatial dims) says otherwise.
+FunctionPtr convolution_transpose(const Variable& w, const Variable& x, const Dims& strides = {1},
+                                  const std::vector<bool>& auto_padding = {true},
+                                  const Dims& output_shape = {}, const Dims& dilation = {1},
+                                  const std::string& name = "");
 enum class PoolingType : uint8_t { max = 0, average = 1 };
 FunctionPtr pooling(const Variable& x, PoolingType type, const Dims& window_shape, const Dims& strides = {1},
                     const std::vector<bool>& auto_padding = {false}, bool ceil_out_dim = false,
@@ -119,6 +126,28 @@ FunctionPtr batch_normalization(const Variable& x, const Variable& scale, const 
                                 double epsilon = 1e-5, const std::string& name = "");
 FunctionPtr dropout(const Variable& x, double dropout_rate = 0.0, uint64_t seed = kSentinelSeed,
                     const std::string& name = "");
+
+// ---- random values (CNTK's cntk.random): a fresh draw on every evaluation, from the Function's own
+// Philox stream (seed: kSentinelSeed draws one from set_fixed_random_seed's sequence) ----
+namespace random {
+FunctionPtr uniform(const Dims& shape, DataType dtype = DataType::f32, double low = 0.0, double high = 1.0,
+                    uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr normal(const Dims& shape, DataType dtype = DataType::f32, double mean = 0.0, double scale = 1.0,
+                   uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr bernoulli(const Dims& shape, DataType dtype = DataType::f32, double mean = 0.5,
+                      uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr gumbel(const Dims& shape, DataType dtype = DataType::f32, double loc = 0.0, double scale = 1.0,
+                   uint64_t seed = kSentinelSeed, const std::string& name = "");
+// The same, shaped like x (its dynamic axes too).
+FunctionPtr uniform_like(const Variable& x, double low = 0.0, double high = 1.0,
+                         uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr normal_like(const Variable& x, double mean = 0.0, double scale = 1.0,
+                        uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr bernoulli_like(const Variable& x, double mean = 0.5, uint64_t seed = kSentinelSeed,
+                           const std::string& name = "");
+FunctionPtr gumbel_like(const Variable& x, double loc = 0.0, double scale = 1.0,
+                        uint64_t seed = kSentinelSeed, const std::string& name = "");
+}  // namespace random
 
 // ---- losses and metrics (per sample: the reduced static axis kept as dim 1, shape [1] for vectors) ----
 FunctionPtr squared_error(const Variable& output, const Variable& target, const std::string& name = "");

@@ -88,6 +88,78 @@ void backward_conv(BackwardContext& c) {
         c.input_grads[1] = convolution_backward_data(dy, w, xf.shape(), a).reshape(x.shape().dims());
 }
 
+// ---- convolution_transpose: operands (W [C_in, C_out, k...], x [C_in, spatial...]) ----
+// It is the adjoint of the convolution that maps [C_out, spatial'] to [C_in, spatial] with kernel W:
+// forward is that convolution's data gradient; the data gradient is the convolution itself.
+struct TransposeGeometry {
+    ConvAttrs attrs;
+    Dims out;  // [C_out, spatial'...]
+};
+TransposeGeometry transpose_geometry(const Attributes& a, const Dims& x, const Dims& w,
+                                     const std::string& where) {
+    const int rank = static_cast<int>(x.size()), spatial = rank - 1;
+    TransposeGeometry g;
+    ConvAttrs& c = g.attrs;
+    c.strides = spatial_values(a.get<Dims>("strides"), rank, spatial, where, "strides");
+    c.dilation = spatial_values(a.get<Dims>("dilation"), rank, spatial, where, "dilation");
+    auto pad = spatial_values(bools(a.get<Dims>("autoPadding")), rank, spatial, where, "auto_padding");
+    const Dims& given = a.get<Dims>("outputShape");
+    CTK_CHECK(given.empty() || static_cast<int>(given.size()) == spatial, ValueError, where,
+              ": output_shape ", dims_to_string(given), " must give the ", spatial, " spatial dims");
+    g.out = {w[1]};
+    for (int i = 0; i < spatial; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        const int64_t in = x[k + 1], kernel = (w[k + 2] - 1) * c.dilation[k] + 1;
+        const int64_t out = !given.empty() ? given[k]
+                            : pad[k]       ? in * c.strides[k]
+                                           : (in - 1) * c.strides[k] + kernel;
+        int64_t lo = 0, hi = 0;
+        if (pad[k]) cntk_auto_pad(out, w[k + 2], c.strides[k], c.dilation[k], lo, hi);
+        c.pad_lo.push_back(lo);
+        c.pad_hi.push_back(hi);
+        g.out.push_back(out);
+    }
+    Dims fwd_x{1};
+    fwd_x.insert(fwd_x.end(), g.out.begin(), g.out.end());
+    Dims back = conv_output_spatial(Shape(fwd_x), Shape(w), c);
+    CTK_CHECK(Dims(x.begin() + 1, x.end()) == back, ShapeError, where, ": output spatial dims ",
+              dims_to_string(Dims(g.out.begin() + 1, g.out.end())), " do not convolve back to the input's ",
+              dims_to_string(Dims(x.begin() + 1, x.end())));
+    return g;
+}
+std::vector<OutputSpec> infer_conv_transpose(InferContext& c) {
+    Variable &w = c.inputs[0], &x = c.inputs[1];
+    const Dims& xs = x.shape();
+    Dims& ws = w.impl()->shape;
+    CTK_CHECK(xs.size() >= 2 && ws.size() == xs.size() + 1, ShapeError, c.where, ": the kernel ",
+              w.to_string(), " must be [C_in, C_out, kernel...] for ", x.to_string());
+    if (ws[0] == kInferredDim) ws[0] = xs[0];
+    CTK_CHECK(ws[0] == xs[0], ShapeError, c.where, ": ", w.to_string(), " expects ", ws[0],
+              " input channels but ", x.to_string(), " has ", xs[0]);
+    return {{transpose_geometry(c.attrs, xs, ws, c.where).out, common_dtype(c.inputs, c.where),
+             x.dynamic_axes()}};
+}
+void forward_conv_transpose(ForwardContext& c) {
+    const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
+    const int dyn = c.dyn_rank(1);
+    TransposeGeometry g = transpose_geometry(c.attrs, c.input_vars[1].shape(), w.shape().dims(), c.where);
+    Tensor xf = fold_dynamic(x, dyn);
+    Dims y_shape{xf.dim(0)};
+    y_shape.insert(y_shape.end(), g.out.begin(), g.out.end());
+    Tensor y = convolution_backward_data(xf, w, Shape(y_shape), g.attrs);
+    c.outputs.push_back(Value(unfold_dynamic(y, x, dyn)));
+}
+void backward_conv_transpose(BackwardContext& c) {
+    const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
+    const int dyn = c.dyn_rank(1);
+    TransposeGeometry g = transpose_geometry(c.attrs, c.input_vars[1].shape(), w.shape().dims(), c.where);
+    Tensor dy = fold_dynamic(c.output_grads[0], dyn);
+    if (c.needs[1]) c.input_grads[1] = convolution(dy, w, Tensor(), g.attrs).reshape(x.shape().dims());
+    if (c.needs[0])
+        c.input_grads[0] =
+            convolution_backward_weights(dy, fold_dynamic(x, dyn), w.shape(), g.attrs, false).dw;
+}
+
 // ---- pooling ----
 PoolAttrs pool_attrs(const Attributes& a, const Dims& x, const std::string& where) {
     const int rank = static_cast<int>(x.size()), spatial = rank - 1;
@@ -225,6 +297,8 @@ void backward_bn(BackwardContext& c) {
 
 void register_conv_ops(OpTable& t) {
     t.add(PrimitiveOp::convolution, OpDef{"Convolution", 2, 2, infer_conv, forward_conv, backward_conv});
+    t.add(PrimitiveOp::convolution_transpose, OpDef{"ConvolutionTranspose", 2, 2, infer_conv_transpose,
+                                                    forward_conv_transpose, backward_conv_transpose});
     t.add(PrimitiveOp::pooling, OpDef{"Pooling", 1, 1, infer_pool, forward_pool, backward_pool});
     t.add(PrimitiveOp::batch_normalization,
           OpDef{"BatchNormalization", 6, 6, infer_bn, forward_bn, backward_bn, false});
@@ -246,6 +320,17 @@ FunctionPtr convolution(const Variable& w, const Variable& x, const Dims& stride
                                                              {"autoPadding", as_dims(auto_padding)},
                                                              {"dilation", dilation},
                                                              {"groups", groups}},
+                                                  name);
+}
+
+FunctionPtr convolution_transpose(const Variable& w, const Variable& x, const Dims& strides,
+                                  const std::vector<bool>& auto_padding, const Dims& output_shape,
+                                  const Dims& dilation, const std::string& name) {
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::convolution_transpose, {w, x},
+                                                  Attributes{{"strides", strides},
+                                                             {"autoPadding", as_dims(auto_padding)},
+                                                             {"outputShape", output_shape},
+                                                             {"dilation", dilation}},
                                                   name);
 }
 

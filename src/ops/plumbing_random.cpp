@@ -1,5 +1,5 @@
-// Graph plumbing (stop_gradient, alias) and dropout. Dropout draws its mask from a Philox stream of its
-// own (the Function's seed and a counter that advances per call), so runs are reproducible.
+// Graph plumbing (stop_gradient, alias), dropout and random values. Random ops draw from a Philox stream
+// of their own (the Function's seed and a counter that advances per call), so runs are reproducible.
 #include "ctk/graph_ops.h"
 #include "ops/ops_common.h"
 
@@ -35,6 +35,42 @@ void backward_dropout(BackwardContext& c) {
     c.input_grads[0] = c.saved.empty() ? c.output_grads[0] : element_times(c.output_grads[0], c.saved[0]);
 }
 
+// ---- random_distribution: attrs rvType (uniform, normal, bernoulli, gumbel), two parameters, a shape
+// (or the shape of the one operand), a seed ----
+std::vector<OutputSpec> infer_random(InferContext& c) {
+    if (c.inputs.empty())
+        return {
+            {c.attrs.get<Dims>("newShape"), static_cast<DataType>(c.attrs.get<int64_t>("newDataType")), {}}};
+    const Variable& x = c.inputs[0];
+    return {{x.shape(), x.dtype(), x.dynamic_axes()}};
+}
+void forward_random(ForwardContext& c) {
+    Tensor out;
+    if (c.inputs.empty()) {
+        out = Tensor::empty(Shape(c.attrs.get<Dims>("newShape")),
+                            static_cast<DataType>(c.attrs.get<int64_t>("newDataType")));
+    } else {
+        out = Tensor::empty(c.inputs[0].data().shape(), c.inputs[0].data().dtype());
+    }
+    const std::string& kind = c.attrs.get<std::string>("rvType");
+    const double a = c.attrs.get<double>("arg0"), b = c.attrs.get<double>("arg1");
+    Generator gen(static_cast<uint64_t>(c.attrs.get<int64_t>("rngSeed")), c.rng_offset);
+    if (kind == "uniform") {
+        gen.uniform(out, a, b);
+    } else if (kind == "normal") {
+        gen.normal(out, a, b);
+    } else if (kind == "bernoulli") {
+        gen.bernoulli(out, a);
+    } else {  // gumbel: loc - scale * log(-log(U)), U in (0, 1)
+        gen.uniform(out, 1e-12, 1.0);
+        out = minus(Tensor::full(Shape{}, a, out.dtype()),
+                    element_times(Tensor::full(Shape{}, b, out.dtype()), ctk::log(negate(ctk::log(out)))));
+    }
+    c.rng_offset = gen.offset();
+    const Device device = c.inputs.empty() ? Device::cpu() : c.inputs[0].data().device();
+    c.outputs.push_back(Value(out.to(device)));
+}
+
 }  // namespace
 
 void register_plumbing_ops(OpTable& t) {
@@ -44,6 +80,8 @@ void register_plumbing_ops(OpTable& t) {
 
 void register_random_ops(OpTable& t) {
     t.add(PrimitiveOp::dropout, OpDef{"Dropout", 1, 1, infer_identity, forward_dropout, backward_dropout});
+    t.add(PrimitiveOp::random_distribution,
+          OpDef{"RandomDistribution", 0, 1, infer_random, forward_random, nullptr});
 }
 
 }  // namespace detail
@@ -64,5 +102,62 @@ FunctionPtr dropout(const Variable& x, double dropout_rate, uint64_t seed, const
         PrimitiveOp::dropout, {x},
         Attributes{{"dropoutRate", dropout_rate}, {"rngSeed", static_cast<int64_t>(s)}}, name);
 }
+
+namespace random {
+
+namespace {
+FunctionPtr draw(std::vector<Variable> like, const Dims& shape, DataType dtype, const char* kind, double a,
+                 double b, uint64_t seed, const std::string& name) {
+    CTK_CHECK(is_floating(dtype), TypeError, kind, " '", name, "': dtype ", dtype_name(dtype),
+              " is not floating-point");
+    for (int64_t d : shape)
+        CTK_CHECK(d >= 0, ShapeError, kind, " '", name, "': shape ", dims_to_string(shape),
+                  " must be fully known");
+    const uint64_t s = seed == kSentinelSeed ? next_random_seed() : seed;
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::random_distribution, std::move(like),
+                                                  Attributes{{"rvType", std::string(kind)},
+                                                             {"arg0", a},
+                                                             {"arg1", b},
+                                                             {"newShape", shape},
+                                                             {"newDataType", int64_t(dtype)},
+                                                             {"rngSeed", static_cast<int64_t>(s)}},
+                                                  name);
+}
+}  // namespace
+
+FunctionPtr uniform(const Dims& shape, DataType dtype, double low, double high, uint64_t seed,
+                    const std::string& name) {
+    CTK_CHECK(low < high, ValueError, "uniform '", name, "': low ", low, " must be below high ", high);
+    return draw({}, shape, dtype, "uniform", low, high, seed, name);
+}
+FunctionPtr normal(const Dims& shape, DataType dtype, double mean, double scale, uint64_t seed,
+                   const std::string& name) {
+    return draw({}, shape, dtype, "normal", mean, scale, seed, name);
+}
+FunctionPtr bernoulli(const Dims& shape, DataType dtype, double mean, uint64_t seed,
+                      const std::string& name) {
+    CTK_CHECK(mean >= 0 && mean <= 1, ValueError, "bernoulli '", name, "': mean ", mean,
+              " is not a probability");
+    return draw({}, shape, dtype, "bernoulli", mean, 0.0, seed, name);
+}
+FunctionPtr gumbel(const Dims& shape, DataType dtype, double loc, double scale, uint64_t seed,
+                   const std::string& name) {
+    return draw({}, shape, dtype, "gumbel", loc, scale, seed, name);
+}
+FunctionPtr uniform_like(const Variable& x, double low, double high, uint64_t seed, const std::string& name) {
+    return draw({x}, {}, DataType::f32, "uniform", low, high, seed, name);
+}
+FunctionPtr normal_like(const Variable& x, double mean, double scale, uint64_t seed,
+                        const std::string& name) {
+    return draw({x}, {}, DataType::f32, "normal", mean, scale, seed, name);
+}
+FunctionPtr bernoulli_like(const Variable& x, double mean, uint64_t seed, const std::string& name) {
+    return draw({x}, {}, DataType::f32, "bernoulli", mean, 0.0, seed, name);
+}
+FunctionPtr gumbel_like(const Variable& x, double loc, double scale, uint64_t seed, const std::string& name) {
+    return draw({x}, {}, DataType::f32, "gumbel", loc, scale, seed, name);
+}
+
+}  // namespace random
 
 }  // namespace ctk

@@ -327,3 +327,38 @@ TEST(Recurrence, CloneKeepsTheLoopAndGraphsAreFreed) {
     }
     EXPECT_TRUE(watch.expired()) << "a recurrent graph (or its cached plan) keeps itself alive";
 }
+
+TEST(Random, DrawsFollowTheirDistributionAndAreReproducible) {
+    FunctionPtr u = random::uniform({4000}, DataType::f64, 2.0, 4.0, 5);
+    auto a = u->eval({}).begin()->second.data().to_vector<double>();
+    double mean = 0, lo = 1e9, hi = -1e9;
+    for (double v : a) mean += v, lo = std::min(lo, v), hi = std::max(hi, v);
+    EXPECT_NEAR(mean / a.size(), 3.0, 0.05);
+    EXPECT_GE(lo, 2.0);
+    EXPECT_LT(hi, 4.0);
+    // The next evaluation draws anew; a Function with the same seed repeats the first draw.
+    EXPECT_NE(u->eval({}).begin()->second.data().to_vector<double>(), a);
+    EXPECT_EQ(random::uniform({4000}, DataType::f64, 2.0, 4.0, 5)
+                  ->eval({})
+                  .begin()
+                  ->second.data()
+                  .to_vector<double>(),
+              a);
+    auto g = random::gumbel({20000}, DataType::f64, 1.0, 2.0, 3)
+                 ->eval({})
+                 .begin()
+                 ->second.data()
+                 .to_vector<double>();
+    double gm = 0;
+    for (double v : g) gm += v;
+    EXPECT_NEAR(gm / g.size(), 1.0 + 2.0 * 0.5772156649, 0.06);  // loc + scale * Euler-Mascheroni
+    Variable x = sequence_input_variable({3});
+    FunctionPtr b = random::bernoulli_like(x, 0.25, 9);
+    EXPECT_EQ(b->output().dynamic_axes().size(), 2u);
+    Value v = Value::from_sequences({Tensor::ones(Shape{100, 3})});
+    auto bits = b->eval({{x, v}}).begin()->second.data().to_vector<float>();
+    double ones = 0;
+    for (float e : bits) ones += e;
+    EXPECT_NEAR(ones / bits.size(), 0.25, 0.06);
+    EXPECT_NE(error_of([] { random::bernoulli({2}, DataType::f32, 1.5); }), "");
+}

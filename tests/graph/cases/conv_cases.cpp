@@ -40,6 +40,36 @@ std::vector<GraphCase> conv_graph_cases() {
         };
         cases.push_back(c);
     }
+    for (bool same : {true, false}) {
+        // Naive scatter: y[co, i*s + a - lo, j*s + b - lo] += x[ci, i, j] * W[ci, co, a, b].
+        GraphCase c;
+        c.name = same ? "convolution_transpose/same_stride2" : "convolution_transpose/valid_stride2";
+        c.ops = {PrimitiveOp::convolution_transpose};
+        c.slots = {Slot::param({2, 3, 3, 3}), Slot::input({2, 3, 3})};
+        c.build = [same](V v) { return convolution_transpose(v[0], v[1], {2}, {same}); };
+        c.reference = [same](T in) {
+            const Tensor &w = in[0], &x = in[1];
+            const int64_t out = same ? 6 : 7, n = x.dim(0);
+            int64_t lo = 0, hi = 0;
+            if (same) cntk_auto_pad(out, 3, 2, 1, lo, hi);
+            Tensor y = Tensor::zeros(Shape{n, 3, out, out}, DataType::f64);
+            for (int64_t b = 0; b < n; ++b)
+                for (int64_t ci = 0; ci < 2; ++ci)
+                    for (int64_t co = 0; co < 3; ++co)
+                        for (int64_t i = 0; i < 3; ++i)
+                            for (int64_t j = 0; j < 3; ++j)
+                                for (int64_t ka = 0; ka < 3; ++ka)
+                                    for (int64_t kb = 0; kb < 3; ++kb) {
+                                        const int64_t r = i * 2 + ka - lo, q = j * 2 + kb - lo;
+                                        if (r < 0 || r >= out || q < 0 || q >= out) continue;
+                                        y.set({b, co, r, q},
+                                              y.at({b, co, r, q}) +
+                                                  x.at({b, ci, i, j}) * w.at({ci, co, ka, kb}));
+                                    }
+            return y;
+        };
+        cases.push_back(c);
+    }
     for (bool is_max : {true, false}) {
         GraphCase c;
         c.name = is_max ? "pooling/max_3x3_s2_pad" : "pooling/avg_2x2";

@@ -234,6 +234,20 @@ std::vector<GraphCase> structure_graph_cases() {
     cases.push_back(make_case(
         "alias/pass", {PrimitiveOp::pass}, {Slot::input({3})}, [](V v) { return alias(v[0], "a"); },
         [](T in) { return in[0]; }));
+    {
+        GraphCase c = make_case(
+            "random/normal_like_plus_x", {PrimitiveOp::random_distribution}, {Slot::input({4})},
+            [](V v) { return plus(v[0], random::normal_like(v[0], 1.0, 2.0, 77)); },
+            [](T in) {
+                Tensor noise = Tensor::empty(in[0].shape(), DataType::f64);
+                Generator(77).normal(noise, 1.0, 2.0);
+                return plus(in[0], noise);
+            });
+        c.ops.push_back(PrimitiveOp::plus);
+        c.gradient = false;  // each evaluation draws new noise
+        c.rtol_f32 = 1e-4;   // f32 draws use 24 random bits, f64 draws 53
+        cases.push_back(c);
+    }
     cases.push_back(make_case(
         "dropout/inference_is_identity", {PrimitiveOp::dropout}, {Slot::input({4})},
         [](V v) { return dropout(v[0], 0.5, 3); }, [](T in) { return in[0]; }));
