@@ -343,9 +343,8 @@ namespace {
 // `zero_padded(slot)` gives a value with padded frames zeroed; padded frames get no gradient.
 template <typename ZeroPadded>
 void run_loop_backward(const Plan& plan, const Loop& loop, const std::vector<Value>& values,
-                       std::vector<Tensor>& grads, const std::vector<bool>& leads, const BackPropState& state,
+                       std::vector<Tensor>& grads, const std::vector<bool>& leads,
                        const std::vector<std::vector<std::vector<Tensor>>>& saved, ZeroPadded&& zero_padded) {
-    (void)state;
     bool any_grad = false;
     for (int k = 0; k < loop.count; ++k)
         for (int s : plan.steps[static_cast<size_t>(loop.first + k)].out)
@@ -485,7 +484,7 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
         size_t unit_begin = i - 1;
         if (last.loop >= 0) {
             const Loop& loop = plan.loops[static_cast<size_t>(last.loop)];
-            run_loop_backward(plan, loop, values, grads, leads, state, state.saved_, zero_padded);
+            run_loop_backward(plan, loop, values, grads, leads, state.saved_, zero_padded);
             unit_begin = static_cast<size_t>(loop.first);
         } else {
             const Step& step = last;

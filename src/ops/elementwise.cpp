@@ -229,32 +229,31 @@ FunctionPtr make(PrimitiveOp op, std::vector<Variable> inputs, const std::string
                  Attributes attrs = {}) {
     return detail::FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
 }
-Attributes scalars(OpKind op, double alpha, double beta) {
-    (void)op;
+Attributes scalars(double alpha, double beta) {
     return Attributes{{"alpha", alpha}, {"beta", beta}};
 }
 }  // namespace
 
-#define CTK_DEFINE_GRAPH_UNARY(op, attrs)                                              \
-    FunctionPtr op(const Variable& x, const std::string& name) {                       \
-        ScalarAttrs d = default_scalars(OpKind::op);                                   \
-        return make(PrimitiveOp::op, {x}, name, scalars(OpKind::op, d.alpha, d.beta)); \
+#define CTK_DEFINE_GRAPH_UNARY(op, attrs)                                  \
+    FunctionPtr op(const Variable& x, const std::string& name) {           \
+        ScalarAttrs d = default_scalars(OpKind::op);                       \
+        return make(PrimitiveOp::op, {x}, name, scalars(d.alpha, d.beta)); \
     }
 CTK_UNARY_OPS(CTK_DEFINE_GRAPH_UNARY)
 #undef CTK_DEFINE_GRAPH_UNARY
 
 FunctionPtr elu(const Variable& x, double alpha, const std::string& name) {
-    return make(PrimitiveOp::elu, {x}, name, scalars(OpKind::elu, alpha, 0.0));
+    return make(PrimitiveOp::elu, {x}, name, scalars(alpha, 0.0));
 }
 FunctionPtr leaky_relu(const Variable& x, double alpha, const std::string& name) {
-    return make(PrimitiveOp::leaky_relu, {x}, name, scalars(OpKind::leaky_relu, alpha, 0.0));
+    return make(PrimitiveOp::leaky_relu, {x}, name, scalars(alpha, 0.0));
 }
 FunctionPtr clip(const Variable& x, double min_value, double max_value, const std::string& name) {
     CTK_CHECK(min_value <= max_value, ValueError, "clip '", name, "': min ", min_value, " > max ", max_value);
-    return make(PrimitiveOp::clip, {x}, name, scalars(OpKind::clip, min_value, max_value));
+    return make(PrimitiveOp::clip, {x}, name, scalars(min_value, max_value));
 }
 FunctionPtr hard_sigmoid(const Variable& x, double alpha, double beta, const std::string& name) {
-    return make(PrimitiveOp::hard_sigmoid, {x}, name, scalars(OpKind::hard_sigmoid, alpha, beta));
+    return make(PrimitiveOp::hard_sigmoid, {x}, name, scalars(alpha, beta));
 }
 
 #define CTK_DEFINE_GRAPH_BINARY(op, attrs)                                                          \

@@ -64,7 +64,7 @@ void forward_delay(ForwardContext& c) {
     const Tensor& x = c.inputs[0].data();
     std::shared_ptr<const SequenceLayout> h;
     const SequenceLayout& l = layout_of(c.inputs[0], h);
-    const int64_t n = x.dim(0), frames = x.dim(1), k = c.attrs.get<int64_t>("offset");
+    const int64_t frames = x.dim(1), k = c.attrs.get<int64_t>("offset");
     Dims block = x.shape().dims();
     block[1] = 1;
     Tensor init = delay_initial_frame(c.input_vars[1], c.inputs[1], block);
@@ -83,7 +83,6 @@ void forward_delay(ForwardContext& c) {
                                    [k](int64_t, int64_t t, int64_t len) { return t + k < len; });
         y = element_select(valid, y, init);
     }
-    (void)n;
     c.outputs.push_back(Value(y));
 }
 
@@ -327,12 +326,10 @@ void backward_seq_gather(BackwardContext& c) {
 void forward_seq_where(ForwardContext& c) {
     auto frames = chosen_frames(c.inputs[0], c.where);
     const Tensor& x = c.inputs[0].data();
-    Tensor idx = Tensor::arange(Shape{x.dim(0), x.dim(1)}, DataType::f64);
     // frame numbers within each sequence: arange over T for every sequence
     Tensor t =
         Tensor(Tensor::arange(Shape{1, x.dim(1)}, DataType::f64).broadcast_to(Shape{x.dim(0), x.dim(1)}))
             .contiguous();
-    (void)idx;
     Value packed = pack_frames(t, frames);
     c.outputs.push_back(Value(packed.data().to(x.dtype()), packed.layout()));
 }

@@ -62,10 +62,9 @@ void backward_softmax(BackwardContext& c) {
 // Two per-sample operands with equal static shapes (target may lack dynamic axes).
 void check_pair(InferContext& c) {
     const Variable &a = c.inputs[0], &b = c.inputs[1];
-    Dims s = broadcast_static(c.inputs, c.where);
+    (void)broadcast_static(c.inputs, c.where);  // resolves inferred dims of parameter operands
     CTK_CHECK(a.shape() == b.shape() || b.shape().empty(), ShapeError, c.where, ": ", a.to_string(), " and ",
               b.to_string(), " must have the same shape");
-    (void)s;
     (void)merge_dynamic_axes(c.inputs, c.where);
     (void)common_dtype(c.inputs, c.where);
 }
@@ -103,7 +102,6 @@ void forward_ce(ForwardContext& c) {
     c.saved.push_back(ls);
 }
 void backward_ce(BackwardContext& c) {
-    const Tensor& z = c.inputs[0].data();
     Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), c.dyn_rank(0), c.input_vars[0].rank());
     const int ax =
         c.dyn_rank(0) + normalize_static_axis(c.attrs.get<Axis>("axis"), c.input_vars[0].rank(), c.where);
@@ -115,7 +113,6 @@ void backward_ce(BackwardContext& c) {
     if (c.needs[1])
         c.input_grads[1] = reduce_to_operand(negate(element_times(dy, ls)), c.inputs[1].data(), c.dyn_rank(1),
                                              c.dyn_rank(0), c.input_vars[0].rank());
-    (void)z;
 }
 
 // ---- classification_error ----
