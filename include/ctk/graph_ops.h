@@ -127,27 +127,26 @@ FunctionPtr batch_normalization(const Variable& x, const Variable& scale, const 
 FunctionPtr dropout(const Variable& x, double dropout_rate = 0.0, uint64_t seed = kSentinelSeed,
                     const std::string& name = "");
 
-// ---- random values (CNTK's cntk.random): a fresh draw on every evaluation, from the Function's own
-// Philox stream (seed: kSentinelSeed draws one from set_fixed_random_seed's sequence) ----
-namespace random {
-FunctionPtr uniform(const Dims& shape, DataType dtype = DataType::f32, double low = 0.0, double high = 1.0,
-                    uint64_t seed = kSentinelSeed, const std::string& name = "");
-FunctionPtr normal(const Dims& shape, DataType dtype = DataType::f32, double mean = 0.0, double scale = 1.0,
-                   uint64_t seed = kSentinelSeed, const std::string& name = "");
-FunctionPtr bernoulli(const Dims& shape, DataType dtype = DataType::f32, double mean = 0.5,
-                      uint64_t seed = kSentinelSeed, const std::string& name = "");
-FunctionPtr gumbel(const Dims& shape, DataType dtype = DataType::f32, double loc = 0.0, double scale = 1.0,
-                   uint64_t seed = kSentinelSeed, const std::string& name = "");
+// ---- random values (CNTK's cntk.random.uniform, normal, bernoulli, gumbel and *_like; C++ names as
+// CNTK's UniformRandom...): a fresh draw on every evaluation, from the Function's own Philox stream
+// (seed: kSentinelSeed draws one from set_fixed_random_seed's sequence) ----
+FunctionPtr uniform_random(const Dims& shape, DataType dtype = DataType::f32, double low = 0.0,
+                           double high = 1.0, uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr normal_random(const Dims& shape, DataType dtype = DataType::f32, double mean = 0.0,
+                          double scale = 1.0, uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr bernoulli_random(const Dims& shape, DataType dtype = DataType::f32, double mean = 0.5,
+                             uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr gumbel_random(const Dims& shape, DataType dtype = DataType::f32, double loc = 0.0,
+                          double scale = 1.0, uint64_t seed = kSentinelSeed, const std::string& name = "");
 // The same, shaped like x (its dynamic axes too).
-FunctionPtr uniform_like(const Variable& x, double low = 0.0, double high = 1.0,
-                         uint64_t seed = kSentinelSeed, const std::string& name = "");
-FunctionPtr normal_like(const Variable& x, double mean = 0.0, double scale = 1.0,
-                        uint64_t seed = kSentinelSeed, const std::string& name = "");
-FunctionPtr bernoulli_like(const Variable& x, double mean = 0.5, uint64_t seed = kSentinelSeed,
-                           const std::string& name = "");
-FunctionPtr gumbel_like(const Variable& x, double loc = 0.0, double scale = 1.0,
-                        uint64_t seed = kSentinelSeed, const std::string& name = "");
-}  // namespace random
+FunctionPtr uniform_random_like(const Variable& x, double low = 0.0, double high = 1.0,
+                                uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr normal_random_like(const Variable& x, double mean = 0.0, double scale = 1.0,
+                               uint64_t seed = kSentinelSeed, const std::string& name = "");
+FunctionPtr bernoulli_random_like(const Variable& x, double mean = 0.5, uint64_t seed = kSentinelSeed,
+                                  const std::string& name = "");
+FunctionPtr gumbel_random_like(const Variable& x, double loc = 0.0, double scale = 1.0,
+                               uint64_t seed = kSentinelSeed, const std::string& name = "");
 
 // ---- losses and metrics (per sample: the reduced static axis kept as dim 1, shape [1] for vectors) ----
 FunctionPtr squared_error(const Variable& output, const Variable& target, const std::string& name = "");

@@ -103,8 +103,6 @@ FunctionPtr dropout(const Variable& x, double dropout_rate, uint64_t seed, const
         Attributes{{"dropoutRate", dropout_rate}, {"rngSeed", static_cast<int64_t>(s)}}, name);
 }
 
-namespace random {
-
 namespace {
 FunctionPtr draw(std::vector<Variable> like, const Dims& shape, DataType dtype, const char* kind, double a,
                  double b, uint64_t seed, const std::string& name) {
@@ -125,39 +123,39 @@ FunctionPtr draw(std::vector<Variable> like, const Dims& shape, DataType dtype, 
 }
 }  // namespace
 
-FunctionPtr uniform(const Dims& shape, DataType dtype, double low, double high, uint64_t seed,
-                    const std::string& name) {
+FunctionPtr uniform_random(const Dims& shape, DataType dtype, double low, double high, uint64_t seed,
+                           const std::string& name) {
     CTK_CHECK(low < high, ValueError, "uniform '", name, "': low ", low, " must be below high ", high);
     return draw({}, shape, dtype, "uniform", low, high, seed, name);
 }
-FunctionPtr normal(const Dims& shape, DataType dtype, double mean, double scale, uint64_t seed,
-                   const std::string& name) {
+FunctionPtr normal_random(const Dims& shape, DataType dtype, double mean, double scale, uint64_t seed,
+                          const std::string& name) {
     return draw({}, shape, dtype, "normal", mean, scale, seed, name);
 }
-FunctionPtr bernoulli(const Dims& shape, DataType dtype, double mean, uint64_t seed,
-                      const std::string& name) {
+FunctionPtr bernoulli_random(const Dims& shape, DataType dtype, double mean, uint64_t seed,
+                             const std::string& name) {
     CTK_CHECK(mean >= 0 && mean <= 1, ValueError, "bernoulli '", name, "': mean ", mean,
               " is not a probability");
     return draw({}, shape, dtype, "bernoulli", mean, 0.0, seed, name);
 }
-FunctionPtr gumbel(const Dims& shape, DataType dtype, double loc, double scale, uint64_t seed,
-                   const std::string& name) {
+FunctionPtr gumbel_random(const Dims& shape, DataType dtype, double loc, double scale, uint64_t seed,
+                          const std::string& name) {
     return draw({}, shape, dtype, "gumbel", loc, scale, seed, name);
 }
-FunctionPtr uniform_like(const Variable& x, double low, double high, uint64_t seed, const std::string& name) {
+FunctionPtr uniform_random_like(const Variable& x, double low, double high, uint64_t seed,
+                                const std::string& name) {
     return draw({x}, {}, DataType::f32, "uniform", low, high, seed, name);
 }
-FunctionPtr normal_like(const Variable& x, double mean, double scale, uint64_t seed,
-                        const std::string& name) {
+FunctionPtr normal_random_like(const Variable& x, double mean, double scale, uint64_t seed,
+                               const std::string& name) {
     return draw({x}, {}, DataType::f32, "normal", mean, scale, seed, name);
 }
-FunctionPtr bernoulli_like(const Variable& x, double mean, uint64_t seed, const std::string& name) {
+FunctionPtr bernoulli_random_like(const Variable& x, double mean, uint64_t seed, const std::string& name) {
     return draw({x}, {}, DataType::f32, "bernoulli", mean, 0.0, seed, name);
 }
-FunctionPtr gumbel_like(const Variable& x, double loc, double scale, uint64_t seed, const std::string& name) {
+FunctionPtr gumbel_random_like(const Variable& x, double loc, double scale, uint64_t seed,
+                               const std::string& name) {
     return draw({x}, {}, DataType::f32, "gumbel", loc, scale, seed, name);
 }
-
-}  // namespace random
 
 }  // namespace ctk

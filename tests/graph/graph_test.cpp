@@ -329,7 +329,7 @@ TEST(Recurrence, CloneKeepsTheLoopAndGraphsAreFreed) {
 }
 
 TEST(Random, DrawsFollowTheirDistributionAndAreReproducible) {
-    FunctionPtr u = random::uniform({4000}, DataType::f64, 2.0, 4.0, 5);
+    FunctionPtr u = uniform_random({4000}, DataType::f64, 2.0, 4.0, 5);
     auto a = u->eval({}).begin()->second.data().to_vector<double>();
     double mean = 0, lo = 1e9, hi = -1e9;
     for (double v : a) mean += v, lo = std::min(lo, v), hi = std::max(hi, v);
@@ -338,13 +338,13 @@ TEST(Random, DrawsFollowTheirDistributionAndAreReproducible) {
     EXPECT_LT(hi, 4.0);
     // The next evaluation draws anew; a Function with the same seed repeats the first draw.
     EXPECT_NE(u->eval({}).begin()->second.data().to_vector<double>(), a);
-    EXPECT_EQ(random::uniform({4000}, DataType::f64, 2.0, 4.0, 5)
+    EXPECT_EQ(uniform_random({4000}, DataType::f64, 2.0, 4.0, 5)
                   ->eval({})
                   .begin()
                   ->second.data()
                   .to_vector<double>(),
               a);
-    auto g = random::gumbel({20000}, DataType::f64, 1.0, 2.0, 3)
+    auto g = gumbel_random({20000}, DataType::f64, 1.0, 2.0, 3)
                  ->eval({})
                  .begin()
                  ->second.data()
@@ -353,12 +353,12 @@ TEST(Random, DrawsFollowTheirDistributionAndAreReproducible) {
     for (double v : g) gm += v;
     EXPECT_NEAR(gm / g.size(), 1.0 + 2.0 * 0.5772156649, 0.06);  // loc + scale * Euler-Mascheroni
     Variable x = sequence_input_variable({3});
-    FunctionPtr b = random::bernoulli_like(x, 0.25, 9);
+    FunctionPtr b = bernoulli_random_like(x, 0.25, 9);
     EXPECT_EQ(b->output().dynamic_axes().size(), 2u);
     Value v = Value::from_sequences({Tensor::ones(Shape{100, 3})});
     auto bits = b->eval({{x, v}}).begin()->second.data().to_vector<float>();
     double ones = 0;
     for (float e : bits) ones += e;
     EXPECT_NEAR(ones / bits.size(), 0.25, 0.06);
-    EXPECT_NE(error_of([] { random::bernoulli({2}, DataType::f32, 1.5); }), "");
+    EXPECT_NE(error_of([] { bernoulli_random({2}, DataType::f32, 1.5); }), "");
 }

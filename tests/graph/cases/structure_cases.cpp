@@ -237,7 +237,7 @@ std::vector<GraphCase> structure_graph_cases() {
     {
         GraphCase c = make_case(
             "random/normal_like_plus_x", {PrimitiveOp::random_distribution}, {Slot::input({4})},
-            [](V v) { return plus(v[0], random::normal_like(v[0], 1.0, 2.0, 77)); },
+            [](V v) { return plus(v[0], normal_random_like(v[0], 1.0, 2.0, 77)); },
             [](T in) {
                 Tensor noise = Tensor::empty(in[0].shape(), DataType::f64);
                 Generator(77).normal(noise, 1.0, 2.0);
