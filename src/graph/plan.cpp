@@ -143,6 +143,15 @@ std::vector<std::vector<int>> components(const std::vector<std::vector<int>>& de
     return out;
 }
 
+// Whether a step computes each frame from that frame alone (so that a loop may run it frame by frame).
+bool frame_local(const Step& s) {
+    if (is_delay(s.fn->op())) return true;
+    if (s.fn->op() == PrimitiveOp::reduce)  // over the batch axis or all axes it mixes samples
+        for (const Axis& a : s.fn->attributes().get<std::vector<Axis>>("axes"))
+            if (a.is_dynamic() || a.kind() == Axis::Kind::all) return false;
+    return s.def->frame_local;
+}
+
 }  // namespace
 
 bool is_delay(PrimitiveOp op) {
@@ -225,7 +234,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
         loop.backward_in_time = future > 0;
         for (int i : order) {
             Step s = collected.steps[static_cast<size_t>(i)];
-            CTK_CHECK(s.def->frame_local || is_delay(s.fn->op()), ValueError, s.where,
+            CTK_CHECK(frame_local(s), ValueError, s.where,
                       " looks across frames or samples and cannot be inside a recurrent loop (", names, ")");
             s.loop = static_cast<int>(plan->loops.size());
             plan->steps.push_back(std::move(s));
