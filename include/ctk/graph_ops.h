@@ -164,6 +164,13 @@ FunctionPtr cosine_distance(const Variable& x, const Variable& y, const std::str
 // x [#] x [T, sample...] -> [#, new axis] x [sample...]; lengths ([#] x [] or [1]) default to T.
 FunctionPtr to_sequence(const Variable& x, const Variable& sequence_lengths = {},
                         const std::string& name = "");
+// x [#] x [T, sample...] as a sequence with the dynamic axes and lengths of `dynamic_axes_like`.
+FunctionPtr to_sequence_like(const Variable& x, const Variable& dynamic_axes_like,
+                             const std::string& name = "");
+// x with the dynamic axes (and, at run time, the lengths) of `dynamic_axes_as`: a sequence of the same
+// lengths is relabelled; a per-sample or static value is repeated over the frames.
+FunctionPtr reconcile_dynamic_axes(const Variable& x, const Variable& dynamic_axes_as,
+                                   const std::string& name = "");
 
 namespace sequence {
 // The value `time_step` frames earlier (later); frames with none take initial_state (default 0), which

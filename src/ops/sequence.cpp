@@ -409,6 +409,47 @@ void backward_to_sequence(BackwardContext& c) {
     if (c.needs[0]) c.input_grads[0] = c.output_grads[0];
 }
 
+// ---- to_sequence_like(x, like), reconcile_dynamic_axes(x, like) ----
+std::vector<OutputSpec> infer_to_sequence_like(InferContext& c) {
+    const Variable &x = c.inputs[0], &like = c.inputs[1];
+    require_sequence(like, c.where);
+    CTK_CHECK(x.dynamic_axes().size() == 1 && x.rank() >= 1, ValueError, c.where, ": ", x.to_string(),
+              " must have the batch axis, no sequence axis, and a static axis to turn into frames");
+    return {{Dims(x.shape().begin() + 1, x.shape().end()), x.dtype(), like.dynamic_axes()}};
+}
+void forward_to_sequence_like(ForwardContext& c) {
+    const Tensor& x = c.inputs[0].data();
+    const Tensor& like = c.inputs[1].data();
+    CTK_CHECK(x.dim(0) == like.dim(0) && x.dim(1) == like.dim(1), ShapeError, c.where, ": data ",
+              x.shape().to_string(), " does not hold the ", like.dim(0), " sequences of ", like.dim(1),
+              " frames it should take the lengths of");
+    c.outputs.push_back(Value(Value(x, c.inputs[1].layout()).masked_data(0.0), c.inputs[1].layout()));
+}
+std::vector<OutputSpec> infer_reconcile(InferContext& c) {
+    const Variable &x = c.inputs[0], &like = c.inputs[1];
+    CTK_CHECK(!like.dynamic_axes().empty(), ValueError, c.where, ": ", like.to_string(),
+              " has no dynamic axes");
+    CTK_CHECK(x.dynamic_axes().size() <= like.dynamic_axes().size(), ValueError, c.where, ": ", x.to_string(),
+              " has more dynamic axes than ", like.to_string());
+    return {{x.shape(), x.dtype(), like.dynamic_axes()}};
+}
+void forward_reconcile(ForwardContext& c) {
+    if (c.dyn_rank(0) < c.dyn_rank(1)) return forward_broadcast_as(c);
+    const Value &x = c.inputs[0], &like = c.inputs[1];
+    CTK_CHECK(
+        x.data().dim(0) == like.data().dim(0) && (c.dyn_rank(0) < 2 || x.data().dim(1) == like.data().dim(1)),
+        ShapeError, c.where, ": ", x.data().shape().to_string(), " does not have the dynamic dims of ",
+        like.data().shape().to_string());
+    if (x.has_layout() && like.has_layout())
+        CTK_CHECK(*x.layout() == *like.layout(), ShapeError, c.where,
+                  ": the sequences have different lengths");
+    c.outputs.push_back(Value(x.data(), like.layout()));
+}
+void backward_reconcile(BackwardContext& c) {
+    if (c.dyn_rank(0) < c.dyn_rank(1)) return backward_broadcast_as(c);
+    if (c.needs[0]) c.input_grads[0] = c.output_grads[0];
+}
+
 }  // namespace
 
 void register_sequence_ops(OpTable& t) {
@@ -442,6 +483,10 @@ void register_sequence_ops(OpTable& t) {
           OpDef{"ScatterPacked", 2, 2, infer_seq_scatter, forward_seq_scatter, backward_seq_scatter, false});
     t.add(PrimitiveOp::sequence_unpack,
           OpDef{"UnpackSequence", 1, 1, infer_unpack, forward_unpack, backward_unpack, false});
+    t.add(PrimitiveOp::to_sequence_like, OpDef{"ToSequenceLike", 2, 2, infer_to_sequence_like,
+                                               forward_to_sequence_like, backward_to_sequence, false});
+    t.add(PrimitiveOp::reconcile_dynamic_axes,
+          OpDef{"ReconcileDynamicAxis", 2, 2, infer_reconcile, forward_reconcile, backward_reconcile, false});
     t.add(PrimitiveOp::to_sequence,
           OpDef{"ToSequence", 1, 2, infer_to_sequence, forward_to_sequence, backward_to_sequence, false});
 }
@@ -534,6 +579,17 @@ FunctionPtr to_sequence(const Variable& x, const Variable& sequence_lengths, con
     return detail::FunctionAccess::make_primitive(
         PrimitiveOp::to_sequence, inputs,
         Attributes{{"newAxis", Axis::new_unique_dynamic_axis("toSequence_").name()}}, name);
+}
+
+FunctionPtr to_sequence_like(const Variable& x, const Variable& dynamic_axes_like, const std::string& name) {
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::to_sequence_like, {x, dynamic_axes_like}, {},
+                                                  name);
+}
+
+FunctionPtr reconcile_dynamic_axes(const Variable& x, const Variable& dynamic_axes_as,
+                                   const std::string& name) {
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::reconcile_dynamic_axes, {x, dynamic_axes_as},
+                                                  {}, name);
 }
 
 }  // namespace ctk

@@ -225,6 +225,20 @@ std::vector<GraphCase> sequence_graph_cases() {
             return to_sequence(v[0], lengths);
         },
         [](T in) { return in[0]; }));
+    cases.push_back(make_case(
+        "to_sequence_like/lengths_of_like", {PrimitiveOp::to_sequence_like},
+        {Slot::input({3, 2}).batch_of(3), Slot::sequence({1}, kLengths).no_grad()},
+        [](V v) { return to_sequence_like(v[0], v[1]); }, [](T in) { return in[0]; }));
+    cases.push_back(make_case(
+        "reconcile_dynamic_axes/relabel_and_broadcast", {PrimitiveOp::reconcile_dynamic_axes},
+        {seq, Slot::input({2}).batch_of(3)},
+        [](V v) {
+            // a sequence under another axis name, relabelled back, plus a per-sample value
+            Variable other = to_sequence_like(sequence::unpack(v[0], 0.0)->outputs()[0], v[0]);
+            return plus(reconcile_dynamic_axes(other, v[0]), reconcile_dynamic_axes(v[1], v[0]));
+        },
+        [](T in) { return plus(in[0], in[1].expand_dims(1)); }));
+    cases.back().ops.push_back(PrimitiveOp::to_sequence_like);
     return cases;
 }
 
