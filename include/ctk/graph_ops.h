@@ -167,6 +167,9 @@ FunctionPtr to_sequence(const Variable& x, const Variable& sequence_lengths = {}
 // x [#] x [T, sample...] as a sequence with the dynamic axes and lengths of `dynamic_axes_like`.
 FunctionPtr to_sequence_like(const Variable& x, const Variable& dynamic_axes_like,
                              const std::string& name = "");
+// The batch axis as a static axis: [#] x [sample...] -> [] x [N, sample...] (N a free dim); and back.
+FunctionPtr unpack_batch(const Variable& x, const std::string& name = "");
+FunctionPtr to_batch(const Variable& x, const std::string& name = "");
 // x with the dynamic axes (and, at run time, the lengths) of `dynamic_axes_as`: a sequence of the same
 // lengths is relabelled; a per-sample or static value is repeated over the frames.
 FunctionPtr reconcile_dynamic_axes(const Variable& x, const Variable& dynamic_axes_as,

@@ -450,6 +450,28 @@ void backward_reconcile(BackwardContext& c) {
     if (c.needs[0]) c.input_grads[0] = c.output_grads[0];
 }
 
+// ---- unpack_batch, to_batch: the batch axis to a static axis and back ----
+std::vector<OutputSpec> infer_unpack_batch(InferContext& c) {
+    const Variable& x = c.inputs[0];
+    CTK_CHECK(x.dynamic_axes().size() == 1, ValueError, c.where, ": ", x.to_string(),
+              " must have the batch axis and no sequence axis");
+    Dims shape{kFreeDim};
+    shape.insert(shape.end(), x.shape().begin(), x.shape().end());
+    return {{shape, x.dtype(), {}}};
+}
+std::vector<OutputSpec> infer_to_batch(InferContext& c) {
+    const Variable& x = c.inputs[0];
+    CTK_CHECK(x.dynamic_axes().empty() && x.rank() >= 1, ValueError, c.where, ": ", x.to_string(),
+              " must be static with a leading axis to become the batch axis");
+    return {{Dims(x.shape().begin() + 1, x.shape().end()), x.dtype(), {Axis::default_batch_axis()}}};
+}
+void forward_pass_data(ForwardContext& c) {
+    c.outputs.push_back(Value(c.inputs[0].data()));
+}
+void backward_pass_data(BackwardContext& c) {
+    c.input_grads[0] = c.output_grads[0];
+}
+
 }  // namespace
 
 void register_sequence_ops(OpTable& t) {
@@ -487,6 +509,10 @@ void register_sequence_ops(OpTable& t) {
                                                forward_to_sequence_like, backward_to_sequence, false});
     t.add(PrimitiveOp::reconcile_dynamic_axes,
           OpDef{"ReconcileDynamicAxis", 2, 2, infer_reconcile, forward_reconcile, backward_reconcile, false});
+    t.add(PrimitiveOp::unpack_batch,
+          OpDef{"UnpackBatch", 1, 1, infer_unpack_batch, forward_pass_data, backward_pass_data, false});
+    t.add(PrimitiveOp::to_batch,
+          OpDef{"ToBatch", 1, 1, infer_to_batch, forward_pass_data, backward_pass_data, false});
     t.add(PrimitiveOp::to_sequence,
           OpDef{"ToSequence", 1, 2, infer_to_sequence, forward_to_sequence, backward_to_sequence, false});
 }
@@ -590,6 +616,14 @@ FunctionPtr reconcile_dynamic_axes(const Variable& x, const Variable& dynamic_ax
                                    const std::string& name) {
     return detail::FunctionAccess::make_primitive(PrimitiveOp::reconcile_dynamic_axes, {x, dynamic_axes_as},
                                                   {}, name);
+}
+
+FunctionPtr unpack_batch(const Variable& x, const std::string& name) {
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::unpack_batch, {x}, {}, name);
+}
+
+FunctionPtr to_batch(const Variable& x, const std::string& name) {
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::to_batch, {x}, {}, name);
 }
 
 }  // namespace ctk

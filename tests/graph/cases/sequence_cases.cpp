@@ -239,6 +239,14 @@ std::vector<GraphCase> sequence_graph_cases() {
         },
         [](T in) { return plus(in[0], in[1].expand_dims(1)); }));
     cases.back().ops.push_back(PrimitiveOp::to_sequence_like);
+    {  // the batch as a static axis: a softmax across samples, then back to the batch
+        GraphCase c = make_case(
+            "unpack_batch/softmax_over_samples", {PrimitiveOp::unpack_batch, PrimitiveOp::to_batch},
+            {Slot::input({2}).batch_of(3)},
+            [](V v) { return to_batch(softmax(unpack_batch(v[0]), Axis(0))); },
+            [](T in) { return ctk::softmax(in[0], 0); });
+        cases.push_back(c);
+    }
     return cases;
 }
 
