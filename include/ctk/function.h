@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -140,7 +141,9 @@ private:
     std::vector<Variable> composite_outputs_;                     // composite: outputs of other Functions
     FunctionPtr block_root_;
     std::vector<std::pair<Variable, Variable>> block_map_;  // (placeholder inside, operand outside)
-    mutable std::map<std::vector<const void*>, std::shared_ptr<detail::Plan>> plans_;  // by requested outputs
+    // Compiled plans by requested outputs; the mutex lets several threads evaluate one Function.
+    mutable std::map<std::vector<const void*>, std::shared_ptr<detail::Plan>> plans_;
+    mutable std::mutex plans_mutex_;
     uint64_t rng_offset_ = 0;  // random ops: the position of this Function's Philox stream
 };
 

@@ -235,7 +235,10 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
     const bool keep_all = !retain_for.empty();
 
     auto state = std::make_shared<BackPropState>();
-    state->plan_ = plan_for(plans_, wanted);
+    {
+        std::lock_guard<std::mutex> lock(plans_mutex_);
+        state->plan_ = plan_for(plans_, wanted);
+    }
     state->function_ = this;
     state->training_ = is_training;
     const Plan& plan = *state->plan_;

@@ -2,7 +2,9 @@
 // placeholders, blocks, sequences with padding, and the executor's bookkeeping.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include "ctk/ctk.h"
 
@@ -361,4 +363,26 @@ TEST(Random, DrawsFollowTheirDistributionAndAreReproducible) {
     for (float e : bits) ones += e;
     EXPECT_NEAR(ones / bits.size(), 0.25, 0.06);
     EXPECT_NE(error_of([] { bernoulli_random({2}, DataType::f32, 1.5); }), "");
+}
+
+TEST(Executor, OneFunctionEvaluatesOnSeveralThreads) {
+    Variable x = input_variable({8}, DataType::f64);
+    Variable w = parameter({8, 4}, uniform(1.0, 21), DataType::f64);
+    FunctionPtr z = softmax(times(x, w));
+    Tensor xv = Tensor::ones(Shape{3, 8}, DataType::f64);
+    const auto want = z->eval({{x, Value(xv)}}).begin()->second.data().to_vector<double>();
+    std::vector<std::thread> threads;
+    std::atomic<int> mismatches{0};
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&] {
+            for (int i = 0; i < 50; ++i) {
+                FunctionPtr fresh = z->clone(CloneMethod::share);  // new plans race with z's own
+                if (z->eval({{x, Value(xv)}}).begin()->second.data().to_vector<double>() != want)
+                    ++mismatches;
+                if (fresh->eval({{x, Value(xv)}}).begin()->second.data().to_vector<double>() != want)
+                    ++mismatches;
+            }
+        });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(mismatches.load(), 0);
 }
