@@ -156,7 +156,7 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
             const size_t si = static_cast<size_t>(loop.first + k);
             const Step& step = plan.steps[si];
             std::vector<Value> outs;
-            auto inputs = step.fn->inputs();
+            const std::vector<Variable>& inputs = step.in_vars;
             if (detail::is_delay(step.fn->op())) {
                 const Variable& ov = plan.slot_vars[static_cast<size_t>(step.out[0])];
                 Dims dims{lf.n, 1};
@@ -276,7 +276,7 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
             std::vector<Value> ins;
             for (int s : step.in) ins.push_back(values[static_cast<size_t>(s)]);
             std::vector<Value> outs;
-            auto inputs = step.fn->inputs();
+            const std::vector<Variable>& inputs = step.in_vars;
             state->saved_[i].resize(1);
             detail::ForwardContext ctx{step.fn->attributes(),
                                        ins,
@@ -364,7 +364,7 @@ void run_loop_backward(const Plan& plan, const Loop& loop, const std::vector<Val
             const Value& yv = values[static_cast<size_t>(step.out[0])];
             const Tensor& gfull = grads[static_cast<size_t>(step.out[0])];
             if (step.out.size() == 1 && !gfull.defined()) continue;
-            auto inputs = step.fn->inputs();
+            const std::vector<Variable>& inputs = step.in_vars;
             if (detail::is_delay(step.fn->op())) {
                 const Tensor mask =
                     frame_mask(layout, n, t, yv.data().rank(), yv.data().dtype(), yv.data().device());
@@ -512,7 +512,7 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
                         CTK_THROW(ValueError, "backward: ", step.where,
                                   " kept no values (forward ran without retain_for)");
                 std::vector<Tensor> in_grads(ins.size());
-                auto inputs = step.fn->inputs();
+                const std::vector<Variable>& inputs = step.in_vars;
                 static const std::vector<Tensor> kNone;
                 const auto& saved = state.saved_[unit_begin].empty() ? kNone : state.saved_[unit_begin][0];
                 detail::BackwardContext ctx{

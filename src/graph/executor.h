@@ -13,10 +13,11 @@ namespace ctk::detail {
 struct Step {
     Function* fn = nullptr;
     const OpDef* def = nullptr;
-    std::vector<int> in;   // slots of the operands
-    std::vector<int> out;  // slots of the outputs
-    std::string where;     // "Times 'name'" for messages
-    int loop = -1;         // the recurrent loop this step belongs to, if any
+    std::vector<int> in;            // slots of the operands
+    std::vector<int> out;           // slots of the outputs
+    std::vector<Variable> in_vars;  // the operands' variables (without owners), for the op contexts
+    std::string where;              // "Times 'name'" for messages
+    int loop = -1;                  // the recurrent loop this step belongs to, if any
 };
 
 // A recurrent loop: steps plan.steps[first, first + count) run for each frame, in that order.

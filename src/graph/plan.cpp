@@ -61,7 +61,10 @@ private:
         step.fn = f.get();
         step.def = &op_def(f->op());
         step.where = function_label(*f);
-        for (const Variable& in : f->inputs()) step.in.push_back(visit(in));
+        for (const Variable& in : f->inputs()) {
+            step.in.push_back(visit(in));
+            step.in_vars.push_back(in.weak());
+        }
         for (const Variable& out : f->outputs()) step.out.push_back(reserve(out));
         plan_.steps.push_back(std::move(step));
     }
