@@ -61,8 +61,8 @@ namespace ctk {
     X(to_sequence, 70)                                                               \
     X(reconcile_dynamic_axes, 50)                                                    \
     X(to_sequence_like, 71)                                                          \
-    X(unpack_batch, 79)                                                                 \
-    X(to_batch, 80)                                                                     \
+    X(unpack_batch, 79)                                                              \
+    X(to_batch, 80)                                                                  \
     X(combine, 44) /* never executed: composites are flattened */                    \
     X(block, 57)   /* never executed: blocks are inlined */
 

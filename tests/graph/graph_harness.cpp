@@ -190,6 +190,18 @@ std::string check_graph_gradient(const GraphCase& c) {
     }
 }
 
+GraphCase make_case(std::string name, std::vector<PrimitiveOp> ops, std::vector<Slot> slots,
+                    std::function<FunctionPtr(const std::vector<Variable>&)> build,
+                    std::function<Tensor(const std::vector<Tensor>&)> reference) {
+    GraphCase c;
+    c.name = std::move(name);
+    c.ops = std::move(ops);
+    c.slots = std::move(slots);
+    c.build = std::move(build);
+    c.reference = std::move(reference);
+    return c;
+}
+
 std::vector<GraphCase> all_graph_cases() {
     std::vector<GraphCase> all;
     for (auto* family :

@@ -78,6 +78,11 @@ struct GraphCase {
     double grad_eps = 1e-6, grad_tol = 1e-6;
 };
 
+// A case from its parts (tolerances and flags at their defaults).
+GraphCase make_case(std::string name, std::vector<PrimitiveOp> ops, std::vector<Slot> slots,
+                    std::function<FunctionPtr(const std::vector<Variable>&)> build,
+                    std::function<Tensor(const std::vector<Tensor>&)> reference);
+
 std::vector<GraphCase> all_graph_cases();
 std::vector<GraphCase> elementwise_graph_cases();
 std::vector<GraphCase> structure_graph_cases();  // times, reductions, shape ops, softmax, losses, ...

@@ -9,17 +9,6 @@ namespace {
 using V = const std::vector<Variable>&;
 using T = const std::vector<Tensor>&;
 
-GraphCase make_case(std::string name, std::vector<PrimitiveOp> ops, std::vector<Slot> slots,
-                    std::function<FunctionPtr(V)> build, std::function<Tensor(T)> reference) {
-    GraphCase c;
-    c.name = std::move(name);
-    c.ops = std::move(ops);
-    c.slots = std::move(slots);
-    c.build = std::move(build);
-    c.reference = std::move(reference);
-    return c;
-}
-
 const std::vector<int64_t> kLengths{3, 1, 2};
 
 // The output frames of a per-frame function of (sequence, frame) -> [sample] tensors.

@@ -6,17 +6,6 @@
 namespace ctk::test {
 
 namespace {
-GraphCase make_case(std::string name, std::vector<PrimitiveOp> ops, std::vector<Slot> slots,
-                    std::function<FunctionPtr(const std::vector<Variable>&)> build,
-                    std::function<Tensor(const std::vector<Tensor>&)> reference) {
-    GraphCase c;
-    c.name = std::move(name);
-    c.ops = std::move(ops);
-    c.slots = std::move(slots);
-    c.build = std::move(build);
-    c.reference = std::move(reference);
-    return c;
-}
 Tensor s(double v) {
     return Tensor::scalar(v, DataType::f64);
 }
