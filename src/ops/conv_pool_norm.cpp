@@ -27,6 +27,31 @@ std::vector<bool> bools(const Dims& d) {
     return std::vector<bool>(d.begin(), d.end());
 }
 
+// The sample dims of the data (its dims after the dynamic ones): the geometry at run time, which
+// free (kFreeDim) spatial dims of the variable leave open until then.
+Dims sample_dims(const Tensor& data, int dyn) {
+    return Dims(data.shape().dims().begin() + dyn, data.shape().dims().end());
+}
+
+// Shape inference with free spatial dims: infers on a stand-in size and marks those output dims free.
+// The channel axis must be known.
+template <typename Infer>
+Dims infer_with_free_dims(const Dims& x, const std::string& where, Infer&& infer) {
+    CTK_CHECK(x.at(0) >= 0, ShapeError, where, ": the channel dim of ", static_shape_string(x),
+              " must be known");
+    Dims probe = x;
+    std::vector<bool> free(x.size(), false);
+    for (size_t i = 1; i < x.size(); ++i)
+        if (x[i] == kFreeDim) {
+            probe[i] = 1 << 16;  // large enough for any window; the result for this axis is discarded
+            free[i] = true;
+        }
+    Dims out = infer(probe);
+    for (size_t i = 1; i < out.size() && i < free.size(); ++i)
+        if (free[i]) out[i] = kFreeDim;
+    return out;
+}
+
 // ---- convolution: operands (W, x) in CNTK's order ----
 ConvAttrs conv_attrs(const Attributes& a, const Dims& x, const Dims& w, const std::string& where) {
     const int rank = static_cast<int>(x.size()), spatial = rank - 1;
@@ -65,23 +90,26 @@ std::vector<OutputSpec> infer_conv(InferContext& c) {
     if (ws[1] == kInferredDim) ws[1] = xs[0] / groups;
     CTK_CHECK(ws[1] * groups == xs[0], ShapeError, c.where, ": ", w.to_string(), " expects ", ws[1] * groups,
               " input channels but ", x.to_string(), " has ", xs[0]);
-    ConvAttrs a = conv_attrs(c.attrs, xs, ws, c.where);
-    Dims sp = conv_output_spatial(Shape(with_batch(xs)), Shape(ws), a);
-    Dims out{ws[0]};
-    out.insert(out.end(), sp.begin(), sp.end());
+    Dims out = infer_with_free_dims(xs, c.where, [&](const Dims& probe) {
+        ConvAttrs a = conv_attrs(c.attrs, probe, ws, c.where);
+        Dims sp = conv_output_spatial(Shape(with_batch(probe)), Shape(ws), a);
+        Dims o{ws[0]};
+        o.insert(o.end(), sp.begin(), sp.end());
+        return o;
+    });
     return {{out, common_dtype(c.inputs, c.where), x.dynamic_axes()}};
 }
 void forward_conv(ForwardContext& c) {
     const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
-    ConvAttrs a = conv_attrs(c.attrs, c.input_vars[1].shape(), w.shape().dims(), c.where);
+    ConvAttrs a = conv_attrs(c.attrs, sample_dims(x, dyn), w.shape().dims(), c.where);
     Tensor y = convolution(fold_dynamic(x, dyn), w, Tensor(), a);
     c.outputs.push_back(Value(unfold_dynamic(y, x, dyn)));
 }
 void backward_conv(BackwardContext& c) {
     const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
-    ConvAttrs a = conv_attrs(c.attrs, c.input_vars[1].shape(), w.shape().dims(), c.where);
+    ConvAttrs a = conv_attrs(c.attrs, sample_dims(x, dyn), w.shape().dims(), c.where);
     Tensor xf = fold_dynamic(x, dyn), dy = fold_dynamic(c.output_grads[0], dyn);
     if (c.needs[0]) c.input_grads[0] = convolution_backward_weights(xf, dy, w.shape(), a, false).dw;
     if (c.needs[1])
@@ -136,13 +164,14 @@ std::vector<OutputSpec> infer_conv_transpose(InferContext& c) {
     if (ws[0] == kInferredDim) ws[0] = xs[0];
     CTK_CHECK(ws[0] == xs[0], ShapeError, c.where, ": ", w.to_string(), " expects ", ws[0],
               " input channels but ", x.to_string(), " has ", xs[0]);
-    return {{transpose_geometry(c.attrs, xs, ws, c.where).out, common_dtype(c.inputs, c.where),
-             x.dynamic_axes()}};
+    const Dims out = infer_with_free_dims(
+        xs, c.where, [&](const Dims& probe) { return transpose_geometry(c.attrs, probe, ws, c.where).out; });
+    return {{out, common_dtype(c.inputs, c.where), x.dynamic_axes()}};
 }
 void forward_conv_transpose(ForwardContext& c) {
     const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
-    TransposeGeometry g = transpose_geometry(c.attrs, c.input_vars[1].shape(), w.shape().dims(), c.where);
+    TransposeGeometry g = transpose_geometry(c.attrs, sample_dims(x, dyn), w.shape().dims(), c.where);
     Tensor xf = fold_dynamic(x, dyn);
     Dims y_shape{xf.dim(0)};
     y_shape.insert(y_shape.end(), g.out.begin(), g.out.end());
@@ -152,7 +181,7 @@ void forward_conv_transpose(ForwardContext& c) {
 void backward_conv_transpose(BackwardContext& c) {
     const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
-    TransposeGeometry g = transpose_geometry(c.attrs, c.input_vars[1].shape(), w.shape().dims(), c.where);
+    TransposeGeometry g = transpose_geometry(c.attrs, sample_dims(x, dyn), w.shape().dims(), c.where);
     Tensor dy = fold_dynamic(c.output_grads[0], dyn);
     if (c.needs[1]) c.input_grads[1] = convolution(dy, w, Tensor(), g.attrs).reshape(x.shape().dims());
     if (c.needs[0])
@@ -187,16 +216,19 @@ PoolAttrs pool_attrs(const Attributes& a, const Dims& x, const std::string& wher
 std::vector<OutputSpec> infer_pool(InferContext& c) {
     const Variable& x = c.inputs[0];
     CTK_CHECK(x.rank() >= 2, ShapeError, c.where, ": ", x.to_string(), " needs [channels, spatial...]");
-    PoolAttrs p = pool_attrs(c.attrs, x.shape(), c.where);
-    Dims out{x.shape()[0]};
-    for (size_t i = 0; i < p.kernel.size(); ++i)
-        out.push_back((x.shape()[i + 1] + p.pad_lo[i] + p.pad_hi[i] - p.kernel[i]) / p.strides[i] + 1);
+    const Dims out = infer_with_free_dims(x.shape(), c.where, [&](const Dims& probe) {
+        PoolAttrs p = pool_attrs(c.attrs, probe, c.where);
+        Dims o{probe[0]};
+        for (size_t i = 0; i < p.kernel.size(); ++i)
+            o.push_back((probe[i + 1] + p.pad_lo[i] + p.pad_hi[i] - p.kernel[i]) / p.strides[i] + 1);
+        return o;
+    });
     return {{out, x.dtype(), x.dynamic_axes()}};
 }
 void forward_pool(ForwardContext& c) {
     const Tensor& x = c.inputs[0].data();
     const int dyn = c.dyn_rank(0);
-    PoolResult r = pooling(fold_dynamic(x, dyn), pool_attrs(c.attrs, c.input_vars[0].shape(), c.where),
+    PoolResult r = pooling(fold_dynamic(x, dyn), pool_attrs(c.attrs, sample_dims(x, dyn), c.where),
                            c.training || c.keep_for_backward);
     c.outputs.push_back(Value(unfold_dynamic(r.y, x, dyn)));
     c.saved.push_back(r.workspace);
@@ -206,7 +238,7 @@ void backward_pool(BackwardContext& c) {
     const int dyn = c.dyn_rank(0);
     Tensor ws = c.saved.empty() ? Tensor() : c.saved[0];
     Tensor dx = pooling_backward(fold_dynamic(c.output_grads[0], dyn), fold_dynamic(x, dyn), ws,
-                                 pool_attrs(c.attrs, c.input_vars[0].shape(), c.where));
+                                 pool_attrs(c.attrs, sample_dims(x, dyn), c.where));
     c.input_grads[0] = dx.reshape(x.shape().dims());
 }
 

@@ -386,3 +386,35 @@ TEST(Executor, OneFunctionEvaluatesOnSeveralThreads) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(mismatches.load(), 0);
 }
+
+TEST(FreeDimensions, ConvolutionAndPoolingTakeTheImageSizeFromEachMinibatch) {
+    Variable x = input_variable({2, kFreeDim, kFreeDim}, DataType::f64);
+    Variable w = parameter({3, 2, 3, 3}, uniform(1.0, 13), DataType::f64);
+    FunctionPtr y = pooling(relu(convolution(w, x)), PoolingType::max, {2, 2}, {2, 2});
+    EXPECT_EQ(y->output().shape(), (Dims{3, kFreeDim, kFreeDim}));
+    for (auto [h, wd] : {std::pair<int64_t, int64_t>{6, 6}, {9, 7}}) {
+        Tensor xv = Tensor::empty(Shape{2, 2, h, wd}, DataType::f64);
+        Generator(3).uniform(xv, -1.0, 1.0);
+        ConvAttrs a;
+        a.strides = {1, 1};
+        a.dilation = {1, 1};
+        a.pad_lo = {1, 1};
+        a.pad_hi = {1, 1};
+        PoolAttrs p;
+        p.kind = PoolKind::max;
+        p.kernel = {2, 2};
+        p.strides = {2, 2};
+        p.pad_lo = {0, 0};
+        p.pad_hi = {0, 0};
+        Tensor want = pooling(relu(convolution(xv, w.value(), Tensor(), a)), p, false).y;
+        Tensor got = y->eval({{x, Value(xv)}}).begin()->second.data();
+        ASSERT_EQ(got.shape(), want.shape());
+        EXPECT_EQ(got.to_vector<double>(), want.to_vector<double>());
+        auto g = y->grad({{x, Value(xv)}}, {w});  // backward with the same run-time geometry
+        EXPECT_EQ(g.at(w).data().shape(), Shape({3, 2, 3, 3}));
+    }
+    EXPECT_NE(error_of([] {
+                  convolution(parameter({3, kInferredDim, 3, 3}), input_variable({kFreeDim, 5, 5}));
+              }),
+              "");
+}
