@@ -225,48 +225,45 @@ void register_elementwise_ops(OpTable& t) {
 // ---- constructors ----
 
 namespace {
-FunctionPtr make(PrimitiveOp op, std::vector<Variable> inputs, const std::string& name,
-                 Attributes attrs = {}) {
-    return detail::FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
-}
 Attributes scalars(double alpha, double beta) {
     return Attributes{{"alpha", alpha}, {"beta", beta}};
 }
 }  // namespace
 
-#define CTK_DEFINE_GRAPH_UNARY(op, attrs)                                  \
-    FunctionPtr op(const Variable& x, const std::string& name) {           \
-        ScalarAttrs d = default_scalars(OpKind::op);                       \
-        return make(PrimitiveOp::op, {x}, name, scalars(d.alpha, d.beta)); \
+#define CTK_DEFINE_GRAPH_UNARY(op, attrs)                                             \
+    FunctionPtr op(const Variable& x, const std::string& name) {                      \
+        ScalarAttrs d = default_scalars(OpKind::op);                                  \
+        return detail::make_op(PrimitiveOp::op, {x}, scalars(d.alpha, d.beta), name); \
     }
 CTK_UNARY_OPS(CTK_DEFINE_GRAPH_UNARY)
 #undef CTK_DEFINE_GRAPH_UNARY
 
 FunctionPtr elu(const Variable& x, double alpha, const std::string& name) {
-    return make(PrimitiveOp::elu, {x}, name, scalars(alpha, 0.0));
+    return detail::make_op(PrimitiveOp::elu, {x}, scalars(alpha, 0.0), name);
 }
 FunctionPtr leaky_relu(const Variable& x, double alpha, const std::string& name) {
-    return make(PrimitiveOp::leaky_relu, {x}, name, scalars(alpha, 0.0));
+    return detail::make_op(PrimitiveOp::leaky_relu, {x}, scalars(alpha, 0.0), name);
 }
 FunctionPtr clip(const Variable& x, double min_value, double max_value, const std::string& name) {
     CTK_CHECK(min_value <= max_value, ValueError, "clip '", name, "': min ", min_value, " > max ", max_value);
-    return make(PrimitiveOp::clip, {x}, name, scalars(min_value, max_value));
+    return detail::make_op(PrimitiveOp::clip, {x}, scalars(min_value, max_value), name);
 }
 FunctionPtr hard_sigmoid(const Variable& x, double alpha, double beta, const std::string& name) {
-    return make(PrimitiveOp::hard_sigmoid, {x}, name, scalars(alpha, beta));
+    return detail::make_op(PrimitiveOp::hard_sigmoid, {x}, scalars(alpha, beta), name);
 }
 
-#define CTK_DEFINE_GRAPH_BINARY(op, attrs)                                                          \
-    FunctionPtr op(const Variable& a, const Variable& b, const std::string& name) {                 \
-        if (PrimitiveOp::op == PrimitiveOp::param_relu) return make(PrimitiveOp::op, {b, a}, name); \
-        return make(PrimitiveOp::op, {a, b}, name);                                                 \
+#define CTK_DEFINE_GRAPH_BINARY(op, attrs)                                          \
+    FunctionPtr op(const Variable& a, const Variable& b, const std::string& name) { \
+        if (PrimitiveOp::op == PrimitiveOp::param_relu)                             \
+            return detail::make_op(PrimitiveOp::op, {b, a}, {}, name);              \
+        return detail::make_op(PrimitiveOp::op, {a, b}, {}, name);                  \
     }
 CTK_BINARY_OPS(CTK_DEFINE_GRAPH_BINARY)
 #undef CTK_DEFINE_GRAPH_BINARY
 
 FunctionPtr element_select(const Variable& condition, const Variable& then_value, const Variable& else_value,
                            const std::string& name) {
-    return make(PrimitiveOp::element_select, {condition, then_value, else_value}, name);
+    return detail::make_op(PrimitiveOp::element_select, {condition, then_value, else_value}, {}, name);
 }
 
 FunctionPtr sum(const std::vector<Variable>& operands, const std::string& name) {

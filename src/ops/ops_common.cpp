@@ -74,6 +74,12 @@ Dims broadcast_static(std::vector<Variable>& inputs, const std::string& where) {
     return out;
 }
 
+int64_t product(const Dims& d, size_t begin, size_t end) {
+    int64_t p = 1;
+    for (size_t i = begin; i < end; ++i) p *= d[i];
+    return p;
+}
+
 Tensor align(const Tensor& data, int dyn, int out_dyn, int out_static) {
     const int stat = data.rank() - dyn;
     if (dyn == out_dyn && stat == out_static) return data;

@@ -36,6 +36,15 @@ Tensor fold_dynamic(const Tensor& data, int dyn);
 // The inverse: [N, static...] back to the dynamic dims of `like` (whose first `dyn` dims are dynamic).
 Tensor unfold_dynamic(const Tensor& data, const Tensor& like, int dyn);
 
+// The product of d[begin, end).
+int64_t product(const Dims& d, size_t begin, size_t end);
+
+// Builds the primitive Function of an op constructor (shape inference runs here).
+inline FunctionPtr make_op(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs,
+                           const std::string& name) {
+    return FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
+}
+
 // Attribute helpers.
 inline double attr_double(const Attributes& a, const char* key, double fallback) {
     return a.get_or<double>(key, fallback);

@@ -522,9 +522,6 @@ void register_sequence_ops(OpTable& t) {
 namespace sequence {
 
 namespace {
-FunctionPtr make(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs, const std::string& name) {
-    return detail::FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
-}
 Variable default_initial_state(const Variable& x, const Variable& given) {
     if (given.defined()) return given;
     return constant(0.0, x.shape_known() ? x.dtype() : DataType::f32);
@@ -536,13 +533,13 @@ std::string new_axis_name(const char* prefix) {
 
 FunctionPtr past_value(const Variable& x, const Variable& initial_state, int64_t time_step,
                        const std::string& name) {
-    return make(PrimitiveOp::past_value, {x, default_initial_state(x, initial_state)},
-                Attributes{{"offset", time_step}}, name);
+    return detail::make_op(PrimitiveOp::past_value, {x, default_initial_state(x, initial_state)},
+                           Attributes{{"offset", time_step}}, name);
 }
 FunctionPtr future_value(const Variable& x, const Variable& initial_state, int64_t time_step,
                          const std::string& name) {
-    return make(PrimitiveOp::future_value, {x, default_initial_state(x, initial_state)},
-                Attributes{{"offset", time_step}}, name);
+    return detail::make_op(PrimitiveOp::future_value, {x, default_initial_state(x, initial_state)},
+                           Attributes{{"offset", time_step}}, name);
 }
 FunctionPtr delay(const Variable& x, const Variable& initial_state, int64_t time_step,
                   const std::string& name) {
@@ -551,50 +548,51 @@ FunctionPtr delay(const Variable& x, const Variable& initial_state, int64_t time
     return alias(x, name);
 }
 FunctionPtr first(const Variable& x, const std::string& name) {
-    return make(PrimitiveOp::sequence_first, {x}, {}, name);
+    return detail::make_op(PrimitiveOp::sequence_first, {x}, {}, name);
 }
 FunctionPtr last(const Variable& x, const std::string& name) {
-    return make(PrimitiveOp::sequence_last, {x}, {}, name);
+    return detail::make_op(PrimitiveOp::sequence_last, {x}, {}, name);
 }
 FunctionPtr reduce_sum(const Variable& x, const std::string& name) {
-    return make(PrimitiveOp::sequence_reduce_sum, {x}, {}, name);
+    return detail::make_op(PrimitiveOp::sequence_reduce_sum, {x}, {}, name);
 }
 FunctionPtr reduce_max(const Variable& x, const std::string& name) {
-    return make(PrimitiveOp::sequence_reduce_max, {x}, {}, name);
+    return detail::make_op(PrimitiveOp::sequence_reduce_max, {x}, {}, name);
 }
 FunctionPtr softmax(const Variable& x, const std::string& name) {
-    return make(PrimitiveOp::sequence_softmax, {x}, {}, name);
+    return detail::make_op(PrimitiveOp::sequence_softmax, {x}, {}, name);
 }
 FunctionPtr is_first(const Variable& x, const std::string& name) {
-    return make(PrimitiveOp::sequence_is_first, {x}, {}, name);
+    return detail::make_op(PrimitiveOp::sequence_is_first, {x}, {}, name);
 }
 FunctionPtr is_last(const Variable& x, const std::string& name) {
-    return make(PrimitiveOp::sequence_is_last, {x}, {}, name);
+    return detail::make_op(PrimitiveOp::sequence_is_last, {x}, {}, name);
 }
 FunctionPtr broadcast_as(const Variable& operand, const Variable& broadcast_as_operand,
                          const std::string& name) {
-    return make(PrimitiveOp::sequence_broadcast_as, {operand, broadcast_as_operand}, {}, name);
+    return detail::make_op(PrimitiveOp::sequence_broadcast_as, {operand, broadcast_as_operand}, {}, name);
 }
 FunctionPtr slice(const Variable& x, int64_t begin_index, int64_t end_index, const std::string& name) {
-    return make(
+    return detail::make_op(
         PrimitiveOp::sequence_slice, {x},
         Attributes{
             {"beginIndex", begin_index}, {"endIndex", end_index}, {"newAxis", new_axis_name("sliceAxis")}},
         name);
 }
 FunctionPtr gather(const Variable& x, const Variable& condition, const std::string& name) {
-    return make(PrimitiveOp::sequence_gather, {x, condition},
-                Attributes{{"newAxis", new_axis_name("gatherAxis")}}, name);
+    return detail::make_op(PrimitiveOp::sequence_gather, {x, condition},
+                           Attributes{{"newAxis", new_axis_name("gatherAxis")}}, name);
 }
 FunctionPtr where(const Variable& condition, const std::string& name) {
-    return make(PrimitiveOp::sequence_where, {condition}, Attributes{{"newAxis", new_axis_name("whereAxis")}},
-                name);
+    return detail::make_op(PrimitiveOp::sequence_where, {condition},
+                           Attributes{{"newAxis", new_axis_name("whereAxis")}}, name);
 }
 FunctionPtr scatter(const Variable& x, const Variable& condition, const std::string& name) {
-    return make(PrimitiveOp::sequence_scatter, {x, condition}, {}, name);
+    return detail::make_op(PrimitiveOp::sequence_scatter, {x, condition}, {}, name);
 }
 FunctionPtr unpack(const Variable& x, double padding_value, const std::string& name) {
-    return make(PrimitiveOp::sequence_unpack, {x}, Attributes{{"paddingValue", padding_value}}, name);
+    return detail::make_op(PrimitiveOp::sequence_unpack, {x}, Attributes{{"paddingValue", padding_value}},
+                           name);
 }
 
 }  // namespace sequence

@@ -8,12 +8,6 @@ namespace ctk {
 namespace detail {
 namespace {
 
-int64_t numel_of(const Dims& d, size_t b, size_t e) {
-    int64_t p = 1;
-    for (size_t i = b; i < e; ++i) p *= d[i];
-    return p;
-}
-
 // Prepends the data's dynamic dims to a static shape.
 Dims with_dynamic(const Tensor& data, int dyn, const Dims& stat) {
     Dims d(data.shape().dims().begin(), data.shape().dims().begin() + dyn);
@@ -33,7 +27,7 @@ std::vector<OutputSpec> infer_reshape(InferContext& c) {
     CTK_CHECK(b >= 0 && b <= e && e <= rank, ValueError, c.where, ": axes [", begin, ", ", end,
               ") do not fit ", x.to_string());
     Dims shape = c.attrs.get<Dims>("newShape");
-    const int64_t have = numel_of(xs, static_cast<size_t>(b), static_cast<size_t>(e));
+    const int64_t have = product(xs, static_cast<size_t>(b), static_cast<size_t>(e));
     int inferred = -1;
     int64_t known = 1;
     for (size_t i = 0; i < shape.size(); ++i) {
@@ -52,7 +46,7 @@ std::vector<OutputSpec> infer_reshape(InferContext& c) {
                   " into ", static_shape_string(shape));
         shape[static_cast<size_t>(inferred)] = have / known;
     }
-    CTK_CHECK(numel_of(shape, 0, shape.size()) == have, ShapeError, c.where, ": cannot reshape ",
+    CTK_CHECK(product(shape, 0, shape.size()) == have, ShapeError, c.where, ": cannot reshape ",
               x.to_string(), " (", have, " elements in the reshaped axes) into ", static_shape_string(shape));
     Dims out(xs.begin(), xs.begin() + b);
     out.insert(out.end(), shape.begin(), shape.end());
@@ -400,18 +394,12 @@ void register_shape_ops(OpTable& t) {
 
 }  // namespace detail
 
-namespace {
-FunctionPtr make(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs, const std::string& name) {
-    return detail::FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
-}
-}  // namespace
-
 FunctionPtr reshape(const Variable& x, const Dims& shape, std::optional<int> begin_axis,
                     std::optional<int> end_axis, const std::string& name) {
     Attributes a{{"newShape", shape}};
     if (begin_axis) a.set("beginAxis", int64_t(*begin_axis));
     if (end_axis) a.set("endAxis", int64_t(*end_axis));
-    return make(PrimitiveOp::reshape, {x}, a, name);
+    return detail::make_op(PrimitiveOp::reshape, {x}, a, name);
 }
 
 FunctionPtr flatten(const Variable& x, int axis, const std::string& name) {
@@ -453,7 +441,7 @@ FunctionPtr slice(const Variable& x, const std::vector<Axis>& axes, const Dims& 
                   const Dims& strides, const std::string& name) {
     CTK_CHECK(strides.empty() || strides.size() == axes.size(), ValueError, "slice '", name,
               "': strides must match the axes");
-    return make(
+    return detail::make_op(
         PrimitiveOp::slice, {x},
         Attributes{{"axes", axes}, {"beginIndex", begin}, {"endIndex", end}, {"sliceStrides", strides}},
         name);
@@ -461,12 +449,12 @@ FunctionPtr slice(const Variable& x, const std::vector<Axis>& axes, const Dims& 
 
 FunctionPtr splice(const std::vector<Variable>& operands, const Axis& axis, const std::string& name) {
     CTK_CHECK(!operands.empty(), ValueError, "splice '", name, "': no operands");
-    return make(PrimitiveOp::splice, operands, Attributes{{"axis", axis}}, name);
+    return detail::make_op(PrimitiveOp::splice, operands, Attributes{{"axis", axis}}, name);
 }
 
 FunctionPtr transpose(const Variable& x, const std::vector<int>& perm, const std::string& name) {
     Dims p(perm.begin(), perm.end());
-    return make(PrimitiveOp::transpose, {x}, Attributes{{"axisPermutation", p}}, name);
+    return detail::make_op(PrimitiveOp::transpose, {x}, Attributes{{"axisPermutation", p}}, name);
 }
 
 FunctionPtr swapaxes(const Variable& x, int axis1, int axis2, const std::string& name) {
@@ -482,30 +470,31 @@ FunctionPtr pad(const Variable& x, const std::vector<std::pair<int64_t, int64_t>
                 double constant_value, const std::string& name) {
     Dims lo, hi;
     for (const auto& [l, h] : pattern) lo.push_back(l), hi.push_back(h);
-    return make(
+    return detail::make_op(
         PrimitiveOp::pad, {x},
         Attributes{{"padLo", lo}, {"padHi", hi}, {"mode", int64_t(mode)}, {"constantValue", constant_value}},
         name);
 }
 
 FunctionPtr gather(const Variable& reference, const Variable& indices, const std::string& name) {
-    return make(PrimitiveOp::gather, {reference, indices}, {}, name);
+    return detail::make_op(PrimitiveOp::gather, {reference, indices}, {}, name);
 }
 
 FunctionPtr one_hot(const Variable& x, int64_t num_classes, bool sparse_output, int axis,
                     const std::string& name) {
-    return make(
+    return detail::make_op(
         PrimitiveOp::one_hot, {x},
         Attributes{{"numClass", num_classes}, {"outputSparse", sparse_output}, {"axis", int64_t(axis)}},
         name);
 }
 
 FunctionPtr top_k(const Variable& x, int64_t k, int axis, const std::string& name) {
-    return make(PrimitiveOp::top_k, {x}, Attributes{{"numItems", k}, {"axis", int64_t(axis)}}, name);
+    return detail::make_op(PrimitiveOp::top_k, {x}, Attributes{{"numItems", k}, {"axis", int64_t(axis)}},
+                           name);
 }
 
 FunctionPtr cast(const Variable& x, DataType dtype, const std::string& name) {
-    return make(PrimitiveOp::cast, {x}, Attributes{{"newDataType", int64_t(dtype)}}, name);
+    return detail::make_op(PrimitiveOp::cast, {x}, Attributes{{"newDataType", int64_t(dtype)}}, name);
 }
 
 }  // namespace ctk

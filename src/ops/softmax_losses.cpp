@@ -272,9 +272,6 @@ void register_loss_ops(OpTable& t) {
 }  // namespace detail
 
 namespace {
-FunctionPtr make(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs, const std::string& name) {
-    return detail::FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
-}
 Attributes axis_attr(const std::optional<Axis>& axis) {
     Attributes a;
     if (axis && axis->kind() != Axis::Kind::all_static) a.set("axis", *axis);
@@ -283,35 +280,36 @@ Attributes axis_attr(const std::optional<Axis>& axis) {
 }  // namespace
 
 FunctionPtr softmax(const Variable& x, std::optional<Axis> axis, const std::string& name) {
-    return make(PrimitiveOp::softmax, {x}, axis_attr(axis), name);
+    return detail::make_op(PrimitiveOp::softmax, {x}, axis_attr(axis), name);
 }
 FunctionPtr log_softmax(const Variable& x, std::optional<Axis> axis, const std::string& name) {
-    return make(PrimitiveOp::log_softmax, {x}, axis_attr(axis), name);
+    return detail::make_op(PrimitiveOp::log_softmax, {x}, axis_attr(axis), name);
 }
 FunctionPtr hardmax(const Variable& x, std::optional<Axis> axis, const std::string& name) {
-    return make(PrimitiveOp::hardmax, {x}, axis_attr(axis), name);
+    return detail::make_op(PrimitiveOp::hardmax, {x}, axis_attr(axis), name);
 }
 FunctionPtr cross_entropy_with_softmax(const Variable& output, const Variable& target, const Axis& axis,
                                        const std::string& name) {
-    return make(PrimitiveOp::cross_entropy_with_softmax, {output, target}, Attributes{{"axis", axis}}, name);
+    return detail::make_op(PrimitiveOp::cross_entropy_with_softmax, {output, target},
+                           Attributes{{"axis", axis}}, name);
 }
 FunctionPtr classification_error(const Variable& output, const Variable& target, int64_t top_n,
                                  const Axis& axis, const std::string& name) {
-    return make(PrimitiveOp::classification_error, {output, target},
-                Attributes{{"axis", axis}, {"topN", top_n}}, name);
+    return detail::make_op(PrimitiveOp::classification_error, {output, target},
+                           Attributes{{"axis", axis}, {"topN", top_n}}, name);
 }
 FunctionPtr squared_error(const Variable& output, const Variable& target, const std::string& name) {
-    return make(PrimitiveOp::squared_error, {output, target}, {}, name);
+    return detail::make_op(PrimitiveOp::squared_error, {output, target}, {}, name);
 }
 FunctionPtr binary_cross_entropy(const Variable& output, const Variable& target, const std::string& name) {
-    return make(PrimitiveOp::binary_cross_entropy, {output, target}, {}, name);
+    return detail::make_op(PrimitiveOp::binary_cross_entropy, {output, target}, {}, name);
 }
 FunctionPtr weighted_binary_cross_entropy(const Variable& output, const Variable& target,
                                           const Variable& weight, const std::string& name) {
-    return make(PrimitiveOp::binary_cross_entropy, {output, target, weight}, {}, name);
+    return detail::make_op(PrimitiveOp::binary_cross_entropy, {output, target, weight}, {}, name);
 }
 FunctionPtr cosine_distance(const Variable& x, const Variable& y, const std::string& name) {
-    return make(PrimitiveOp::cosine_distance, {x, y}, {}, name);
+    return detail::make_op(PrimitiveOp::cosine_distance, {x, y}, {}, name);
 }
 
 }  // namespace ctk

@@ -8,12 +8,6 @@ namespace ctk {
 namespace detail {
 namespace {
 
-int64_t product(const Dims& d, size_t begin, size_t end) {
-    int64_t p = 1;
-    for (size_t i = begin; i < end; ++i) p *= d[i];
-    return p;
-}
-
 std::vector<OutputSpec> infer_times(InferContext& c) {
     Variable &x = c.inputs[0], &w = c.inputs[1];
     CTK_CHECK(w.dynamic_axes().empty(), ShapeError, c.where, ": the right operand ", w.to_string(),
