@@ -1,0 +1,136 @@
+// CNTK's readers: deserializers (CTF text, MNIST IDX, CIFAR-10 binary) feeding a MinibatchSource that
+// randomizes chunks and sequences within a window, counts sweeps and samples, prefetches the next
+// minibatch on a worker thread, and saves and restores its position in checkpoints.
+// See ../shared/reference/cntk-anatomy.md §4. Every error names the file, and for text the line and column.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ctk/dictionary.h"
+#include "ctk/value.h"
+
+namespace ctk {
+
+inline constexpr int64_t kInfinitelyRepeat = std::numeric_limits<int64_t>::max();  // INFINITELY_REPEAT
+inline constexpr int64_t kFullDataSweep = std::numeric_limits<int64_t>::max() - 2;   // FULL_DATA_SWEEP
+inline constexpr int64_t kDefaultRandomizationWindowInChunks = 128;                   // 4 GB / 32 MB
+
+// One stream of a deserializer (CNTK's StreamDef): `field` is the name in the file (CTF's |name), `name`
+// the key the stream is known by (defaults to field); `shape` the sample shape (a dim for CTF).
+struct StreamDef {
+    std::string name;
+    std::string field;
+    Dims shape;
+    bool is_sparse = false;
+    bool defines_mb_size = false;
+};
+
+struct StreamInformation {
+    std::string name;
+    int id = 0;
+    Dims sample_shape;
+    DataType dtype = DataType::f32;
+    bool is_sparse = false;  // declared sparse; data is delivered densely (one-hot rows) for now
+    bool defines_mb_size = false;
+};
+
+// One stream's part of a minibatch. `data` is [num_sequences, T, sample...] with the sequence layout;
+// T (the longest sequence) is 1 for non-sequence data.
+struct MinibatchData {
+    Value data;
+    int64_t num_sequences = 0;
+    int64_t num_samples = 0;
+    bool sweep_end = false;  // this minibatch finished a sweep over the data
+    // The data as a Value for a variable without a sequence axis: [num_sequences, sample...]. Throws
+    // ValueError naming the stream when some sequence is longer than one sample.
+    Value as_batch(const std::string& stream_name = "") const;
+};
+
+// One sequence of one stream as read from a file: [length, sample...] on the CPU.
+struct SequenceData {
+    Tensor data;
+};
+
+// A deserializer exposes its data as chunks of sequences; each sequence has one SequenceData per stream.
+class Deserializer {
+public:
+    virtual ~Deserializer() = default;
+    virtual const std::vector<StreamInformation>& streams() const = 0;
+    virtual int64_t num_chunks() const = 0;
+    // Sequences and samples per chunk (known after indexing, before reading the chunk's data).
+    virtual int64_t chunk_num_sequences(int64_t chunk) const = 0;
+    virtual int64_t chunk_num_samples(int64_t chunk) const = 0;
+    // Parses chunk `chunk`: result[sequence][stream]. Thread-safe (called by prefetch workers).
+    virtual std::vector<std::vector<SequenceData>> read_chunk(int64_t chunk) const = 0;
+    virtual std::string description() const = 0;  // "CTF file 'train.txt'"
+};
+using DeserializerPtr = std::shared_ptr<Deserializer>;
+
+// CNTK Text Format. Streams name their `field` (the |name in the file) and dim (shape {dim}); sparse
+// streams read index:value pairs. chunk_size_bytes: CNTK's chunkSizeInBytes (32 MB).
+DeserializerPtr ctf_deserializer(const std::string& path, const std::vector<StreamDef>& streams,
+                                 int64_t chunk_size_bytes = 32 << 20);
+// MNIST IDX files (idx3-ubyte images, idx1-ubyte labels; gzip is not read). Streams "features" (pixels
+// as floats 0..255, shape {rows * cols}) and "labels" (one-hot, shape {num_classes}).
+DeserializerPtr mnist_idx_deserializer(const std::string& images_path, const std::string& labels_path,
+                                       int64_t num_classes = 10);
+// CIFAR-10 binary batches (data_batch_*.bin, test_batch.bin): streams "features" ([3, 32, 32] floats
+// 0..255) and "labels" (one-hot 10).
+DeserializerPtr cifar10_binary_deserializer(const std::vector<std::string>& paths);
+
+struct MinibatchSourceConfig {
+    std::vector<DeserializerPtr> deserializers;
+    int64_t max_samples = kInfinitelyRepeat;
+    int64_t max_sweeps = kInfinitelyRepeat;
+    bool randomize = true;
+    int64_t randomization_window_in_chunks = kDefaultRandomizationWindowInChunks;
+    int64_t randomization_window_in_samples = 0;  // when set, overrides the window in chunks
+    uint64_t randomization_seed = 0;
+    bool multithreaded_deserializer = true;  // prefetch the next chunks on a worker thread
+};
+
+class MinibatchSource {
+public:
+    explicit MinibatchSource(MinibatchSourceConfig config);
+    ~MinibatchSource();
+    MinibatchSource(const MinibatchSource&) = delete;
+    MinibatchSource& operator=(const MinibatchSource&) = delete;
+
+    const std::vector<StreamInformation>& stream_infos() const;
+    // Throws ValueError listing the known streams when `name` is not one of them.
+    const StreamInformation& stream_info(const std::string& name) const;
+
+    // The next minibatch of about `minibatch_size_in_samples` samples (counted on the stream with
+    // defines_mb_size, else the one with most samples; whole sequences only, at least one), keyed by
+    // stream name; empty when max_samples / max_sweeps is reached. With several partitions each worker
+    // gets the sequences whose index modulo num_partitions is partition_index.
+    std::unordered_map<std::string, MinibatchData> next_minibatch(int64_t minibatch_size_in_samples,
+                                                                  int64_t num_partitions = 1,
+                                                                  int64_t partition_index = 0);
+
+    int64_t total_samples_delivered() const;
+    int64_t sweeps_completed() const;
+
+    // Position (samples, sweep, position within the sweep) so a restored source delivers exactly the
+    // minibatches an uninterrupted one would.
+    Dictionary checkpoint_state() const;
+    void restore_from_checkpoint(const Dictionary& state);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// The CNTK MNIST text files from IDX files: `Train-28x28_cntk_text.txt` and `Test-28x28_cntk_text.txt`
+// in out_dir, lines "|labels 0 0 1 ... |features 0 0 ... 255" (one-hot labels first, as CNTK's
+// install_mnist.py writes them). Reads train-images-idx3-ubyte / t10k-images-idx3-ubyte (and labels)
+// from in_dir, gzipped (.gz) or not. Returns the number of (train, test) samples written.
+std::pair<int64_t, int64_t> convert_mnist_to_ctf(const std::string& in_dir, const std::string& out_dir);
+
+}  // namespace ctk

@@ -1,0 +1,167 @@
+// CNTK's learners and training-parameter schedules, with CNTK 2.7's semantics: gradients arrive summed
+// over the minibatch; a learning rate applies per minibatch (no reference size), or per `minibatch_size`
+// samples (the reference size it was tuned for, 1 for per-sample rates) and is then scaled to the actual
+// minibatch; momentum is unit-gain by default and is raised to actualMB/R with a reference size R;
+// schedules advance in samples, `epoch_size` samples per entry. See ../shared/reference/cntk-anatomy.md §3.
+#pragma once
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ctk/dictionary.h"
+#include "ctk/variable.h"
+
+namespace ctk {
+
+// CNTK's TrainingParameterSchedule<double>: a value per span of samples, with a reference minibatch size.
+class TrainingParameterSchedule {
+public:
+    static constexpr int64_t kIgnoreMinibatchSize = 0;     // CNTK's IGNORE: values apply per minibatch
+    static constexpr int64_t kFullDataSweep = 0;           // epoch_size: one entry per data sweep
+    TrainingParameterSchedule(double value = 0.0, int64_t minibatch_size = kIgnoreMinibatchSize);
+    // [(n_1, v_1), (n_2, v_2), ...]: v_1 for the first n_1 * epoch_size samples, then v_2 ...; the last
+    // value holds forever. A plain list of values is the same with every n = 1.
+    TrainingParameterSchedule(std::vector<std::pair<int64_t, double>> schedule, int64_t epoch_size,
+                              int64_t minibatch_size = kIgnoreMinibatchSize);
+    TrainingParameterSchedule(const std::vector<double>& values, int64_t epoch_size,
+                              int64_t minibatch_size = kIgnoreMinibatchSize);
+
+    // The value in force after `samples_seen` samples (or sweeps, for kFullDataSweep schedules).
+    double at(int64_t samples_seen, int64_t sweeps_seen = 0) const;
+    int64_t minibatch_size() const { return minibatch_size_; }
+    int64_t epoch_size() const { return epoch_size_; }
+    bool is_constant() const { return entries_.size() == 1; }
+    std::string to_string() const;
+    Dictionary state() const;
+    static TrainingParameterSchedule from_state(const Dictionary& d);
+
+private:
+    std::vector<std::pair<int64_t, double>> entries_;  // (end in epoch units, cumulative), value
+    int64_t epoch_size_ = 1;
+    int64_t minibatch_size_ = kIgnoreMinibatchSize;
+};
+using LearningRateSchedule = TrainingParameterSchedule;
+using MomentumSchedule = TrainingParameterSchedule;
+
+// CNTK's Python factories. minibatch_size = 0 (kIgnoreMinibatchSize) means "per minibatch".
+TrainingParameterSchedule learning_parameter_schedule(double lr, int64_t minibatch_size = 0,
+                                                      int64_t epoch_size = 0);
+TrainingParameterSchedule learning_parameter_schedule(const std::vector<double>& lrs, int64_t minibatch_size = 0,
+                                                      int64_t epoch_size = 0);
+TrainingParameterSchedule learning_parameter_schedule(std::vector<std::pair<int64_t, double>> lrs,
+                                                      int64_t minibatch_size = 0, int64_t epoch_size = 0);
+TrainingParameterSchedule learning_parameter_schedule_per_sample(double lr, int64_t epoch_size = 0);
+TrainingParameterSchedule learning_parameter_schedule_per_sample(const std::vector<double>& lrs,
+                                                                 int64_t epoch_size = 0);
+TrainingParameterSchedule momentum_schedule(double m, int64_t minibatch_size = 0, int64_t epoch_size = 0);
+TrainingParameterSchedule momentum_schedule(const std::vector<double>& ms, int64_t minibatch_size = 0,
+                                            int64_t epoch_size = 0);
+TrainingParameterSchedule momentum_schedule_per_sample(double m, int64_t epoch_size = 0);
+// Deprecated in CNTK 2.2 but still used by old scripts: per-sample momentum exp(-1/T) (T = 0: momentum 0).
+TrainingParameterSchedule momentum_as_time_constant_schedule(double time_constant, int64_t epoch_size = 0);
+
+// CNTK's default for unit_gain (set_default_unit_gain_value).
+void set_default_unit_gain_value(bool value);
+bool default_unit_gain_value();
+
+// The options every learner takes (CNTK's AdditionalLearningOptions).
+struct LearnerOptions {
+    double l1_regularization_weight = 0.0;
+    double l2_regularization_weight = 0.0;
+    TrainingParameterSchedule gaussian_noise_injection_std_dev{0.0};
+    double gradient_clipping_threshold_per_sample = std::numeric_limits<double>::infinity();
+    bool gradient_clipping_with_truncation = true;
+    // CNTK's legacy "compatible mode": the gradient is divided by the actual minibatch size first.
+    bool use_mean_gradient = false;
+};
+
+using GradientMap = std::unordered_map<Variable, Tensor, VariableHash>;
+
+class Learner {
+public:
+    virtual ~Learner() = default;
+    // Applies one update from gradients summed over `minibatch_sample_count` samples. Returns false (and
+    // changes nothing) when the count is 0. Parameters missing from `gradients` are left alone.
+    bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end = false);
+
+    const std::vector<Variable>& parameters() const { return parameters_; }
+    // The learning rate (as scheduled, before scaling to the minibatch) in force now.
+    double learning_rate() const;
+    const TrainingParameterSchedule& learning_rate_schedule() const { return lr_; }
+    void reset_learning_rate(const TrainingParameterSchedule& lr);
+    int64_t total_number_of_samples_seen() const { return samples_seen_; }
+    int64_t total_number_of_minibatches_seen() const { return minibatches_seen_; }
+    int64_t sweeps_seen() const { return sweeps_seen_; }
+
+    // Called with (key, value) when a scheduled value changes, e.g. ("Learning rate per minibatch", 0.1)
+    // or ("Learning rate per 1 samples", 0.01) and ("Momentum per minibatch", 0.9): ProgressPrinter prints
+    // "{key}: {value}" as CNTK does.
+    using ValueReporter = std::function<void(const std::string& key, double value)>;
+    void add_value_reporter(ValueReporter r) { reporters_.push_back(std::move(r)); }
+
+    // Everything needed to continue bit-identically: counters, schedules and per-parameter state
+    // (smoothed gradients), keyed by parameter uid. restore() checks shapes and names what differs.
+    virtual Dictionary checkpoint_state() const;
+    virtual void restore_from_checkpoint(const Dictionary& state);
+
+protected:
+    Learner(std::vector<Variable> parameters, TrainingParameterSchedule lr, LearnerOptions options,
+            const char* name);
+    // The per-parameter update with the effective (minibatch-scaled) learning rate. `gradient` is the
+    // preprocessed gradient (mean-scaled, L2 added, clipped); `state` holds the learner's per-parameter
+    // tensors (allocated by init_state()).
+    virtual void update_parameter(const Variable& p, Tensor& value, const Tensor& gradient,
+                                  std::vector<Tensor>& state, double lr, int64_t mb_size) = 0;
+    // The number of state tensors (same shape and dtype as the parameter) this learner keeps per parameter.
+    virtual int state_tensors() const { return 0; }
+    void report(const std::string& key, double value) const;
+    // Reports lr (and subclasses' momentum) when it changes; called before each update.
+    virtual void report_schedules();
+
+    std::vector<Variable> parameters_;
+    TrainingParameterSchedule lr_;
+    LearnerOptions options_;
+    const char* name_;
+    int64_t samples_seen_ = 0, minibatches_seen_ = 0, sweeps_seen_ = 0;
+    int64_t noise_draws_ = 0;
+    std::unordered_map<Variable, std::vector<Tensor>, VariableHash> state_;
+    std::vector<ValueReporter> reporters_;
+    double last_reported_lr_ = std::numeric_limits<double>::quiet_NaN();
+};
+using LearnerPtr = std::shared_ptr<Learner>;
+
+LearnerPtr sgd(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+               const LearnerOptions& options = {});
+LearnerPtr momentum_sgd(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                        const TrainingParameterSchedule& momentum, bool unit_gain = default_unit_gain_value(),
+                        const LearnerOptions& options = {});
+LearnerPtr nesterov(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                    const TrainingParameterSchedule& momentum, bool unit_gain = default_unit_gain_value(),
+                    const LearnerOptions& options = {});
+LearnerPtr adagrad(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                   bool need_ave_multiplier = true, const LearnerOptions& options = {});
+// variance_momentum default: momentum_schedule_per_sample(0.9999986111120757), i.e. exp(-1/720000).
+LearnerPtr fsadagrad(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                     const TrainingParameterSchedule& momentum, bool unit_gain = default_unit_gain_value(),
+                     const TrainingParameterSchedule& variance_momentum = momentum_schedule_per_sample(
+                         0.9999986111120757),
+                     const LearnerOptions& options = {});
+LearnerPtr adam(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                const TrainingParameterSchedule& momentum, bool unit_gain = default_unit_gain_value(),
+                const TrainingParameterSchedule& variance_momentum = momentum_schedule_per_sample(
+                    0.9999986111120757),
+                double epsilon = 1e-8, bool adamax = false, const LearnerOptions& options = {});
+LearnerPtr rmsprop(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr, double gamma,
+                   double inc, double dec, double max, double min, bool need_ave_multiplier = true,
+                   const LearnerOptions& options = {});
+LearnerPtr adadelta(const std::vector<Variable>& parameters,
+                    const TrainingParameterSchedule& lr = learning_parameter_schedule_per_sample(1.0),
+                    double rho = 0.95, double epsilon = 1e-8, const LearnerOptions& options = {});
+
+}  // namespace ctk
