@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ctk/dictionary.h"
+#include "ctk/initializer.h"
 #include "ctk/variable.h"
 
 namespace ctk {
@@ -22,8 +23,8 @@ namespace ctk {
 // CNTK's TrainingParameterSchedule<double>: a value per span of samples, with a reference minibatch size.
 class TrainingParameterSchedule {
 public:
-    static constexpr int64_t kIgnoreMinibatchSize = 0;     // CNTK's IGNORE: values apply per minibatch
-    static constexpr int64_t kFullDataSweep = 0;           // epoch_size: one entry per data sweep
+    static constexpr int64_t kIgnoreMinibatchSize = 0;  // CNTK's IGNORE: values apply per minibatch
+    static constexpr int64_t kFullDataSweep = 0;        // epoch_size: one entry per data sweep
     TrainingParameterSchedule(double value = 0.0, int64_t minibatch_size = kIgnoreMinibatchSize);
     // [(n_1, v_1), (n_2, v_2), ...]: v_1 for the first n_1 * epoch_size samples, then v_2 ...; the last
     // value holds forever. A plain list of values is the same with every n = 1.
@@ -37,12 +38,20 @@ public:
     int64_t minibatch_size() const { return minibatch_size_; }
     int64_t epoch_size() const { return epoch_size_; }
     bool is_constant() const { return entries_.size() == 1; }
+    // True when entries advance per data sweep (epoch_size == kFullDataSweep) rather than per sample.
+    bool is_sweep_based() const { return epoch_size_ == kFullDataSweep; }
+    // Every value the schedule can take, in order (for argument checks).
+    std::vector<double> values() const;
+    // The same schedule starting at `count` samples (or sweeps) instead of 0 (CNTK's ResetLearningRate).
+    TrainingParameterSchedule shifted(int64_t count) const;
     std::string to_string() const;
     Dictionary state() const;
     static TrainingParameterSchedule from_state(const Dictionary& d);
 
 private:
-    std::vector<std::pair<int64_t, double>> entries_;  // (end in epoch units, cumulative), value
+    // (end, value): `value` holds while the count (samples, or sweeps) is below `end`; ends ascend, and
+    // the last value holds past its end.
+    std::vector<std::pair<int64_t, double>> entries_;
     int64_t epoch_size_ = 1;
     int64_t minibatch_size_ = kIgnoreMinibatchSize;
 };
@@ -52,8 +61,8 @@ using MomentumSchedule = TrainingParameterSchedule;
 // CNTK's Python factories. minibatch_size = 0 (kIgnoreMinibatchSize) means "per minibatch".
 TrainingParameterSchedule learning_parameter_schedule(double lr, int64_t minibatch_size = 0,
                                                       int64_t epoch_size = 0);
-TrainingParameterSchedule learning_parameter_schedule(const std::vector<double>& lrs, int64_t minibatch_size = 0,
-                                                      int64_t epoch_size = 0);
+TrainingParameterSchedule learning_parameter_schedule(const std::vector<double>& lrs,
+                                                      int64_t minibatch_size = 0, int64_t epoch_size = 0);
 TrainingParameterSchedule learning_parameter_schedule(std::vector<std::pair<int64_t, double>> lrs,
                                                       int64_t minibatch_size = 0, int64_t epoch_size = 0);
 TrainingParameterSchedule learning_parameter_schedule_per_sample(double lr, int64_t epoch_size = 0);
@@ -79,6 +88,9 @@ struct LearnerOptions {
     bool gradient_clipping_with_truncation = true;
     // CNTK's legacy "compatible mode": the gradient is divided by the actual minibatch size first.
     bool use_mean_gradient = false;
+    // Seed of the noise stream; kSentinelSeed draws one from set_fixed_random_seed's sequence when the
+    // learner is made (CNTK draws a random seed per learner). The stream's offset is checkpointed.
+    uint64_t gaussian_noise_injection_seed = kSentinelSeed;
 };
 
 using GradientMap = std::unordered_map<Variable, Tensor, VariableHash>;
@@ -87,7 +99,9 @@ class Learner {
 public:
     virtual ~Learner() = default;
     // Applies one update from gradients summed over `minibatch_sample_count` samples. Returns false (and
-    // changes nothing) when the count is 0. Parameters missing from `gradients` are left alone.
+    // changes nothing, counters included) when the count is 0 or, as in CNTK, when the scheduled learning
+    // rate is 0. Parameters missing from `gradients` are left alone. Throws ShapeError for a gradient of
+    // the wrong shape and NotImplementedError for f16/bf16 or non-CPU parameters, before changing anything.
     bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end = false);
 
     const std::vector<Variable>& parameters() const { return parameters_; }
@@ -120,9 +134,24 @@ protected:
                                   std::vector<Tensor>& state, double lr, int64_t mb_size) = 0;
     // The number of state tensors (same shape and dtype as the parameter) this learner keeps per parameter.
     virtual int state_tensors() const { return 0; }
+    // Called once per minibatch before the parameters are updated (CNTK's UpdateOnMinibatch): learners
+    // with learner-wide counters (adam, fsadagrad, rmsprop) advance them here.
+    virtual void on_minibatch(int64_t /*mb_size*/) {}
     void report(const std::string& key, double value) const;
     // Reports lr (and subclasses' momentum) when it changes; called before each update.
     virtual void report_schedules();
+    // Reports "<name> per minibatch" / "<name> per N samples" when the schedule's current value differs
+    // from `last` (NaN: never reported), and updates `last`.
+    void report_schedule(const TrainingParameterSchedule& s, const char* name, double& last) const;
+    // The scheduled value of `s` at the current sample/sweep count.
+    double current_value(const TrainingParameterSchedule& s) const {
+        return s.at(samples_seen_, sweeps_seen_);
+    }
+    // CNTK's LearningRate(mbSize): the rate applied to the preprocessed gradient.
+    double effective_learning_rate(int64_t mb_size) const;
+    // CNTK's MomentumValueForMB: m^(mb/R) with reference size R, else m.
+    double momentum_for(const TrainingParameterSchedule& s, int64_t mb_size) const;
+    bool compatible_mode() const { return options_.use_mean_gradient; }
 
     std::vector<Variable> parameters_;
     TrainingParameterSchedule lr_;
@@ -133,6 +162,18 @@ protected:
     std::unordered_map<Variable, std::vector<Tensor>, VariableHash> state_;
     std::vector<ValueReporter> reporters_;
     double last_reported_lr_ = std::numeric_limits<double>::quiet_NaN();
+    uint64_t noise_seed_ = 0;
+
+private:
+    // The gradient the learner sees: `gradient` itself when no preprocessing applies, else a scratch
+    // tensor (kept per parameter) holding the mean-scaled, clipped, L2-regularised gradient.
+    const Tensor& preprocess(const Variable& p, const Tensor& value, const Tensor& gradient, int64_t mb_size);
+    // Noise injection, then the L1 proximal step (CNTK's PostProcess order).
+    void postprocess(const Variable& p, Tensor& value, double lr, int64_t mb_size);
+    std::vector<Tensor>& state_for(const Variable& p, const Tensor& value);
+
+    std::unordered_map<Variable, Tensor, VariableHash> gradient_scratch_, noise_scratch_;
+    std::vector<double> partials_;  // per-chunk partial sums (fixed chunking, so thread-count independent)
 };
 using LearnerPtr = std::shared_ptr<Learner>;
 
@@ -147,16 +188,16 @@ LearnerPtr nesterov(const std::vector<Variable>& parameters, const TrainingParam
 LearnerPtr adagrad(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
                    bool need_ave_multiplier = true, const LearnerOptions& options = {});
 // variance_momentum default: momentum_schedule_per_sample(0.9999986111120757), i.e. exp(-1/720000).
-LearnerPtr fsadagrad(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
-                     const TrainingParameterSchedule& momentum, bool unit_gain = default_unit_gain_value(),
-                     const TrainingParameterSchedule& variance_momentum = momentum_schedule_per_sample(
-                         0.9999986111120757),
-                     const LearnerOptions& options = {});
-LearnerPtr adam(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
-                const TrainingParameterSchedule& momentum, bool unit_gain = default_unit_gain_value(),
-                const TrainingParameterSchedule& variance_momentum = momentum_schedule_per_sample(
-                    0.9999986111120757),
-                double epsilon = 1e-8, bool adamax = false, const LearnerOptions& options = {});
+LearnerPtr fsadagrad(
+    const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+    const TrainingParameterSchedule& momentum, bool unit_gain = default_unit_gain_value(),
+    const TrainingParameterSchedule& variance_momentum = momentum_schedule_per_sample(0.9999986111120757),
+    const LearnerOptions& options = {});
+LearnerPtr adam(
+    const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+    const TrainingParameterSchedule& momentum, bool unit_gain = default_unit_gain_value(),
+    const TrainingParameterSchedule& variance_momentum = momentum_schedule_per_sample(0.9999986111120757),
+    double epsilon = 1e-8, bool adamax = false, const LearnerOptions& options = {});
 LearnerPtr rmsprop(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr, double gamma,
                    double inc, double dec, double max, double min, bool need_ave_multiplier = true,
                    const LearnerOptions& options = {});

@@ -1,1 +1,328 @@
-// placeholder
+// The Learner base: CNTK's LearnerBase::Update with its PreProcess (mean gradient, clipping, L2) and
+// PostProcess (noise injection, L1 proximal step), value reporting, and checkpoint state. The concrete
+// update rules live in sgd_learners.cpp and adaptive_learners.cpp.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <unordered_set>
+
+#include "ctk/rng.h"
+#include "learners/learner_impl.h"
+
+namespace ctk {
+
+namespace detail {
+
+void check_momentum(const TrainingParameterSchedule& s, const char* learner, const char* argument) {
+    for (double m : s.values())
+        CTK_CHECK(m >= 0 && m < 1, ValueError, learner, ": ", argument, " must be in [0, 1), got ", m);
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string schedule_key(const char* name, const TrainingParameterSchedule& s) {
+    if (s.minibatch_size() == TrainingParameterSchedule::kIgnoreMinibatchSize)
+        return std::string(name) + " per minibatch";
+    return std::string(name) + " per " + std::to_string(s.minibatch_size()) + " samples";
+}
+
+DictionaryValue::List dims_list(const Shape& shape) {
+    DictionaryValue::List l;
+    for (int64_t d : shape.dims()) l.emplace_back(d);
+    return l;
+}
+
+std::string dims_list_string(const DictionaryValue::List& l) {
+    std::ostringstream out;
+    out << "[";
+    for (size_t i = 0; i < l.size(); ++i) out << (i ? ", " : "") << l[i].as_int();
+    out << "]";
+    return out.str();
+}
+
+std::string param_label(const Variable& p) {
+    return "'" + p.name() + "' (uid " + p.uid() + ")";
+}
+
+constexpr int64_t kCheckpointVersion = 1;
+
+}  // namespace
+
+Learner::Learner(std::vector<Variable> parameters, TrainingParameterSchedule lr, LearnerOptions options,
+                 const char* name)
+    : parameters_(std::move(parameters)), lr_(std::move(lr)), options_(std::move(options)), name_(name) {
+    CTK_CHECK(!parameters_.empty(), ValueError, name_, ": the parameters list must not be empty");
+    std::unordered_set<Variable, VariableHash> seen;
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+        const Variable& p = parameters_[i];
+        CTK_CHECK(p.defined(), ValueError, name_, ": parameters[", i, "] is an undefined Variable");
+        CTK_CHECK(p.is_parameter(), ValueError, name_, ": parameters[", i, "] is ", p.to_string(),
+                  ", not a Parameter");
+        CTK_CHECK(seen.insert(p).second, ValueError, name_, ": parameters[", i, "] ", p.to_string(),
+                  " appears more than once");
+    }
+    for (double v : lr_.values())
+        CTK_CHECK(v >= 0 && std::isfinite(v), ValueError, name_, ": lr must be finite and >= 0, got ", v);
+    CTK_CHECK(options_.l1_regularization_weight >= 0, ValueError, name_,
+              ": l1_regularization_weight must be >= 0, got ", options_.l1_regularization_weight);
+    CTK_CHECK(options_.l2_regularization_weight >= 0, ValueError, name_,
+              ": l2_regularization_weight must be >= 0, got ", options_.l2_regularization_weight);
+    CTK_CHECK(options_.gradient_clipping_threshold_per_sample > 0, ValueError, name_,
+              ": gradient_clipping_threshold_per_sample must be > 0, got ",
+              options_.gradient_clipping_threshold_per_sample);
+    for (double v : options_.gaussian_noise_injection_std_dev.values())
+        CTK_CHECK(v >= 0, ValueError, name_, ": gaussian_noise_injection_std_dev must be >= 0, got ", v);
+    noise_seed_ = options_.gaussian_noise_injection_seed == kSentinelSeed
+                      ? next_random_seed()
+                      : options_.gaussian_noise_injection_seed;
+}
+
+double Learner::learning_rate() const {
+    return current_value(lr_);
+}
+
+void Learner::reset_learning_rate(const TrainingParameterSchedule& lr) {
+    for (double v : lr.values())
+        CTK_CHECK(v >= 0 && std::isfinite(v), ValueError, name_, ": lr must be finite and >= 0, got ", v);
+    // The new schedule starts now: shift it by the current count (CNTK's ResetLearningRate).
+    lr_ = lr.shifted(lr.is_sweep_based() ? sweeps_seen_ : samples_seen_);
+}
+
+void Learner::report(const std::string& key, double value) const {
+    for (const auto& r : reporters_) r(key, value);
+}
+
+void Learner::report_schedule(const TrainingParameterSchedule& s, const char* name, double& last) const {
+    const double v = current_value(s);
+    if (v == last) return;  // NaN (never reported) compares unequal
+    last = v;
+    report(schedule_key(name, s), v);
+}
+
+void Learner::report_schedules() {
+    report_schedule(lr_, "Learning rate", last_reported_lr_);
+}
+
+double Learner::effective_learning_rate(int64_t mb_size) const {
+    const double lr = learning_rate();
+    const auto mb = static_cast<double>(mb_size);
+    if (lr_.minibatch_size() == TrainingParameterSchedule::kIgnoreMinibatchSize)
+        return compatible_mode() ? lr : lr / mb;  // per minibatch: a mean-gradient step
+    const auto ref = static_cast<double>(lr_.minibatch_size());
+    return compatible_mode() ? lr * mb / ref : lr / ref;
+}
+
+double Learner::momentum_for(const TrainingParameterSchedule& s, int64_t mb_size) const {
+    const double m = current_value(s);
+    if (s.minibatch_size() == TrainingParameterSchedule::kIgnoreMinibatchSize) return m;
+    return std::pow(m, static_cast<double>(mb_size) / static_cast<double>(s.minibatch_size()));
+}
+
+std::vector<Tensor>& Learner::state_for(const Variable& p, const Tensor& value) {
+    auto it = state_.find(p);
+    if (it == state_.end()) {
+        std::vector<Tensor> s;
+        for (int i = 0; i < state_tensors(); ++i) s.push_back(Tensor::zeros(value.shape(), value.dtype()));
+        it = state_.emplace(p, std::move(s)).first;
+    }
+    return it->second;
+}
+
+const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const Tensor& gradient,
+                                  int64_t mb_size) {
+    const bool compat = compatible_mode();
+    const auto mb = static_cast<double>(mb_size);
+    const double scale = compat ? 1.0 / mb : 1.0;
+    const double threshold = options_.gradient_clipping_threshold_per_sample;
+    const double limit = std::isinf(threshold) ? threshold : (compat ? threshold : threshold * mb);
+    const double l2 = options_.l2_regularization_weight * (compat ? 1.0 : mb);
+    const bool plain_input = gradient.dtype() == value.dtype() && gradient.is_contiguous();
+    if (scale == 1.0 && std::isinf(limit) && l2 == 0.0 && plain_input) return gradient;
+
+    Tensor& out = gradient_scratch_[p];
+    if (!out.defined()) out = Tensor::empty(value.shape(), value.dtype());
+    const Tensor src = plain_input ? gradient : gradient.contiguous().to(value.dtype());
+    const bool truncate = options_.gradient_clipping_with_truncation;
+    detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        using T = decltype(tag);
+        const T* g = src.data<T>();
+        const T* w = value.data<T>();
+        T* o = out.data<T>();
+        const int64_t n = value.numel();
+        // Rescaling clip: the whole (mean-scaled) gradient shrinks when its Frobenius norm passes the limit.
+        double factor = 1.0;
+        if (!truncate && !std::isinf(limit)) {
+            const double norm = scale * std::sqrt(detail::sum_elements(n, partials_, [&](int64_t i) {
+                                    return static_cast<double>(g[i]) * static_cast<double>(g[i]);
+                                }));
+            if (norm > limit) factor = limit / norm;
+        }
+        const T t_scale = T(scale * factor), t_limit = T(limit), t_l2 = T(l2);
+        const bool clip_elements = truncate && !std::isinf(limit);
+        detail::for_each_element(n, [&](int64_t i) {
+            T v = g[i] * t_scale;
+            if (clip_elements) v = std::clamp(v, -t_limit, t_limit);
+            o[i] = v + t_l2 * w[i];
+        });
+    });
+    return out;
+}
+
+void Learner::postprocess(const Variable& p, Tensor& value, double lr, int64_t mb_size) {
+    const double stddev = current_value(options_.gaussian_noise_injection_std_dev);
+    if (stddev > 0) {
+        Tensor& noise = noise_scratch_[p];
+        if (!noise.defined()) noise = Tensor::empty(value.shape(), value.dtype());
+        Generator gen(noise_seed_, static_cast<uint64_t>(noise_draws_));
+        gen.normal(noise, 0.0, stddev);
+        noise_draws_ = static_cast<int64_t>(gen.offset());
+        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+            using T = decltype(tag);
+            T* w = value.data<T>();
+            const T* z = noise.data<T>();
+            detail::for_each_element(value.numel(), [&](int64_t i) { w[i] += z[i]; });
+        });
+    }
+    if (options_.l1_regularization_weight > 0) {
+        // Proximal step for the L1 term: soft-threshold by lr * weight (* mb, as the rate is per sample).
+        const double t = lr * options_.l1_regularization_weight * (compatible_mode() ? 1.0 : double(mb_size));
+        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+            using T = decltype(tag);
+            T* w = value.data<T>();
+            const T tt = T(t);
+            detail::for_each_element(value.numel(), [&](int64_t i) {
+                const T v = w[i];
+                w[i] = v > tt ? v - tt : (v < -tt ? v + tt : T(0));
+            });
+        });
+    }
+}
+
+bool Learner::update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end) {
+    CTK_CHECK(minibatch_sample_count >= 0, ValueError, name_,
+              ": update: minibatch_sample_count must be >= 0, got ", minibatch_sample_count);
+    if (minibatch_sample_count == 0) return false;
+    report_schedules();
+    // CNTK skips the whole update (counters included) while the learning rate is 0.
+    if (learning_rate() == 0.0) return false;
+
+    // Check everything before touching any state, so a bad gradient leaves the learner unchanged.
+    for (const Variable& p : parameters_) {
+        auto it = gradients.find(p);
+        if (it == gradients.end()) continue;
+        const Tensor& g = it->second;
+        CTK_CHECK(g.defined(), ValueError, name_, ": the gradient of ", p.to_string(), " is undefined");
+        const Tensor value = p.value();
+        CTK_CHECK(value.device().is_cpu() && g.device().is_cpu(), NotImplementedError, name_,
+                  ": only CPU parameters and gradients are supported yet (", p.to_string(), ")");
+        CTK_CHECK(value.is_contiguous(), NotImplementedError, name_, ": parameter ", p.to_string(),
+                  " is not contiguous");
+        CTK_CHECK(g.shape() == value.shape(), ShapeError, name_, ": the gradient of ", p.to_string(),
+                  " has shape ", g.shape().to_string(), ", expected ", value.shape().to_string());
+        detail::dispatch_learner_dtype(value.dtype(), name_, [](auto) {});
+    }
+
+    const double lr = effective_learning_rate(minibatch_sample_count);
+    on_minibatch(minibatch_sample_count);
+    for (const Variable& p : parameters_) {
+        auto it = gradients.find(p);
+        if (it == gradients.end()) continue;
+        Tensor value = p.value();
+        std::vector<Tensor>& state = state_for(p, value);
+        const Tensor& g = preprocess(p, value, it->second, minibatch_sample_count);
+        update_parameter(p, value, g, state, lr, minibatch_sample_count);
+        postprocess(p, value, lr, minibatch_sample_count);
+    }
+    samples_seen_ += minibatch_sample_count;
+    ++minibatches_seen_;
+    if (sweep_end) ++sweeps_seen_;
+    return true;
+}
+
+Dictionary Learner::checkpoint_state() const {
+    Dictionary d;
+    d.set("type", std::string(name_));
+    d.set("version", kCheckpointVersion);
+    d.set("sample_count", samples_seen_);
+    d.set("minibatch_count", minibatches_seen_);
+    d.set("sweep_count", sweeps_seen_);
+    d.set("noise_seed", noise_seed_);
+    d.set("noise_offset", noise_draws_);
+    d.set("learning_rate_schedule", lr_.state());
+    DictionaryValue::List params;
+    for (const Variable& p : parameters_) {
+        Dictionary e;
+        e.set("uid", p.uid());
+        e.set("name", p.name());
+        const Tensor value = p.value();
+        e.set("shape", dims_list(value.shape()));
+        DictionaryValue::List tensors;
+        auto it = state_.find(p);
+        for (int i = 0; i < state_tensors(); ++i)
+            tensors.emplace_back(it != state_.end() ? it->second[static_cast<size_t>(i)].clone()
+                                                    : Tensor::zeros(value.shape(), value.dtype()));
+        e.set("state", std::move(tensors));
+        params.emplace_back(e);
+    }
+    d.set("parameters", std::move(params));
+    return d;
+}
+
+void Learner::restore_from_checkpoint(const Dictionary& state) {
+    CTK_CHECK(state.contains("type"), ValueError, name_, ": restore_from_checkpoint: not a learner's state");
+    const std::string& type = state.at("type").as_string();
+    CTK_CHECK(type == name_, ValueError, name_, ": restore_from_checkpoint: the state was saved by a '", type,
+              "' learner");
+    CTK_CHECK(state.at("version").as_int() <= kCheckpointVersion, ValueError, name_,
+              ": restore_from_checkpoint: state version ", state.at("version").as_int(), " is newer than ",
+              kCheckpointVersion);
+    const auto& saved = state.at("parameters").as_list();
+    CTK_CHECK(saved.size() == parameters_.size(), ValueError, name_,
+              ": restore_from_checkpoint: the state holds ", saved.size(), " parameters, this learner has ",
+              parameters_.size());
+
+    // Match by uid, else by position; build everything first so a mismatch leaves the learner unchanged.
+    std::unordered_map<Variable, std::vector<Tensor>, VariableHash> restored;
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+        const Variable& p = parameters_[i];
+        const Dictionary* entry = nullptr;
+        for (const auto& s : saved)
+            if (s.as_dictionary().at("uid").as_string() == p.uid()) entry = &s.as_dictionary();
+        if (!entry) entry = &saved[i].as_dictionary();
+        const Tensor value = p.value();
+        const auto& shape = entry->at("shape").as_list();
+        const std::string saved_label =
+            "'" + entry->at("name").as_string() + "' (uid " + entry->at("uid").as_string() + ")";
+        CTK_CHECK(dims_list(value.shape()) == shape, ValueError, name_,
+                  ": restore_from_checkpoint: parameter ", param_label(p), " has shape ",
+                  value.shape().to_string(), " but the state of ", saved_label, " has shape ",
+                  dims_list_string(shape));
+        const auto& tensors = entry->at("state").as_list();
+        CTK_CHECK(static_cast<int>(tensors.size()) == state_tensors(), ValueError, name_,
+                  ": restore_from_checkpoint: ", saved_label, " holds ", tensors.size(),
+                  " state tensors, expected ", state_tensors());
+        std::vector<Tensor> s;
+        for (const auto& t : tensors) {
+            const Tensor& src = t.as_tensor();
+            CTK_CHECK(src.shape() == value.shape(), ValueError, name_,
+                      ": restore_from_checkpoint: a state tensor of ", saved_label, " has shape ",
+                      src.shape().to_string(), ", expected ", value.shape().to_string());
+            s.push_back(src.to(Device::cpu()).to(value.dtype()).clone());
+        }
+        restored.emplace(p, std::move(s));
+    }
+    TrainingParameterSchedule lr =
+        TrainingParameterSchedule::from_state(state.at("learning_rate_schedule").as_dictionary());
+
+    state_ = std::move(restored);
+    lr_ = std::move(lr);
+    samples_seen_ = state.at("sample_count").as_int();
+    minibatches_seen_ = state.at("minibatch_count").as_int();
+    sweeps_seen_ = state.at("sweep_count").as_int();
+    noise_seed_ = static_cast<uint64_t>(state.at("noise_seed").as_int());
+    noise_draws_ = state.at("noise_offset").as_int();
+}
+
+}  // namespace ctk

@@ -1,0 +1,365 @@
+// AdaGrad, FSAdaGrad, Adam/Adamax, RMSProp and AdaDelta with CNTK 2.7's dense CPU update rules
+// (CPUMatrix::Adagrad, FSAdagrad, Adam, RmsProp, AdaDelta and Learner.cpp's per-minibatch counters).
+// Each parameter is updated in one fused pass, or two where CNTK divides by a mean over all elements
+// (AdaGrad's and RMSProp's need_ave_multiplier).
+#include <algorithm>
+#include <cmath>
+
+#include "learners/learner_impl.h"
+
+namespace ctk {
+
+namespace {
+
+// Learners with one learner-wide double counter that the checkpoint must carry.
+class CountingLearner : public Learner {
+public:
+    using Learner::Learner;
+
+    Dictionary checkpoint_state() const override {
+        Dictionary d = Learner::checkpoint_state();
+        d.set("smoothed_count", smoothed_count_);
+        return d;
+    }
+    void restore_from_checkpoint(const Dictionary& state) override {
+        CTK_CHECK(state.contains("smoothed_count"), ValueError, name_,
+                  ": restore_from_checkpoint: the state has no smoothed_count");
+        const double count = state.at("smoothed_count").as_double();
+        Learner::restore_from_checkpoint(state);
+        smoothed_count_ = count;
+    }
+
+protected:
+    double smoothed_count_ = 0.0;
+};
+
+// AdaGrad: acc += g^2; g' = g / sqrt(acc + 1e-16); w -= lr / ave * g', where ave is the mean of
+// 1 / sqrt(acc + 1e-16) over the parameter when need_ave_multiplier, else 1.
+class AdaGradLearner final : public Learner {
+public:
+    AdaGradLearner(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                   bool need_ave_multiplier, const LearnerOptions& options)
+        : Learner(parameters, lr, options, "adagrad"), need_ave_multiplier_(need_ave_multiplier) {}
+
+protected:
+    int state_tensors() const override { return 1; }
+
+    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
+                          double lr, int64_t) override {
+        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+            using T = decltype(tag);
+            T* w = value.data<T>();
+            T* acc = state[0].data<T>();
+            const T* g = gradient.data<T>();
+            const int64_t n = value.numel();
+            const T floor = T(1e-16f);  // CNTK's floor is the float literal 1e-16f, also for double
+            double ave = 1.0;
+            if (need_ave_multiplier_) {
+                const double sum = detail::sum_elements(n, partials_, [&](int64_t i) {
+                    acc[i] += g[i] * g[i];
+                    return double(T(1) / std::sqrt(acc[i] + floor));
+                });
+                if (n > 0) ave = T(sum / double(n));
+            } else {
+                detail::for_each_element(n, [&](int64_t i) { acc[i] += g[i] * g[i]; });
+            }
+            const T rate = T(lr / ave);
+            detail::for_each_element(n,
+                                     [&](int64_t i) { w[i] -= rate * (g[i] / std::sqrt(acc[i] + floor)); });
+        });
+    }
+
+private:
+    bool need_ave_multiplier_;
+    std::vector<double> partials_;
+};
+
+// FSAdaGrad: a learner-wide count c = vm * c + (1 - vm) * mb; per element
+//   v = vm * v + (1 - vm) * g^2;  g *= min(sqrt(c) / sqrt(v), 10) (if v != 0);
+//   sg = m * sg + ugf * g (if m > 0, else sg untouched and g used as is);  w -= lr * g.
+class FSAdaGradLearner final : public CountingLearner {
+public:
+    FSAdaGradLearner(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                     const TrainingParameterSchedule& momentum, bool unit_gain,
+                     const TrainingParameterSchedule& variance_momentum, const LearnerOptions& options)
+        : CountingLearner(parameters, lr, options, "fsadagrad"),
+          momentum_(momentum),
+          variance_momentum_(variance_momentum),
+          unit_gain_(unit_gain) {
+        detail::check_momentum(momentum_, name_, "momentum");
+        detail::check_momentum(variance_momentum_, name_, "variance_momentum");
+    }
+
+protected:
+    int state_tensors() const override { return 2; }  // [0] smoothed g^2, [1] smoothed gradient
+
+    void report_schedules() override {
+        Learner::report_schedules();
+        report_schedule(momentum_, "Momentum", last_reported_momentum_);
+    }
+
+    void on_minibatch(int64_t mb_size) override {
+        const double vm = momentum_for(variance_momentum_, mb_size);
+        smoothed_count_ = vm * smoothed_count_ + (1.0 - vm) * double(mb_size);
+        // CNTK's targetAdagradAvDenom (1) times sqrt(#samples in the g^2 average).
+        ada_mul_ = std::sqrt(smoothed_count_);
+    }
+
+    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
+                          double lr, int64_t mb_size) override {
+        const double m = momentum_for(momentum_, mb_size);
+        const double vm = momentum_for(variance_momentum_, mb_size);
+        const double ugf = unit_gain_ ? 1.0 - m : 1.0;
+        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+            using T = decltype(tag);
+            T* w = value.data<T>();
+            T* ada = state[0].data<T>();
+            T* mom = state[1].data<T>();
+            const T* grad = gradient.data<T>();
+            const T tm = T(m), tvm = T(vm), tugf = T(ugf), rate = T(lr), mul = T(ada_mul_);
+            detail::for_each_element(value.numel(), [&](int64_t i) {
+                T g = grad[i];
+                const T sq = tvm * ada[i] + (T(1) - tvm) * g * g;
+                ada[i] = sq;
+                if (sq != T(0)) g *= std::min(mul * (T(1) / std::sqrt(sq)), T(10));
+                if (tm > T(0)) {
+                    g = tm * mom[i] + tugf * g;
+                    mom[i] = g;
+                }
+                w[i] -= g * rate;
+            });
+        });
+    }
+
+private:
+    TrainingParameterSchedule momentum_, variance_momentum_;
+    bool unit_gain_;
+    double ada_mul_ = 0.0;
+    double last_reported_momentum_ = std::numeric_limits<double>::quiet_NaN();
+};
+
+// Adam: t += 1 per minibatch; bias = sqrt(1 - vm^t) / (1 - m^t) (Adamax: 1 / (1 - m^t)); per element
+//   v = vm * v + (1 - vm) * g^2, d = sqrt(v)   (Adamax: v = max(vm * v, |g|), d = v);
+//   sg = m * sg + ugf * g;  w -= lr * sg * bias / (d + epsilon).
+class AdamLearner final : public CountingLearner {
+public:
+    AdamLearner(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                const TrainingParameterSchedule& momentum, bool unit_gain,
+                const TrainingParameterSchedule& variance_momentum, double epsilon, bool adamax,
+                const LearnerOptions& options)
+        : CountingLearner(parameters, lr, options, "adam"),
+          momentum_(momentum),
+          variance_momentum_(variance_momentum),
+          unit_gain_(unit_gain),
+          epsilon_(epsilon),
+          adamax_(adamax) {
+        detail::check_momentum(momentum_, name_, "momentum");
+        detail::check_momentum(variance_momentum_, name_, "variance_momentum");
+        CTK_CHECK(epsilon >= 0, ValueError, name_, ": epsilon must be >= 0, got ", epsilon);
+    }
+
+protected:
+    int state_tensors() const override { return 2; }  // [0] second moment, [1] first moment
+
+    void report_schedules() override {
+        Learner::report_schedules();
+        report_schedule(momentum_, "Momentum", last_reported_momentum_);
+    }
+
+    void on_minibatch(int64_t) override { smoothed_count_ += 1.0; }
+
+    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
+                          double lr, int64_t mb_size) override {
+        const double m = momentum_for(momentum_, mb_size);
+        const double vm = momentum_for(variance_momentum_, mb_size);
+        const double ugf = unit_gain_ ? 1.0 - m : 1.0;
+        const double t = smoothed_count_;
+        const double bias = adamax_ ? 1.0 / (1.0 - std::pow(m, t))
+                                    : std::sqrt(1.0 - std::pow(vm, t)) / (1.0 - std::pow(m, t));
+        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+            using T = decltype(tag);
+            T* w = value.data<T>();
+            T* ada = state[0].data<T>();
+            T* mom = state[1].data<T>();
+            const T* grad = gradient.data<T>();
+            const T tm = T(m), tvm = T(vm), tugf = T(ugf), rate = T(lr), tbias = T(bias), eps = T(epsilon_);
+            const bool adamax = adamax_;
+            detail::for_each_element(value.numel(), [&](int64_t i) {
+                T g = grad[i];
+                T d;
+                if (!adamax) {
+                    const T sq = tvm * ada[i] + (T(1) - tvm) * g * g;
+                    ada[i] = sq;
+                    d = std::sqrt(sq);
+                } else {
+                    d = ada[i] = std::max(tvm * ada[i], std::abs(g));
+                }
+                const T scale = tbias * (T(1) / (d + eps));
+                g = tm * mom[i] + tugf * g;
+                mom[i] = g;
+                w[i] -= g * scale * rate;
+            });
+        });
+    }
+
+private:
+    TrainingParameterSchedule momentum_, variance_momentum_;
+    bool unit_gain_;
+    double epsilon_;
+    bool adamax_;
+    double last_reported_momentum_ = std::numeric_limits<double>::quiet_NaN();
+};
+
+// RMSProp (CNTK's variant with per-element step sizes): on the first minibatch v = g^2, step = 0.02,
+// sign = 0; then per element
+//   v = gamma * v + (1 - gamma) * g^2;
+//   step = sign * sgn(g) > 0 ? min(step * inc, max) : max(step * dec, min);  sign = sgn(g);
+//   a = step / sqrt(v + 1e-6);  w -= lr / ave * a * g, ave = mean(a) if need_ave_multiplier else 1.
+class RMSPropLearner final : public CountingLearner {
+public:
+    RMSPropLearner(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr, double gamma,
+                   double inc, double dec, double max, double min, bool need_ave_multiplier,
+                   const LearnerOptions& options)
+        : CountingLearner(parameters, lr, options, "rmsprop"),
+          gamma_(gamma),
+          inc_(inc),
+          dec_(dec),
+          max_(max),
+          min_(min),
+          need_ave_multiplier_(need_ave_multiplier) {
+        CTK_CHECK(gamma > 0 && gamma < 1, ValueError, name_, ": gamma must be in (0, 1), got ", gamma);
+        CTK_CHECK(inc > 1, ValueError, name_, ": inc must be > 1, got ", inc);
+        CTK_CHECK(dec > 0 && dec < 1, ValueError, name_, ": dec must be in (0, 1), got ", dec);
+        CTK_CHECK(min > 0, ValueError, name_, ": min must be > 0, got ", min);
+        CTK_CHECK(max > min, ValueError, name_, ": max must be > min, got max ", max, " and min ", min);
+    }
+
+protected:
+    int state_tensors() const override { return 3; }  // [0] mean g^2, [1] sign of the last g, [2] step
+
+    void on_minibatch(int64_t) override { smoothed_count_ += 1.0; }
+
+    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
+                          double lr, int64_t) override {
+        // CNTK (re)initialises the state while its minibatch count is at most 1.
+        const bool initialized = smoothed_count_ > 1.0;
+        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+            using T = decltype(tag);
+            T* w = value.data<T>();
+            T* avars = state[0].data<T>();
+            T* signs = state[1].data<T>();
+            T* steps = state[2].data<T>();
+            const T* g = gradient.data<T>();
+            const int64_t n = value.numel();
+            const T gamma = T(gamma_), one_minus_gamma = T(1) - T(gamma_), inc = T(inc_), dec = T(dec_),
+                    hi = T(max_), lo = T(min_);
+            const T floor = T(1e-6f);  // CNTK's float literal, also for double
+            auto step_element = [&](int64_t i) -> T {
+                if (!initialized) {
+                    avars[i] = g[i] * g[i];
+                    signs[i] = T(0);
+                    steps[i] = T(0.02);
+                }
+                avars[i] = gamma * avars[i] + one_minus_gamma * (g[i] * g[i]);
+                const int sign = (T(0) < g[i]) - (g[i] < T(0));
+                if (signs[i] * T(sign) > T(0))
+                    steps[i] = std::min(steps[i] * inc, hi);
+                else
+                    steps[i] = std::max(steps[i] * dec, lo);
+                signs[i] = T(sign);
+                return steps[i] / std::sqrt(avars[i] + floor);
+            };
+            double ave = 1.0;
+            if (need_ave_multiplier_) {
+                const double sum =
+                    detail::sum_elements(n, partials_, [&](int64_t i) { return double(step_element(i)); });
+                if (n > 0) ave = T(sum / double(n));
+                const T rate = T(lr / ave);
+                detail::for_each_element(
+                    n, [&](int64_t i) { w[i] -= rate * (g[i] * (steps[i] / std::sqrt(avars[i] + floor))); });
+            } else {
+                const T rate = T(lr);
+                detail::for_each_element(n, [&](int64_t i) { w[i] -= rate * (g[i] * step_element(i)); });
+            }
+        });
+    }
+
+private:
+    double gamma_, inc_, dec_, max_, min_;
+    bool need_ave_multiplier_;
+    std::vector<double> partials_;
+};
+
+// AdaDelta: v = rho * v + (1 - rho) * g^2;  dx = -sqrt(u + eps) / sqrt(v + eps) * g;
+//           u = rho * u + (1 - rho) * dx^2;  w += lr * dx.
+class AdaDeltaLearner final : public Learner {
+public:
+    AdaDeltaLearner(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr, double rho,
+                    double epsilon, const LearnerOptions& options)
+        : Learner(parameters, lr, options, "adadelta"), rho_(rho), epsilon_(epsilon) {
+        CTK_CHECK(rho >= 0 && rho <= 1, ValueError, name_, ": rho must be in [0, 1], got ", rho);
+        CTK_CHECK(epsilon >= 0, ValueError, name_, ": epsilon must be >= 0, got ", epsilon);
+    }
+
+protected:
+    int state_tensors() const override { return 2; }  // [0] mean g^2, [1] mean dx^2
+
+    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
+                          double lr, int64_t) override {
+        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+            using T = decltype(tag);
+            T* w = value.data<T>();
+            T* ada = state[0].data<T>();
+            T* dx2 = state[1].data<T>();
+            const T* grad = gradient.data<T>();
+            const T rho = T(rho_), eps = T(epsilon_), rate = T(lr);
+            detail::for_each_element(value.numel(), [&](int64_t i) {
+                const T g = grad[i];
+                const T sq = rho * ada[i] + (T(1) - rho) * g * g;
+                ada[i] = sq;
+                const T dx = -std::sqrt(dx2[i] + eps) / std::sqrt(sq + eps) * g;
+                dx2[i] = rho * dx2[i] + (T(1) - rho) * dx * dx;
+                w[i] += rate * dx;
+            });
+        });
+    }
+
+private:
+    double rho_, epsilon_;
+};
+
+}  // namespace
+
+LearnerPtr adagrad(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                   bool need_ave_multiplier, const LearnerOptions& options) {
+    return std::make_shared<AdaGradLearner>(parameters, lr, need_ave_multiplier, options);
+}
+
+LearnerPtr fsadagrad(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                     const TrainingParameterSchedule& momentum, bool unit_gain,
+                     const TrainingParameterSchedule& variance_momentum, const LearnerOptions& options) {
+    return std::make_shared<FSAdaGradLearner>(parameters, lr, momentum, unit_gain, variance_momentum,
+                                              options);
+}
+
+LearnerPtr adam(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr,
+                const TrainingParameterSchedule& momentum, bool unit_gain,
+                const TrainingParameterSchedule& variance_momentum, double epsilon, bool adamax,
+                const LearnerOptions& options) {
+    return std::make_shared<AdamLearner>(parameters, lr, momentum, unit_gain, variance_momentum, epsilon,
+                                         adamax, options);
+}
+
+LearnerPtr rmsprop(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr, double gamma,
+                   double inc, double dec, double max, double min, bool need_ave_multiplier,
+                   const LearnerOptions& options) {
+    return std::make_shared<RMSPropLearner>(parameters, lr, gamma, inc, dec, max, min, need_ave_multiplier,
+                                            options);
+}
+
+LearnerPtr adadelta(const std::vector<Variable>& parameters, const TrainingParameterSchedule& lr, double rho,
+                    double epsilon, const LearnerOptions& options) {
+    return std::make_shared<AdaDeltaLearner>(parameters, lr, rho, epsilon, options);
+}
+
+}  // namespace ctk

@@ -1,0 +1,65 @@
+// Internals shared by the learner files: dtype dispatch for the fused per-parameter loops, deterministic
+// chunked reductions, and the factories' argument checks. CPU tensors only for now.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ctk/error.h"
+#include "ctk/learners.h"
+#include "ctk/parallel.h"
+
+namespace ctk::detail {
+
+// Elements per parallel work item; loops below this size run inline.
+inline constexpr int64_t kLearnerGrain = 1 << 15;
+// Reductions sum fixed chunks of this size in parallel, then the chunk sums in order, so the result does
+// not depend on the thread count.
+inline constexpr int64_t kReduceChunk = 1 << 14;
+
+// Calls fn(T{}) with T = float or double for `dtype`; other dtypes throw NotImplementedError naming `who`.
+template <typename Fn>
+void dispatch_learner_dtype(DataType dtype, const char* who, Fn&& fn) {
+    switch (dtype) {
+        case DataType::f32:
+            fn(float{});
+            return;
+        case DataType::f64:
+            fn(double{});
+            return;
+        default:
+            CTK_THROW(NotImplementedError, who, ": parameters of dtype ", dtype_name(dtype),
+                      " are not supported yet (float32 and float64 are)");
+    }
+}
+
+// Runs fn(i) for every i in [0, n) in parallel.
+template <typename Fn>
+void for_each_element(int64_t n, Fn&& fn) {
+    parallel_for(0, n, kLearnerGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) fn(i);
+    });
+}
+
+// Sum over i in [0, n) of fn(i) (which may also write element i), in double, thread-count independent.
+template <typename Fn>
+double sum_elements(int64_t n, std::vector<double>& partials, Fn&& fn) {
+    const int64_t chunks = (n + kReduceChunk - 1) / kReduceChunk;
+    partials.assign(static_cast<size_t>(chunks), 0.0);
+    parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+        for (int64_t c = cb; c < ce; ++c) {
+            double s = 0;
+            const int64_t e = std::min(n, (c + 1) * kReduceChunk);
+            for (int64_t i = c * kReduceChunk; i < e; ++i) s += fn(i);
+            partials[static_cast<size_t>(c)] = s;
+        }
+    });
+    double total = 0;
+    for (double s : partials) total += s;
+    return total;
+}
+
+// Momentum-like values must lie in [0, 1); throws ValueError naming the learner and the argument.
+void check_momentum(const TrainingParameterSchedule& s, const char* learner, const char* argument);
+
+}  // namespace ctk::detail
