@@ -1,11 +1,13 @@
 // The `ctk` command. Each job is a subcommand with its own options; `info` is the first, and `train`,
 // `eval`, `convert` and `data` join the table below as they land.
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string_view>
 
 #include "ctk/build_info.h"
 #include "ctk/device_info.h"
+#include "ctk/io.h"
 
 namespace {
 
@@ -16,10 +18,12 @@ struct Subcommand {
 };
 
 int run_info(int argc, char** argv);
+int run_data(int argc, char** argv);
 
 constexpr Subcommand kSubcommands[] = {
     {"info", "the build banner, the GPUs, and whether this build runs on them (and the fix if not)",
      run_info},
+    {"data", "prepare data sets (`ctk data mnist IN_DIR OUT_DIR`: IDX files to CNTK text format)", run_data},
 };
 
 void print_usage(std::FILE* out) {
@@ -46,6 +50,33 @@ int run_info(int argc, char** argv) {
         return 2;
     }
     std::fputs(ctk::info_report().c_str(), stdout);
+    return 0;
+}
+
+constexpr const char* kDataUsage =
+    "usage: ctk data mnist IN_DIR OUT_DIR\n\n"
+    "Converts the MNIST (or Fashion-MNIST) IDX files in IN_DIR -- train-images-idx3-ubyte,\n"
+    "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz --\n"
+    "into CNTK's text format: OUT_DIR/Train-28x28_cntk_text.txt and OUT_DIR/Test-28x28_cntk_text.txt,\n"
+    "lines \"|labels 0 0 0 1 0 0 0 0 0 0 |features 0 0 ... 255\" as CNTK's install_mnist.py writes them.\n";
+
+int run_data(int argc, char** argv) {
+    if (argc >= 1 && is_help(argv[0])) {
+        std::fputs(kDataUsage, stdout);
+        return 0;
+    }
+    if (argc != 3 || std::string_view(argv[0]) != "mnist") {
+        std::fputs(argc >= 1 && std::string_view(argv[0]) != "mnist" ? "ctk data: unknown data set\n"
+                                                                     : "ctk data: wrong arguments\n",
+                   stderr);
+        std::fputs(kDataUsage, stderr);
+        return 2;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const auto [train, test] = ctk::convert_mnist_to_ctf(argv[1], argv[2]);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("Wrote %lld training and %lld test samples to %s (%.1f s)\n", static_cast<long long>(train),
+                static_cast<long long>(test), argv[2], seconds);
     return 0;
 }
 

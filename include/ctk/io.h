@@ -76,8 +76,10 @@ using DeserializerPtr = std::shared_ptr<Deserializer>;
 // streams read index:value pairs. chunk_size_bytes: CNTK's chunkSizeInBytes (32 MB).
 DeserializerPtr ctf_deserializer(const std::string& path, const std::vector<StreamDef>& streams,
                                  int64_t chunk_size_bytes = 32 << 20);
-// MNIST IDX files (idx3-ubyte images, idx1-ubyte labels; gzip is not read). Streams "features" (pixels
-// as floats 0..255, shape {rows * cols}) and "labels" (one-hot, shape {num_classes}).
+// MNIST IDX files (idx3-ubyte images, idx1-ubyte labels), plain or gzipped; a missing path is retried
+// with ".gz" appended. Streams "features" (pixels as floats 0..255, shape {rows * cols}) and "labels"
+// (one-hot, shape {num_classes}). Throws IOError naming the file on a wrong magic, a truncated file or
+// image and label counts that differ.
 DeserializerPtr mnist_idx_deserializer(const std::string& images_path, const std::string& labels_path,
                                        int64_t num_classes = 10);
 // CIFAR-10 binary batches (data_batch_*.bin, test_batch.bin): streams "features" ([3, 32, 32] floats
