@@ -75,6 +75,8 @@ CudaSystem query_cuda_system();
 
 // The text `ctk info` prints: CNTK's build banner, the CUDA versions and architectures, then CNTK's GPU
 // block with a compatibility verdict (and the fix) per device, or "No GPUs found" and why.
+// CNTK's build banner (the dash lines, "Build info:" and its tab-indented fields).
+std::string format_build_banner(const BuildInfo& build);
 std::string format_info_report(const BuildInfo& build, const CudaSystem& cuda);
 
 // format_info_report(build_info(), query_cuda_system()).

@@ -73,7 +73,9 @@ private:
 
 // Exact equality (tensors compared bitwise after moving to the CPU); for tests.
 bool operator==(const DictionaryValue& a, const DictionaryValue& b);
-inline bool operator==(const Dictionary& a, const Dictionary& b) { return a.items() == b.items(); }
+inline bool operator==(const Dictionary& a, const Dictionary& b) {
+    return a.items() == b.items();
+}
 
 // Bytes in ctk's dictionary framing, and back. Reading checks every length against the bytes left, so a
 // truncated or hostile buffer throws IOError (naming `source`) instead of allocating unbounded memory.

@@ -123,6 +123,12 @@ public:
     // order to `args`, on a clone that shares parameters.
     FunctionPtr operator()(const std::vector<Variable>& args) const;
 
+    // The positions of the random streams of the random ops upstream (dropout, random draws; blocks
+    // included), in graph order. Checkpoints keep them so that a restored run draws the same masks as
+    // an uninterrupted one. Setting checks the count.
+    std::vector<uint64_t> random_stream_positions() const;
+    void set_random_stream_positions(const std::vector<uint64_t>& positions) const;
+
     // "Plus: Output('Plus12', [#], [3])"
     std::string to_string() const;
 

@@ -113,6 +113,7 @@ FunctionPtr convolution_transpose(const Variable& w, const Variable& x, const Di
                                   const Dims& output_shape = {}, const Dims& dilation = {1},
                                   const std::string& name = "");
 enum class PoolingType : uint8_t { max = 0, average = 1 };
+// An empty window_shape pools globally: one window over every spatial axis (CNTK's GlobalMaxPooling).
 FunctionPtr pooling(const Variable& x, PoolingType type, const Dims& window_shape, const Dims& strides = {1},
                     const std::vector<bool>& auto_padding = {false}, bool ceil_out_dim = false,
                     bool include_pad = false, const std::string& name = "");

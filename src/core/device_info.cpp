@@ -237,12 +237,13 @@ CudaSystem query_cuda_system() {
     return system;
 }
 
-std::string format_info_report(const BuildInfo& build, const CudaSystem& cuda) {
-    static constexpr std::string_view kDashes =
-        "-------------------------------------------------------------------\n";
+namespace {
+constexpr std::string_view kDashes = "-------------------------------------------------------------------\n";
+}  // namespace
+
+std::string format_build_banner(const BuildInfo& build) {
     const bool gpu_build = build.build_target == "GPU";
     std::string out;
-
     // CNTK's banner (Common.cpp, PrintBuiltInfo). Left out: "Last modified date" (CNTK printed
     // __TIMESTAMP__, the mtime of the one file holding the banner, which says nothing about the build),
     // "Build Branch" (only the SHA is baked in), the 1bit-SGD/ASGD/MPI lines (not built yet).
@@ -258,6 +259,12 @@ std::string format_info_report(const BuildInfo& build, const CudaSystem& cuda) {
     }
     out += concat("\t\tBuild SHA1: ", build.git_sha, "\n");
     out += kDashes;
+    return out;
+}
+
+std::string format_info_report(const BuildInfo& build, const CudaSystem& cuda) {
+    const bool gpu_build = build.build_target == "GPU";
+    std::string out = format_build_banner(build);
 
     // ctk's additions: what the binary holds and what the machine offers.
     out += concat("ctk version: ", build.version, "\n");

@@ -14,8 +14,8 @@ namespace ctk {
 DictionaryValue::DictionaryValue(const Dictionary& v) : v_(std::make_shared<const Dictionary>(v)) {}
 
 const char* DictionaryValue::kind_name() const {
-    static const char* const names[] = {"none", "bool", "int", "double", "string", "tensor", "list",
-                                        "dictionary"};
+    static const char* const names[] = {"none",   "bool",   "int",  "double",
+                                        "string", "tensor", "list", "dictionary"};
     return names[v_.index()];
 }
 
@@ -176,22 +176,31 @@ public:
         CTK_CHECK(depth < kMaxDepth, IOError, source_, ": dictionary nested deeper than ", kMaxDepth);
         auto tag = pod<uint8_t>("value tag");
         switch (tag) {
-        case none: return {};
-        case boolean: return DictionaryValue(pod<uint8_t>("bool") != 0);
-        case integer: return DictionaryValue(pod<int64_t>("int"));
-        case real: return DictionaryValue(pod<double>("double"));
-        case string: return DictionaryValue(str("string"));
-        case tensor: return DictionaryValue(read_tensor());
-        case list: {
-            uint64_t n = pod<uint64_t>("list length");
-            need(n, "list items");  // every item takes at least its tag byte
-            DictionaryValue::List items;
-            items.reserve(n);
-            for (uint64_t i = 0; i < n; ++i) items.push_back(value(depth + 1));
-            return DictionaryValue(std::move(items));
-        }
-        case dictionary: return DictionaryValue(dict(depth + 1));
-        default: CTK_THROW(IOError, source_, ": corrupt dictionary: unknown value tag ", int(tag), " at offset ", pos_ - 1);
+            case none:
+                return {};
+            case boolean:
+                return DictionaryValue(pod<uint8_t>("bool") != 0);
+            case integer:
+                return DictionaryValue(pod<int64_t>("int"));
+            case real:
+                return DictionaryValue(pod<double>("double"));
+            case string:
+                return DictionaryValue(str("string"));
+            case tensor:
+                return DictionaryValue(read_tensor());
+            case list: {
+                uint64_t n = pod<uint64_t>("list length");
+                need(n, "list items");  // every item takes at least its tag byte
+                DictionaryValue::List items;
+                items.reserve(n);
+                for (uint64_t i = 0; i < n; ++i) items.push_back(value(depth + 1));
+                return DictionaryValue(std::move(items));
+            }
+            case dictionary:
+                return DictionaryValue(dict(depth + 1));
+            default:
+                CTK_THROW(IOError, source_, ": corrupt dictionary: unknown value tag ", int(tag),
+                          " at offset ", pos_ - 1);
         }
     }
     Dictionary dict(int depth) {
@@ -213,9 +222,11 @@ public:
         uint64_t numel = 1;
         for (auto& d : dims) {
             d = pod<int64_t>("tensor dim");
-            CTK_CHECK(d >= 0 && uint64_t(d) <= b_.size(), IOError, source_, ": corrupt dictionary: tensor dim ", d);
+            CTK_CHECK(d >= 0 && uint64_t(d) <= b_.size(), IOError, source_,
+                      ": corrupt dictionary: tensor dim ", d);
             numel *= uint64_t(d);
-            CTK_CHECK(numel <= b_.size(), IOError, source_, ": corrupt dictionary: tensor larger than the file");
+            CTK_CHECK(numel <= b_.size(), IOError, source_,
+                      ": corrupt dictionary: tensor larger than the file");
         }
         auto dt = static_cast<DataType>(dtype);
         uint64_t bytes = numel * size_of(dt);
@@ -242,8 +253,8 @@ std::string serialize_dictionary(const Dictionary& d) {
 }
 
 Dictionary deserialize_dictionary(const std::string& bytes, const std::string& source) {
-    CTK_CHECK(bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0, IOError,
-              source, ": not a ctk dictionary (wrong magic)");
+    CTK_CHECK(bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0,
+              IOError, source, ": not a ctk dictionary (wrong magic)");
     Reader r(bytes, source);
     for (size_t i = 0; i < sizeof(kMagic); ++i) r.pod<char>("magic");
     Dictionary d = r.dict(0);

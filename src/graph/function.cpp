@@ -145,6 +145,33 @@ std::vector<FunctionPtr> Function::find_all_with_name(const std::string& name, b
     return found;
 }
 
+namespace {
+std::vector<FunctionPtr> random_functions(const Function& f) {
+    std::vector<FunctionPtr> out;
+    walk(
+        roots_of(f), true,
+        [&](const FunctionPtr& g) {
+            if (g->is_primitive() && g->attributes().has("rngSeed")) out.push_back(g);
+        },
+        nullptr);
+    return out;
+}
+}  // namespace
+
+std::vector<uint64_t> Function::random_stream_positions() const {
+    std::vector<uint64_t> out;
+    for (const FunctionPtr& g : random_functions(*this)) out.push_back(g->rng_offset_);
+    return out;
+}
+
+void Function::set_random_stream_positions(const std::vector<uint64_t>& positions) const {
+    auto fs = random_functions(*this);
+    CTK_CHECK(fs.size() == positions.size(), ValueError, "set_random_stream_positions: the graph of ",
+              to_string(), " has ", fs.size(), " random ops, but ", positions.size(),
+              " positions were given");
+    for (size_t i = 0; i < fs.size(); ++i) fs[i]->rng_offset_ = positions[i];
+}
+
 FunctionPtr Function::find_by_name(const std::string& name, bool nested) const {
     auto all = find_all_with_name(name, nested);
     return all.empty() ? nullptr : all.front();

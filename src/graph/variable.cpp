@@ -244,7 +244,16 @@ Variable constant(double value, DataType dtype, const std::string& name) {
 }
 
 Variable constant(const Dims& shape, double value, DataType dtype, const std::string& name) {
-    return constant(Tensor::full(Shape(shape), value, dtype), name);
+    bool inferred = false;
+    for (int64_t dim : shape) inferred = inferred || dim == kInferredDim;
+    if (!inferred) return constant(Tensor::full(Shape(shape), value, dtype), name);
+    // Inferred dims (CNTK's Constant(0, shape=(INFERRED,))): the value is filled in once the shape is known.
+    for (int64_t dim : shape)
+        CTK_CHECK(dim >= 0 || dim == kInferredDim, ShapeError, "constant '", name, "': shape ",
+                  detail::static_shape_string(shape), " has a free or negative dim");
+    auto d = detail::make_variable_data(VariableKind::constant, shape, dtype, {}, name);
+    d->init = constant_initializer(value);
+    return Variable(d, nullptr);
 }
 
 Variable placeholder(const std::string& name) {

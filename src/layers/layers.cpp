@@ -1,1 +1,306 @@
-// placeholder
+// CNTK's layers library: every layer is built on a fresh placeholder and wrapped as a block with its own
+// placeholder operand, so that applying it (Function::operator()) clones the block with shared
+// parameters, exactly as CNTK's Python layers behave. Parameters keep inferred dims until then.
+#include "ctk/layers.h"
+
+#include <cmath>
+
+namespace ctk::layers {
+
+namespace {
+
+// The default_options stack (a process-wide stack as in CNTK's Python; layers are built on one thread).
+std::vector<LayerDefaults>& defaults_stack() {
+    static std::vector<LayerDefaults> stack;
+    return stack;
+}
+
+template <typename T, typename Field>
+T option(const std::optional<T>& given, Field field, T fallback) {
+    if (given) return *given;
+    const auto& stack = defaults_stack();
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+        if ((*it).*field) return *((*it).*field);
+    return fallback;
+}
+
+FunctionPtr activate(const ActivationFn& activation, const Variable& x) {
+    return activation ? activation(x) : as_function(x);
+}
+
+// Builds `body` on a placeholder and wraps it as a block named `op_name` whose operand is a new
+// placeholder: the layer's Function, ready to be applied to an input.
+FunctionPtr make_layer(const std::string& op_name, const std::string& name,
+                       const std::function<FunctionPtr(const Variable&)>& body) {
+    Variable inner = placeholder();
+    FunctionPtr composite = body(inner);
+    // A body that returns its input unchanged (identity) still needs a Function of its own.
+    if (composite->output() == inner) composite = alias(inner);
+    return as_block(composite, {{inner, placeholder()}}, op_name, name);
+}
+
+Dims repeat(const Dims& d, size_t n, const char* what, const std::string& layer) {
+    if (d.size() == n) return d;
+    CTK_CHECK(d.size() == 1, ValueError, layer, ": ", what, " has ", d.size(), " entries for ", n,
+              " spatial axes");
+    return Dims(n, d[0]);
+}
+
+}  // namespace
+
+default_options::default_options(LayerDefaults defaults) {
+    defaults_stack().push_back(std::move(defaults));
+}
+default_options::~default_options() {
+    defaults_stack().pop_back();
+}
+
+FunctionPtr identity(const Variable& x) {
+    return alias(x);
+}
+
+FunctionPtr call(const FunctionPtr& layer, const Variable& x) {
+    CTK_CHECK(layer != nullptr, ValueError, "call: null layer");
+    return (*layer)({x});
+}
+
+FunctionPtr Dense(const Dims& shape, std::optional<ActivationFn> activation, std::optional<Initializer> init,
+                  std::optional<int> input_rank, std::optional<bool> bias, std::optional<double> init_bias,
+                  const std::string& name) {
+    CTK_CHECK(!shape.empty(), ValueError, "Dense '", name, "': empty output shape");
+    for (int64_t d : shape) CTK_CHECK(d > 0, ValueError, "Dense '", name, "': output shape dims must be > 0");
+    const ActivationFn act = option(activation, &LayerDefaults::activation, ActivationFn());
+    Initializer w_init = option(init, &LayerDefaults::init, glorot_uniform());
+    const int output_rank = static_cast<int>(shape.size());
+    if (w_init.output_rank == kSentinelRank) w_init.output_rank = output_rank;
+    const int in_rank = input_rank.value_or(1);
+    CTK_CHECK(in_rank >= 1, ValueError, "Dense '", name, "': input_rank must be >= 1");
+    Dims w_shape(static_cast<size_t>(in_rank), kInferredDim);
+    w_shape.insert(w_shape.end(), shape.begin(), shape.end());
+    Variable W = parameter(w_shape, w_init, DataType::f32, "W");
+    Variable b;
+    if (option(bias, &LayerDefaults::bias, true))
+        b = parameter(shape, constant_initializer(option(init_bias, &LayerDefaults::init_bias, 0.0)),
+                      DataType::f32, "b");
+    // Without input_rank, W takes all of x's static axes (CNTK's infer_input_rank_to_map = 0).
+    const int infer_rank = input_rank ? -1 : 0;
+    return make_layer("Dense", name, [=](const Variable& x) {
+        FunctionPtr r = times(x, W, output_rank, infer_rank);
+        if (b.defined()) r = plus(r, b);
+        return activate(act, r);
+    });
+}
+
+namespace {
+FunctionPtr convolution_layer(const Dims& filter_shape, int64_t num_filters, const ConvolutionOptions& o,
+                              bool transpose, const Dims& output_shape, const char* op_name) {
+    const std::string where = std::string(op_name) + " '" + o.name + "'";
+    CTK_CHECK(!filter_shape.empty(), ValueError, where, ": empty filter_shape");
+    CTK_CHECK(num_filters > 0, ValueError, where, ": num_filters must be > 0, got ", num_filters);
+    CTK_CHECK(o.groups >= 1 && num_filters % o.groups == 0, ValueError, where, ": groups ", o.groups,
+              " must divide num_filters ", num_filters);
+    const size_t spatial = filter_shape.size();
+    const ActivationFn act = option(o.activation, &LayerDefaults::activation, ActivationFn());
+    Initializer w_init = option(o.init, &LayerDefaults::init, glorot_uniform());
+    // CNTK: fan-in over the input channels and the kernel, fan-out over the filters.
+    if (w_init.filter_rank == kSentinelRank) w_init.filter_rank = static_cast<int>(spatial);
+    if (w_init.output_rank == kSentinelRank) w_init.output_rank = -1;
+    const bool pad = option(o.pad, &LayerDefaults::pad, false);
+    Dims strides = repeat(o.strides, spatial, "strides", where);
+    Dims dilation = repeat(o.dilation, spatial, "dilation", where);
+    // The lists cover the channel axis too (stride 1, never padded).
+    strides.insert(strides.begin(), 1);
+    dilation.insert(dilation.begin(), 1);
+    std::vector<bool> auto_padding(spatial + 1, pad);
+    auto_padding[0] = false;
+
+    Dims w_shape = transpose ? Dims{kInferredDim, num_filters} : Dims{num_filters, kInferredDim};
+    w_shape.insert(w_shape.end(), filter_shape.begin(), filter_shape.end());
+    Variable W = parameter(w_shape, w_init, DataType::f32, "W");
+    Variable b;
+    if (option(o.bias, &LayerDefaults::bias, true)) {
+        Dims b_shape(spatial + 1, 1);
+        b_shape[0] = num_filters;
+        b = parameter(b_shape, constant_initializer(option(o.init_bias, &LayerDefaults::init_bias, 0.0)),
+                      DataType::f32, "b");
+    }
+    const int64_t groups = o.groups;
+    return make_layer(op_name, o.name, [=](const Variable& x) {
+        FunctionPtr r = transpose ? convolution_transpose(W, x, strides, auto_padding, output_shape, dilation)
+                                  : convolution(W, x, strides, auto_padding, dilation, groups);
+        if (b.defined()) r = plus(r, b);
+        return activate(act, r);
+    });
+}
+}  // namespace
+
+FunctionPtr Convolution(const Dims& filter_shape, int64_t num_filters, const ConvolutionOptions& options) {
+    return convolution_layer(filter_shape, num_filters, options, false, {}, "Convolution");
+}
+FunctionPtr Convolution1D(const Dims& filter_shape, int64_t num_filters, const ConvolutionOptions& options) {
+    CTK_CHECK(filter_shape.size() == 1, ValueError, "Convolution1D: filter_shape must have 1 dim");
+    return Convolution(filter_shape, num_filters, options);
+}
+FunctionPtr Convolution2D(const Dims& filter_shape, int64_t num_filters, const ConvolutionOptions& options) {
+    CTK_CHECK(filter_shape.size() <= 2, ValueError, "Convolution2D: filter_shape must have 1 or 2 dims");
+    return Convolution(filter_shape.size() == 2 ? filter_shape : Dims{filter_shape[0], filter_shape[0]},
+                       num_filters, options);
+}
+FunctionPtr Convolution3D(const Dims& filter_shape, int64_t num_filters, const ConvolutionOptions& options) {
+    CTK_CHECK(filter_shape.size() == 3 || filter_shape.size() == 1, ValueError,
+              "Convolution3D: filter_shape must have 1 or 3 dims");
+    return Convolution(filter_shape.size() == 3 ? filter_shape : Dims(3, filter_shape[0]), num_filters,
+                       options);
+}
+FunctionPtr ConvolutionTranspose(const Dims& filter_shape, int64_t num_filters,
+                                 const ConvolutionOptions& options, const Dims& output_shape) {
+    CTK_CHECK(options.groups == 1, NotImplementedError, "ConvolutionTranspose: groups other than 1");
+    return convolution_layer(filter_shape, num_filters, options, true, output_shape, "ConvolutionTranspose");
+}
+
+namespace {
+FunctionPtr pooling_layer(PoolingType type, const Dims& filter_shape, const Dims& strides, bool pad,
+                          const std::string& name, const char* op_name) {
+    CTK_CHECK(!filter_shape.empty(), ValueError, op_name, " '", name, "': empty filter_shape");
+    const Dims s = repeat(strides, filter_shape.size(), "strides", op_name);
+    return make_layer(op_name, name,
+                      [=](const Variable& x) { return pooling(x, type, filter_shape, s, {pad}); });
+}
+FunctionPtr global_pooling(PoolingType type, const std::string& name, const char* op_name) {
+    // An empty window is CNTK's global pooling: the window covers every spatial axis of the input.
+    return make_layer(op_name, name, [=](const Variable& x) { return pooling(x, type, {}, {1}, {false}); });
+}
+}  // namespace
+
+FunctionPtr MaxPooling(const Dims& filter_shape, const Dims& strides, bool pad, const std::string& name) {
+    return pooling_layer(PoolingType::max, filter_shape, strides, pad, name, "MaxPooling");
+}
+FunctionPtr AveragePooling(const Dims& filter_shape, const Dims& strides, bool pad, const std::string& name) {
+    return pooling_layer(PoolingType::average, filter_shape, strides, pad, name, "AveragePooling");
+}
+FunctionPtr GlobalMaxPooling(const std::string& name) {
+    return global_pooling(PoolingType::max, name, "GlobalMaxPooling");
+}
+FunctionPtr GlobalAveragePooling(const std::string& name) {
+    return global_pooling(PoolingType::average, name, "GlobalAveragePooling");
+}
+
+FunctionPtr Dropout(std::optional<double> dropout_rate, std::optional<double> keep_prob, uint64_t seed,
+                    const std::string& name) {
+    CTK_CHECK(dropout_rate.has_value() != keep_prob.has_value(), ValueError, "Dropout '", name,
+              "': give exactly one of dropout_rate and keep_prob");
+    const double rate = dropout_rate ? *dropout_rate : 1.0 - *keep_prob;
+    CTK_CHECK(rate >= 0.0 && rate < 1.0, ValueError, "Dropout '", name, "': dropout rate ", rate,
+              " is outside [0, 1)");
+    if (seed == kSentinelSeed) seed = next_random_seed();
+    return make_layer("Dropout", name, [=](const Variable& x) { return dropout(x, rate, seed); });
+}
+
+FunctionPtr BatchNormalization(std::optional<int> map_rank, double init_scale,
+                               double normalization_time_constant, double blend_time_constant, double epsilon,
+                               const std::string& name) {
+    CTK_CHECK(!map_rank || *map_rank == 1, ValueError, "BatchNormalization '", name,
+              "': map_rank must be 1 (spatial) or unset");
+    const bool spatial = map_rank.has_value();
+    // Spatial: statistics per channel (axis 0); otherwise per element of the sample (inferred dims).
+    const Dims stat_shape = {kInferredDim};
+    Variable scale = parameter(stat_shape, constant_initializer(init_scale), DataType::f32, "scale");
+    Variable bias = parameter(stat_shape, constant_initializer(0.0), DataType::f32, "bias");
+    Variable mean = constant(stat_shape, 0.0, DataType::f32, "aggregate_mean");
+    Variable var = constant(stat_shape, 0.0, DataType::f32, "aggregate_variance");
+    Variable count = constant(Dims{}, 0.0, DataType::f32, "aggregate_count");
+    return make_layer("BatchNormalization", name, [=](const Variable& x) {
+        return batch_normalization(x, scale, bias, mean, var, count, spatial, normalization_time_constant,
+                                   blend_time_constant, epsilon);
+    });
+}
+
+FunctionPtr LayerNormalization(double initial_scale, double initial_bias, double epsilon,
+                               const std::string& name) {
+    Variable scale = parameter(Dims{}, constant_initializer(initial_scale), DataType::f32, "scale");
+    Variable bias = parameter(Dims{}, constant_initializer(initial_bias), DataType::f32, "bias");
+    return make_layer("LayerNormalization", name, [=](const Variable& x) {
+        FunctionPtr x0 = minus(x, reduce_mean(x));
+        FunctionPtr std_dev = sqrt(reduce_mean(square(x0)));
+        // CNTK adds epsilon to the standard deviation, not to the variance.
+        FunctionPtr denom = epsilon != 0.0 ? plus(std_dev, constant(epsilon)) : std_dev;
+        return plus(element_times(element_divide(x0, denom), scale), bias);
+    });
+}
+
+FunctionPtr Embedding(const Dims& shape, std::optional<Initializer> init, const Tensor& weights,
+                      const std::string& name) {
+    Variable E;
+    if (weights.defined()) {
+        CTK_CHECK(!init, ValueError, "Embedding '", name, "': give init or weights, not both");
+        E = constant(weights, "E");
+    } else {
+        CTK_CHECK(!shape.empty(), ValueError, "Embedding '", name, "': empty shape");
+        Initializer e_init = option(init, &LayerDefaults::init, glorot_uniform());
+        Dims e_shape{kInferredDim};
+        e_shape.insert(e_shape.end(), shape.begin(), shape.end());
+        E = parameter(e_shape, e_init, DataType::f32, "E");
+    }
+    return make_layer("Embedding", name, [=](const Variable& x) { return times(x, E); });
+}
+
+FunctionPtr Activation(const ActivationFn& activation, const std::string& name) {
+    return make_layer("Activation", name, [=](const Variable& x) { return activate(activation, x); });
+}
+
+FunctionPtr Stabilizer(double steepness, std::optional<bool> enable_self_stabilization,
+                       const std::string& name) {
+    CTK_CHECK(steepness > 0, ValueError, "Stabilizer '", name, "': steepness must be > 0");
+    if (!option(enable_self_stabilization, &LayerDefaults::enable_self_stabilization, true))
+        return make_layer("Stabilizer", name, [](const Variable& x) { return alias(x); });
+    // softplus(steepness * p) / steepness == 1 at the initial p.
+    const double init = std::log(std::exp(steepness) - 1.0) / steepness;
+    Variable p = parameter(Dims{}, constant_initializer(init), DataType::f32, "alpha");
+    return make_layer("Stabilizer", name, [=](const Variable& x) {
+        FunctionPtr beta =
+            element_times(softplus(element_times(p, constant(steepness))), constant(1.0 / steepness));
+        return element_times(beta, x);
+    });
+}
+
+FunctionPtr Label(const std::string& name) {
+    CTK_CHECK(!name.empty(), ValueError, "Label: a name is required");
+    return make_layer("Label", "", [=](const Variable& x) { return alias(x, name); });
+}
+
+FunctionPtr Sequential(const std::vector<FunctionPtr>& layers, const std::string& name) {
+    CTK_CHECK(!layers.empty(), ValueError, "Sequential '", name, "': no layers");
+    return make_layer("Sequential", name, [&](const Variable& x) {
+        Variable v = x;
+        for (size_t i = 0; i < layers.size(); ++i) {
+            CTK_CHECK(layers[i] != nullptr, ValueError, "Sequential '", name, "': layer ", i, " is null");
+            v = call(layers[i], v);
+        }
+        return as_function(v);
+    });
+}
+
+std::vector<FunctionPtr> For(int n, const std::function<FunctionPtr(int)>& constructor) {
+    std::vector<FunctionPtr> out;
+    for (int i = 0; i < n; ++i) out.push_back(constructor(i));
+    return out;
+}
+
+FunctionPtr ResNetBlock(const FunctionPtr& f, const std::string& name) {
+    return make_layer("ResNetBlock", name, [&](const Variable& x) { return plus(call(f, x), x); });
+}
+
+FunctionPtr SequentialClique(const std::vector<FunctionPtr>& functions, const std::string& name) {
+    CTK_CHECK(!functions.empty(), ValueError, "SequentialClique '", name, "': no functions");
+    return make_layer("SequentialClique", name, [&](const Variable& x) {
+        Variable sum_so_far = x;
+        Variable out;
+        for (const FunctionPtr& f : functions) {
+            out = call(f, sum_so_far);
+            sum_so_far = plus(sum_so_far, out);
+        }
+        return as_function(out);
+    });
+}
+
+}  // namespace ctk::layers

@@ -194,6 +194,17 @@ PoolAttrs pool_attrs(const Attributes& a, const Dims& x, const std::string& wher
     const int rank = static_cast<int>(x.size()), spatial = rank - 1;
     PoolAttrs p;
     p.kind = a.get<int64_t>("poolingType") == 0 ? PoolKind::max : PoolKind::average;
+    p.include_pad = a.get<bool>("includePad");
+    if (a.get<Dims>("poolingWindowShape").empty()) {
+        // Global pooling (CNTK stores an unknown window shape): one window over every spatial axis.
+        CTK_CHECK(spatial > 0, ShapeError, where, ": global pooling needs spatial axes after the channel axis of ",
+                  dims_to_string(x));
+        p.kernel.assign(x.begin() + 1, x.end());
+        p.strides.assign(static_cast<size_t>(spatial), 1);
+        p.pad_lo.assign(static_cast<size_t>(spatial), 0);
+        p.pad_hi.assign(static_cast<size_t>(spatial), 0);
+        return p;
+    }
     p.kernel =
         spatial_values(a.get<Dims>("poolingWindowShape"), rank, spatial, where, "pooling_window_shape");
     p.strides = spatial_values(a.get<Dims>("strides"), rank, spatial, where, "strides");

@@ -1,1 +1,259 @@
-// placeholder
+// Trainer and Evaluator-style testing: the loss and metric summed over the minibatch (padding excluded),
+// one forward/backward per step, learner updates, progress accounting and checkpoints.
+#include <algorithm>
+#include <filesystem>
+#include <unordered_set>
+
+#include "ctk/graph_ops.h"
+#include "ctk/train.h"
+
+namespace ctk {
+
+namespace {
+// The number of samples a per-sample Value holds: its real frames, or its batch size.
+int64_t sample_count(const Value& v, const Variable& of) {
+    if (v.has_layout()) return v.layout()->num_frames();
+    if (of.has_batch_axis()) return v.data().rank() > 0 ? v.data().dim(0) : 1;
+    return 1;
+}
+double scalar_of(const Value& v) {
+    return v.data().to(DataType::f64).to(Device::cpu()).contiguous().item();
+}
+std::string known_streams(const std::unordered_map<std::string, MinibatchData>& mb) {
+    std::vector<std::string> names;
+    for (const auto& [name, data] : mb) names.push_back("'" + name + "'");
+    std::sort(names.begin(), names.end());
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+// A stream's samples bound to an input of another shape with as many elements (CNTK reads a 784-dim
+// MNIST stream into a (1, 28, 28) input): a reshape of the sample axes.
+Value fit_sample_shape(Value v, const Variable& input, const std::string& stream) {
+    const Tensor& d = v.data();
+    const int dyn = input.dynamic_rank();
+    Dims sample(d.shape().dims().begin() + std::min(dyn, d.rank()), d.shape().dims().end());
+    if (sample == input.shape()) return v;
+    int64_t have = 1, want = 1;
+    for (int64_t s : sample) have *= s;
+    bool free_dims = false;
+    for (int64_t s : input.shape()) {
+        free_dims = free_dims || s < 0;
+        want *= s;
+    }
+    if (free_dims) return v;  // free dims take the data's shape
+    CTK_CHECK(have == want && d.rank() >= dyn, ShapeError, "stream '", stream, "' has samples of shape ",
+              Shape(sample).to_string(), ", which do not fit input ", input.to_string());
+    Dims dims(d.shape().dims().begin(), d.shape().dims().begin() + dyn);
+    dims.insert(dims.end(), input.shape().begin(), input.shape().end());
+    return Value(d.reshape(dims), v.layout());
+}
+}  // namespace
+
+MinibatchArguments bind_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                                  const StreamMap& input_map) {
+    MinibatchArguments args;
+    if (minibatch.empty()) return args;
+    for (const auto& [input, stream] : input_map) {
+        auto it = minibatch.find(stream);
+        CTK_CHECK(it != minibatch.end(), ValueError, "the minibatch has no stream '", stream, "' for input ",
+                  input.to_string(), "; its streams are ", known_streams(minibatch));
+        Value v = input.has_sequence_axis() ? it->second.data : it->second.as_batch(stream);
+        v = fit_sample_shape(std::move(v), input, stream);
+        if (v.data().dtype() != input.dtype()) v = Value(v.data().to(input.dtype()), v.layout());
+        args.emplace(input, std::move(v));
+    }
+    return args;
+}
+
+Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::vector<LearnerPtr> learners,
+                 std::vector<ProgressWriterPtr> progress_writers)
+    : model_(std::move(model)),
+      loss_(std::move(loss)),
+      metric_(std::move(metric)),
+      learners_(std::move(learners)),
+      writers_(std::move(progress_writers)) {
+    CTK_CHECK(model_ && loss_, ValueError, "Trainer: the model and the loss function are required");
+    CTK_CHECK(!learners_.empty(), ValueError, "Trainer: at least one learner is required");
+    aggregate_loss_ = reduce_sum(loss_->output(), {Axis::all_axes()}, true, "aggregateLoss");
+    std::vector<Variable> outs{aggregate_loss_->output(), loss_->output()};
+    if (metric_) {
+        aggregate_metric_ = reduce_sum(metric_->output(), {Axis::all_axes()}, true, "aggregateMetric");
+        outs.push_back(aggregate_metric_->output());
+        outs.push_back(metric_->output());
+    }
+    combined_ = combine(outs, "TrainerCombined");
+    const auto graph_params = combined_->parameters();
+    std::unordered_set<const void*> in_graph;
+    for (const Variable& p : graph_params) in_graph.insert(p.impl());
+    std::unordered_set<const void*> seen;
+    for (const LearnerPtr& l : learners_) {
+        CTK_CHECK(l != nullptr, ValueError, "Trainer: null learner");
+        for (const Variable& p : l->parameters()) {
+            CTK_CHECK(in_graph.count(p.impl()), ValueError, "Trainer: learner parameter ", p.to_string(),
+                      " is not a parameter of the loss function's graph");
+            CTK_CHECK(seen.insert(p.impl()).second, ValueError, "Trainer: parameter ", p.to_string(),
+                      " is updated by more than one learner");
+            parameters_.push_back(p);
+        }
+        for (const ProgressWriterPtr& w : writers_) {
+            ProgressWriter* raw = w.get();
+            l->add_value_reporter([raw](const std::string& key, double value) { raw->write(key, value); });
+        }
+    }
+    announce_default_device();
+}
+
+bool Trainer::train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end) {
+    if (arguments.empty()) return false;
+    ValueMap outs{{aggregate_loss_->output(), Value()}, {loss_->output(), Value()}};
+    if (metric_) outs.emplace(aggregate_metric_->output(), Value());
+    ValueMap args(arguments.begin(), arguments.end());
+    auto state = combined_->forward(args, outs, {aggregate_loss_->output()}, true);
+    const Value& agg = outs.at(aggregate_loss_->output());
+    const int64_t samples = sample_count(outs.at(loss_->output()), loss_->output());
+    if (samples == 0) return false;
+    ValueMap root{{aggregate_loss_->output(), Value(Tensor::ones(agg.data().shape(), agg.data().dtype()))}};
+    ValueMap grads = combined_->backward(*state, root, parameters_);
+    state.reset();  // release the forward's intermediates before the update
+
+    bool updated = false;
+    for (const LearnerPtr& l : learners_) {
+        GradientMap g;
+        for (const Variable& p : l->parameters()) {
+            auto it = grads.find(p);
+            if (it != grads.end()) g.emplace(p, it->second.data());
+        }
+        updated = l->update(g, samples, is_sweep_end) || updated;
+    }
+
+    prev_samples_ = samples;
+    total_samples_ += samples;
+    prev_loss_ = scalar_of(agg);
+    acc_loss_ += prev_loss_;
+    std::optional<double> metric;
+    if (metric_) {
+        prev_metric_ = scalar_of(outs.at(aggregate_metric_->output()));
+        acc_metric_ += prev_metric_;
+        metric = acc_metric_;
+    }
+    for (const ProgressWriterPtr& w : writers_) w->update_training(samples, acc_loss_, metric);
+    return updated;
+}
+
+bool Trainer::train_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                              const StreamMap& input_map) {
+    bool sweep_end = false;
+    for (const auto& [name, data] : minibatch) sweep_end = sweep_end || data.sweep_end;
+    return train_minibatch(bind_minibatch(minibatch, input_map), sweep_end);
+}
+
+double Trainer::test_minibatch(const MinibatchArguments& arguments) {
+    CTK_CHECK(!arguments.empty(), ValueError, "Trainer::test_minibatch: empty minibatch");
+    const FunctionPtr& per_sample = metric_ ? metric_ : loss_;
+    const FunctionPtr& aggregate = metric_ ? aggregate_metric_ : aggregate_loss_;
+    ValueMap outs{{aggregate->output(), Value()}, {per_sample->output(), Value()}};
+    ValueMap args(arguments.begin(), arguments.end());
+    combined_->forward(args, outs, {}, false);
+    const int64_t samples = sample_count(outs.at(per_sample->output()), per_sample->output());
+    const double sum = scalar_of(outs.at(aggregate->output()));
+    acc_test_metric_ += sum;
+    acc_test_samples_ += samples;
+    for (const ProgressWriterPtr& w : writers_) w->update_test(samples, acc_test_metric_);
+    return samples > 0 ? sum / static_cast<double>(samples) : 0.0;
+}
+
+double Trainer::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                               const StreamMap& input_map) {
+    return test_minibatch(bind_minibatch(minibatch, input_map));
+}
+
+void Trainer::summarize_training_progress() {
+    for (const ProgressWriterPtr& w : writers_)
+        w->write_training_summary(acc_loss_, metric_ ? std::optional<double>(acc_metric_) : std::nullopt);
+    acc_loss_ = acc_metric_ = 0;
+}
+
+void Trainer::summarize_test_progress() {
+    for (const ProgressWriterPtr& w : writers_) w->write_test_summary(acc_test_metric_);
+    acc_test_metric_ = 0;
+    acc_test_samples_ = 0;
+}
+
+double Trainer::previous_minibatch_loss_average() const {
+    return prev_samples_ ? prev_loss_ / static_cast<double>(prev_samples_) : 0.0;
+}
+double Trainer::previous_minibatch_evaluation_average() const {
+    CTK_CHECK(metric_, ValueError, "Trainer: there is no evaluation function");
+    return prev_samples_ ? prev_metric_ / static_cast<double>(prev_samples_) : 0.0;
+}
+
+// ---- checkpoints ----
+
+namespace {
+DictionaryValue::List tensors_of(const std::vector<Variable>& vars) {
+    DictionaryValue::List out;
+    for (const Variable& v : vars) out.emplace_back(v.value());
+    return out;
+}
+DictionaryValue::List names_of(const std::vector<Variable>& vars) {
+    DictionaryValue::List out;
+    for (const Variable& v : vars) out.emplace_back(v.name().empty() ? v.uid() : v.name());
+    return out;
+}
+void restore_values(const std::vector<Variable>& vars, const Dictionary& d, const char* what,
+                    const std::string& path) {
+    const auto& values = d.at(what).as_list();
+    CTK_CHECK(values.size() == vars.size(), ValueError, path, ": the checkpoint holds ", values.size(), " ",
+              what, ", the model has ", vars.size());
+    for (size_t i = 0; i < vars.size(); ++i) {
+        const Tensor& t = values[i].as_tensor();
+        CTK_CHECK(t.shape() == vars[i].value().shape(), ValueError, path, ": ", what, " ", i, " (",
+                  vars[i].to_string(), ") has shape ", t.shape().to_string(), " in the checkpoint");
+    }
+    for (size_t i = 0; i < vars.size(); ++i) vars[i].set_value(values[i].as_tensor());
+}
+}  // namespace
+
+void Trainer::save_checkpoint(const std::string& path, const Dictionary& external_state) const {
+    const auto params = combined_->parameters();
+    const auto consts = combined_->constants();
+    DictionaryValue::List learner_states, streams;
+    for (const LearnerPtr& l : learners_) learner_states.emplace_back(l->checkpoint_state());
+    for (uint64_t pos : combined_->random_stream_positions()) streams.emplace_back(pos);
+    Dictionary d{{"Version", int64_t(1)},
+                 {"Parameters", tensors_of(params)},
+                 {"ParameterNames", names_of(params)},
+                 {"Constants", tensors_of(consts)},
+                 {"Learners", learner_states},
+                 {"RandomStreams", streams},
+                 {"TotalSamples", total_samples_},
+                 {"ExternalState", external_state}};
+    save_dictionary(d, path);
+}
+
+Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
+    CTK_CHECK(std::filesystem::exists(path), IOError, "checkpoint '", path, "' does not exist");
+    Dictionary d = load_dictionary(path);
+    CTK_CHECK(d.contains("Version") && d.at("Version").as_int() == 1, IOError, path,
+              ": not a ctk trainer checkpoint (version ",
+              d.contains("Version") ? d.at("Version").as_int() : -1, ")");
+    // Validate everything before changing anything, so a bad file leaves the trainer as it was.
+    const auto params = combined_->parameters();
+    const auto consts = combined_->constants();
+    const auto& learner_states = d.at("Learners").as_list();
+    CTK_CHECK(learner_states.size() == learners_.size(), ValueError, path, ": the checkpoint holds ",
+              learner_states.size(), " learners, the trainer has ", learners_.size());
+    std::vector<uint64_t> streams;
+    for (const auto& s : d.at("RandomStreams").as_list())
+        streams.push_back(static_cast<uint64_t>(s.as_int()));
+    restore_values(params, d, "Parameters", path);
+    restore_values(consts, d, "Constants", path);
+    for (size_t i = 0; i < learners_.size(); ++i)
+        learners_[i]->restore_from_checkpoint(learner_states[i].as_dictionary());
+    combined_->set_random_stream_positions(streams);
+    total_samples_ = d.at("TotalSamples").as_int();
+    return d.at("ExternalState").as_dictionary();
+}
+
+}  // namespace ctk

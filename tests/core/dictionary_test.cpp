@@ -15,8 +15,12 @@ Dictionary sample() {
     Dictionary inner{{"count", int64_t(7)}, {"name", "inner"}};
     Tensor t = Tensor::arange({2, 3}, DataType::f32);
     DictionaryValue::List list{DictionaryValue(1.5), DictionaryValue(true), DictionaryValue(inner)};
-    return Dictionary{{"Version", int64_t(1)}, {"lr", 0.25},       {"tensor", t},
-                      {"list", list},          {"inner", inner},   {"none", DictionaryValue()},
+    return Dictionary{{"Version", int64_t(1)},
+                      {"lr", 0.25},
+                      {"tensor", t},
+                      {"list", list},
+                      {"inner", inner},
+                      {"none", DictionaryValue()},
                       {"empty", Tensor::zeros({0, 4}, DataType::f64)}};
 }
 

@@ -1,0 +1,112 @@
+// CNTK's layers library (cntk.layers) in C++: each factory returns a Function with one placeholder
+// operand, wrapped as a block named like CNTK's ("Dense", "Convolution", ...), whose parameters may have
+// inferred dims until the layer is applied. Apply a layer with `layer(x)`-style calls:
+// `call(layer, x)` or `(*layer)({x})`. Names, argument order and defaults follow CNTK 2.7's Python API;
+// arguments CNTK leaves as "use default_options()" are std::optional here.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ctk/graph_ops.h"
+
+namespace ctk::layers {
+
+// An activation as CNTK passes one: a function from a Variable to a Function (null = identity).
+using ActivationFn = std::function<FunctionPtr(const Variable&)>;
+FunctionPtr identity(const Variable& x);  // an alias: a Function that passes x through
+
+// CNTK's default_options: while an instance lives, layers created without an explicit value take these.
+// Nested instances stack; unset fields fall through to the enclosing one.
+struct LayerDefaults {
+    std::optional<ActivationFn> activation{};
+    std::optional<Initializer> init{};
+    std::optional<bool> pad{};
+    std::optional<bool> bias{};
+    std::optional<double> init_bias{};
+    std::optional<bool> enable_self_stabilization{};
+};
+class default_options {
+public:
+    explicit default_options(LayerDefaults defaults);
+    ~default_options();
+    default_options(const default_options&) = delete;
+    default_options& operator=(const default_options&) = delete;
+};
+
+// Applies a layer (a Function with one placeholder) to x: CNTK's `layer(x)`.
+FunctionPtr call(const FunctionPtr& layer, const Variable& x);
+
+// y = activation(x times W + b); W is [input dims..., shape...], input dims inferred from the first x
+// (all of x's static axes unless input_rank says how many trailing ones).
+FunctionPtr Dense(const Dims& shape, std::optional<ActivationFn> activation = std::nullopt,
+                  std::optional<Initializer> init = std::nullopt,
+                  std::optional<int> input_rank = std::nullopt, std::optional<bool> bias = std::nullopt,
+                  std::optional<double> init_bias = std::nullopt, const std::string& name = "");
+
+struct ConvolutionOptions {
+    std::optional<ActivationFn> activation;
+    std::optional<Initializer> init;
+    std::optional<bool> pad;  // all spatial axes
+    Dims strides{1};          // per spatial axis (one value: all)
+    std::optional<bool> bias;
+    std::optional<double> init_bias;
+    Dims dilation{1};
+    int64_t groups = 1;
+    std::string name;
+};
+// Convolution over the trailing filter_shape.size() axes of x [C, spatial...]; W is
+// [num_filters, C / groups, filter_shape...] with C inferred, b is [num_filters, 1, ...].
+FunctionPtr Convolution(const Dims& filter_shape, int64_t num_filters,
+                        const ConvolutionOptions& options = {});
+FunctionPtr Convolution1D(const Dims& filter_shape, int64_t num_filters,
+                          const ConvolutionOptions& options = {});
+FunctionPtr Convolution2D(const Dims& filter_shape, int64_t num_filters,
+                          const ConvolutionOptions& options = {});
+FunctionPtr Convolution3D(const Dims& filter_shape, int64_t num_filters,
+                          const ConvolutionOptions& options = {});
+// W is [C, num_filters, filter_shape...]; output_shape: the spatial dims wanted (empty: computed).
+FunctionPtr ConvolutionTranspose(const Dims& filter_shape, int64_t num_filters,
+                                 const ConvolutionOptions& options = {}, const Dims& output_shape = {});
+
+FunctionPtr MaxPooling(const Dims& filter_shape, const Dims& strides = {1}, bool pad = false,
+                       const std::string& name = "");
+FunctionPtr AveragePooling(const Dims& filter_shape, const Dims& strides = {1}, bool pad = false,
+                           const std::string& name = "");
+// Pooling over all spatial axes: [C, spatial...] -> [C, 1, ...].
+FunctionPtr GlobalMaxPooling(const std::string& name = "");
+FunctionPtr GlobalAveragePooling(const std::string& name = "");
+
+// dropout_rate or keep_prob (exactly one).
+FunctionPtr Dropout(std::optional<double> dropout_rate = std::nullopt,
+                    std::optional<double> keep_prob = std::nullopt, uint64_t seed = kSentinelSeed,
+                    const std::string& name = "");
+
+// map_rank 1: spatial (statistics per channel, axis 0); none: per element of the sample shape.
+FunctionPtr BatchNormalization(std::optional<int> map_rank = std::nullopt, double init_scale = 1.0,
+                               double normalization_time_constant = 5000.0, double blend_time_constant = 0.0,
+                               double epsilon = 1e-5, const std::string& name = "");
+// (x - mean) / (std + epsilon) * scale + bias over the static axes; scale and bias are scalars (CNTK).
+FunctionPtr LayerNormalization(double initial_scale = 1.0, double initial_bias = 0.0, double epsilon = 1e-5,
+                               const std::string& name = "");
+// x times E, E [inferred, shape...]; `weights` given: a constant E.
+FunctionPtr Embedding(const Dims& shape, std::optional<Initializer> init = std::nullopt,
+                      const Tensor& weights = {}, const std::string& name = "");
+FunctionPtr Activation(const ActivationFn& activation, const std::string& name = "");
+// x * softplus(steepness * p) / steepness with p initialised so the factor starts at 1.
+FunctionPtr Stabilizer(double steepness = 4.0, std::optional<bool> enable_self_stabilization = std::nullopt,
+                       const std::string& name = "");
+FunctionPtr Label(const std::string& name);
+
+// Function composition: layers[0] first.
+FunctionPtr Sequential(const std::vector<FunctionPtr>& layers, const std::string& name = "");
+// constructor(0), ..., constructor(n - 1).
+std::vector<FunctionPtr> For(int n, const std::function<FunctionPtr(int)>& constructor);
+// f(x) + x.
+FunctionPtr ResNetBlock(const FunctionPtr& f, const std::string& name = "");
+// Each function gets the sum of the input and all previous outputs.
+FunctionPtr SequentialClique(const std::vector<FunctionPtr>& functions, const std::string& name = "");
+
+}  // namespace ctk::layers

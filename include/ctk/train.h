@@ -1,0 +1,238 @@
+// Training as CNTK users know it: Trainer (one minibatch at a time), Evaluator, training_session (the
+// loop with checkpoints, cross-validation and a final test), progress writers with CNTK's exact log
+// lines, and checkpoints that restore a run bit-identically. See ../shared/reference/cntk-anatomy.md §5.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ctk/dictionary.h"
+#include "ctk/function.h"
+#include "ctk/io.h"
+#include "ctk/learners.h"
+
+namespace ctk {
+
+// ---- progress ----
+
+// CNTK's ProgressWriter: counts updates and samples, and calls the on_write_* hooks on CNTK's schedule
+// (arithmetic: every `frequency` updates and each of the first `first` ones; 0: geometric 1, 2, 4, ...).
+// Losses and metrics arrive as running sums since the last summary.
+class ProgressWriter {
+public:
+    static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();  // Python's sys.maxsize
+    ProgressWriter(int64_t training_frequency = kNever, int64_t training_first = 0,
+                   int64_t test_frequency = kNever, int64_t test_first = 0);
+    virtual ~ProgressWriter() = default;
+
+    void update_training(int64_t samples, double accumulated_loss, std::optional<double> accumulated_metric);
+    void update_test(int64_t samples, double accumulated_metric);
+    void write_training_summary(double accumulated_loss, std::optional<double> accumulated_metric);
+    void write_test_summary(double accumulated_metric);
+    int64_t total_training_updates() const { return training_.total_updates; }
+    int64_t total_test_updates() const { return test_.total_updates; }
+
+    // (start, end) pairs over the window being written.
+    using Range = std::pair<int64_t, int64_t>;
+    using Sums = std::pair<double, double>;
+    virtual void on_write_training_update(Range samples, Range updates, Sums loss,
+                                          std::optional<Sums> metric) = 0;
+    virtual void on_write_test_update(Range samples, Range updates, Sums metric) = 0;
+    virtual void on_write_training_summary(int64_t samples, int64_t updates, int64_t summaries, double loss,
+                                           std::optional<double> metric, int64_t elapsed_ms) = 0;
+    virtual void on_write_test_summary(int64_t samples, int64_t updates, int64_t summaries, double metric,
+                                       int64_t elapsed_ms) = 0;
+    // A named value (learners report "Learning rate per minibatch" this way).
+    virtual void write(const std::string& key, double value) = 0;
+
+private:
+    struct Window {
+        int64_t frequency, first;
+        Range samples{0, 0}, updates{0, 0};
+        Sums loss{0, 0}, metric{0, 0};
+        int64_t total_updates = 0, summaries = 0;
+        std::chrono::steady_clock::time_point reset_time = std::chrono::steady_clock::now();
+        bool due(int64_t update) const;
+        void reset();
+    };
+    Window training_, test_;
+};
+using ProgressWriterPtr = std::shared_ptr<ProgressWriter>;
+
+// CNTK's ProgressPrinter: prints the build banner when created, then CNTK's lines, byte for byte, to
+// stdout or (log_to_file) to a file. freq: nullopt prints no per-minibatch lines, 0 the geometric table.
+struct ProgressPrinterOptions {
+    std::optional<int64_t> freq{};
+    int64_t first = 0;
+    std::string tag{};
+    std::string log_to_file{};  // empty: stdout
+    std::optional<int> rank{};
+    bool gen_heartbeat = false;
+    std::optional<int64_t> num_epochs{};
+    std::optional<int64_t> test_freq{};
+    int64_t test_first = 0;
+    bool metric_is_pct = true;
+    bool print_build_info = true;
+};
+class ProgressPrinter : public ProgressWriter {
+public:
+    explicit ProgressPrinter(ProgressPrinterOptions options = {});
+    ~ProgressPrinter() override;
+    void log(const std::string& message);
+    void end_progress_print(const std::string& message = "");
+
+    void on_write_training_update(Range samples, Range updates, Sums loss,
+                                  std::optional<Sums> metric) override;
+    void on_write_test_update(Range samples, Range updates, Sums metric) override;
+    void on_write_training_summary(int64_t samples, int64_t updates, int64_t summaries, double loss,
+                                   std::optional<double> metric, int64_t elapsed_ms) override;
+    void on_write_test_summary(int64_t samples, int64_t updates, int64_t summaries, double metric,
+                               int64_t elapsed_ms) override;
+    void write(const std::string& key, double value) override;
+
+private:
+    void write_update(Range samples, Range updates, std::optional<Sums> loss, std::optional<Sums> metric,
+                      int64_t frequency, const char* name);
+    ProgressPrinterOptions o_;
+    std::string tag_;  // "[tag] " or ""
+    std::FILE* file_ = nullptr;
+    std::chrono::steady_clock::time_point last_heartbeat_{};
+};
+
+// "Training N parameters in M parameter tensors." (N reads "so far unspecified number of" while a dim is
+// still inferred), printed to stdout as CNTK's log_number_of_parameters; also returned.
+std::string log_number_of_parameters(const FunctionPtr& model, bool print = true);
+// Python's repr() of a float ("0.001", "1e-05", "0.0"): how CNTK's Python printed reported values.
+std::string python_float_repr(double value);
+// "Selected CPU as the process wide default device." on stderr, once per process.
+void announce_default_device();
+
+// ---- Trainer ----
+
+// Arguments of one minibatch: a Value per input variable, or reader data per input variable.
+using MinibatchArguments = std::unordered_map<Variable, Value, VariableHash>;
+using StreamMap = std::unordered_map<Variable, std::string, VariableHash>;  // input -> stream name
+// Binds reader data to inputs (MinibatchData::as_batch for inputs without a sequence axis).
+MinibatchArguments bind_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                                  const StreamMap& input_map);
+
+class Trainer {
+public:
+    // loss and metric are per-sample Functions (metric may be null); the Trainer sums them over the
+    // minibatch (padding excluded) as CNTK does. Every learner parameter must be a parameter of model.
+    Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::vector<LearnerPtr> learners,
+            std::vector<ProgressWriterPtr> progress_writers = {});
+
+    // One step: forward, backward, learner updates. Returns false when the minibatch is empty.
+    bool train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end = false);
+    bool train_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                         const StreamMap& input_map);
+    // The average metric (or loss, without a metric) over the minibatch, in inference mode.
+    double test_minibatch(const MinibatchArguments& arguments);
+    double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                          const StreamMap& input_map);
+
+    void summarize_training_progress();
+    void summarize_test_progress();
+
+    double previous_minibatch_loss_average() const;
+    double previous_minibatch_evaluation_average() const;
+    int64_t previous_minibatch_sample_count() const { return prev_samples_; }
+    int64_t total_number_of_samples_seen() const { return total_samples_; }
+
+    const FunctionPtr& model() const { return model_; }
+    const FunctionPtr& loss_function() const { return loss_; }
+    const FunctionPtr& evaluation_function() const { return metric_; }
+    const std::vector<LearnerPtr>& parameter_learners() const { return learners_; }
+    const std::vector<ProgressWriterPtr>& progress_writers() const { return writers_; }
+
+    // Parameter and constant values, learner states, counters and random-stream positions in one
+    // file, written atomically (`path.tmp`, then rename): a crash never loses the previous checkpoint.
+    void save_checkpoint(const std::string& path, const Dictionary& external_state = {}) const;
+    // Restores everything save_checkpoint wrote; returns the external state. Throws IOError naming the
+    // file, or ValueError naming the parameter whose shape differs.
+    Dictionary restore_from_checkpoint(const std::string& path);
+
+private:
+    FunctionPtr model_, loss_, metric_;
+    FunctionPtr aggregate_loss_, aggregate_metric_, combined_;
+    std::vector<LearnerPtr> learners_;
+    std::vector<ProgressWriterPtr> writers_;
+    std::vector<Variable> parameters_;
+    int64_t prev_samples_ = 0, total_samples_ = 0;
+    double prev_loss_ = 0, prev_metric_ = 0;
+    // Running sums since the last summary, as CNTK's Trainer accumulates them for the writers.
+    double acc_loss_ = 0, acc_metric_ = 0, acc_test_metric_ = 0;
+    int64_t acc_test_samples_ = 0;
+};
+
+// ---- training_session ----
+
+enum class DataUnit : uint8_t { sample, minibatch, sweep };
+struct Frequency {
+    int64_t value = 0;  // 0: never
+    DataUnit unit = DataUnit::sample;
+};
+
+struct CheckpointConfig {
+    std::string filename;
+    Frequency frequency;        // 0: only at the end
+    bool restore = true;        // start from `filename` when it exists
+    bool preserve_all = false;  // keep every checkpoint as filename + "." + index
+};
+struct CrossValidationConfig {
+    std::shared_ptr<MinibatchSource> source;
+    Frequency frequency;
+    int64_t minibatch_size = 32;
+    int64_t max_samples = kInfinitelyRepeat;
+    StreamMap model_inputs_to_streams;  // empty: the training map
+    // Called with (index, average metric); returning false stops training.
+    std::function<bool(int64_t, double)> callback;
+};
+struct TestConfig {
+    std::shared_ptr<MinibatchSource> source;
+    int64_t minibatch_size = 32;
+    StreamMap model_inputs_to_streams;
+};
+
+class TrainingSession {
+public:
+    TrainingSession(std::shared_ptr<Trainer> trainer, std::shared_ptr<MinibatchSource> source,
+                    int64_t minibatch_size, StreamMap model_inputs_to_streams,
+                    Frequency progress_frequency = {}, int64_t max_samples = kInfinitelyRepeat,
+                    std::optional<CheckpointConfig> checkpoint = std::nullopt,
+                    std::optional<CrossValidationConfig> cross_validation = std::nullopt,
+                    std::optional<TestConfig> test = std::nullopt);
+    // Runs to max_samples (or the source's end), summarising progress, checkpointing, cross-validating
+    // and testing as configured. Restores from the checkpoint first when configured and present.
+    void train();
+
+private:
+    bool due(const Frequency& f, int64_t samples_before, int64_t samples_after, int64_t minibatches,
+             int64_t sweeps_before, int64_t sweeps_after) const;
+    void checkpoint(int64_t index);
+    bool cross_validate(int64_t index);
+    void test();
+
+    std::shared_ptr<Trainer> trainer_;
+    std::shared_ptr<MinibatchSource> source_;
+    int64_t minibatch_size_;
+    StreamMap map_;
+    Frequency progress_;
+    int64_t max_samples_;
+    std::optional<CheckpointConfig> checkpoint_;
+    std::optional<CrossValidationConfig> cv_;
+    std::optional<TestConfig> test_;
+    int64_t checkpoints_written_ = 0;
+};
+
+}  // namespace ctk

@@ -1,0 +1,129 @@
+// training_session: CNTK's training loop with progress summaries, checkpoints (restored on start),
+// cross-validation and a final test, all driven by sample, minibatch or sweep frequencies.
+#include <filesystem>
+
+#include "ctk/train.h"
+
+namespace ctk {
+
+TrainingSession::TrainingSession(std::shared_ptr<Trainer> trainer, std::shared_ptr<MinibatchSource> source,
+                                 int64_t minibatch_size, StreamMap model_inputs_to_streams,
+                                 Frequency progress_frequency, int64_t max_samples,
+                                 std::optional<CheckpointConfig> checkpoint,
+                                 std::optional<CrossValidationConfig> cross_validation,
+                                 std::optional<TestConfig> test)
+    : trainer_(std::move(trainer)),
+      source_(std::move(source)),
+      minibatch_size_(minibatch_size),
+      map_(std::move(model_inputs_to_streams)),
+      progress_(progress_frequency),
+      max_samples_(max_samples),
+      checkpoint_(std::move(checkpoint)),
+      cv_(std::move(cross_validation)),
+      test_(std::move(test)) {
+    CTK_CHECK(trainer_ && source_, ValueError,
+              "training_session: a trainer and a minibatch source are required");
+    CTK_CHECK(minibatch_size_ > 0, ValueError, "training_session: minibatch_size must be > 0, got ",
+              minibatch_size_);
+    CTK_CHECK(!map_.empty(), ValueError, "training_session: model_inputs_to_streams is empty");
+    CTK_CHECK(max_samples_ > 0, ValueError, "training_session: max_samples must be > 0");
+    if (checkpoint_)
+        CTK_CHECK(!checkpoint_->filename.empty(), ValueError,
+                  "training_session: the checkpoint filename is empty");
+    if (cv_)
+        CTK_CHECK(cv_->source, ValueError, "training_session: the cross-validation config has no source");
+    if (test_) CTK_CHECK(test_->source, ValueError, "training_session: the test config has no source");
+}
+
+bool TrainingSession::due(const Frequency& f, int64_t samples_before, int64_t samples_after,
+                          int64_t minibatches, int64_t sweeps_before, int64_t sweeps_after) const {
+    if (f.value <= 0) return false;
+    switch (f.unit) {
+        case DataUnit::sample:
+            return samples_before / f.value != samples_after / f.value;
+        case DataUnit::minibatch:
+            return minibatches % f.value == 0;
+        case DataUnit::sweep:
+            return sweeps_before / f.value != sweeps_after / f.value;
+    }
+    return false;
+}
+
+void TrainingSession::checkpoint(int64_t index) {
+    Dictionary external{{"TrainingMinibatchSource", source_->checkpoint_state()}, {"CheckpointIndex", index}};
+    trainer_->save_checkpoint(checkpoint_->filename, external);
+    if (checkpoint_->preserve_all)
+        std::filesystem::copy_file(checkpoint_->filename, checkpoint_->filename + "." + std::to_string(index),
+                                   std::filesystem::copy_options::overwrite_existing);
+    ++checkpoints_written_;
+}
+
+bool TrainingSession::cross_validate(int64_t index) {
+    const Dictionary start = cv_->source->checkpoint_state();
+    const StreamMap& map = cv_->model_inputs_to_streams.empty() ? map_ : cv_->model_inputs_to_streams;
+    double total = 0;
+    int64_t samples = 0;
+    while (samples < cv_->max_samples) {
+        auto mb = cv_->source->next_minibatch(std::min(cv_->minibatch_size, cv_->max_samples - samples));
+        if (mb.empty()) break;
+        MinibatchArguments args = bind_minibatch(mb, map);
+        const int64_t before = samples;
+        const double average = trainer_->test_minibatch(args);
+        int64_t n = 0;
+        for (const auto& [input, value] : args)
+            n = std::max(n, value.has_layout() ? value.layout()->num_frames() : value.data().dim(0));
+        samples = before + n;
+        total += average * static_cast<double>(n);
+    }
+    trainer_->summarize_test_progress();
+    cv_->source->restore_from_checkpoint(start);  // each cross-validation reads the same data
+    if (!cv_->callback) return true;
+    return cv_->callback(index, samples ? total / static_cast<double>(samples) : 0.0);
+}
+
+void TrainingSession::test() {
+    const StreamMap& map = test_->model_inputs_to_streams.empty() ? map_ : test_->model_inputs_to_streams;
+    for (;;) {
+        auto mb = test_->source->next_minibatch(test_->minibatch_size);
+        if (mb.empty()) break;
+        trainer_->test_minibatch(mb, map);
+    }
+    trainer_->summarize_test_progress();
+}
+
+void TrainingSession::train() {
+    int64_t checkpoint_index = 0;
+    if (checkpoint_ && checkpoint_->restore && std::filesystem::exists(checkpoint_->filename)) {
+        Dictionary external = trainer_->restore_from_checkpoint(checkpoint_->filename);
+        source_->restore_from_checkpoint(external.at("TrainingMinibatchSource").as_dictionary());
+        checkpoint_index = external.at("CheckpointIndex").as_int() + 1;
+    }
+    int64_t minibatches = 0, since_summary = 0, cv_index = 0;
+    bool stop = false;
+    while (!stop && trainer_->total_number_of_samples_seen() < max_samples_) {
+        const int64_t samples_before = trainer_->total_number_of_samples_seen();
+        const int64_t sweeps_before = source_->sweeps_completed();
+        auto mb = source_->next_minibatch(std::min(minibatch_size_, max_samples_ - samples_before));
+        if (mb.empty()) break;
+        trainer_->train_minibatch(mb, map_);
+        ++minibatches;
+        const int64_t samples_after = trainer_->total_number_of_samples_seen();
+        const int64_t sweeps_after = source_->sweeps_completed();
+        since_summary += samples_after - samples_before;
+        if (due(progress_, samples_before, samples_after, minibatches, sweeps_before, sweeps_after)) {
+            trainer_->summarize_training_progress();
+            since_summary = 0;
+        }
+        if (cv_ &&
+            due(cv_->frequency, samples_before, samples_after, minibatches, sweeps_before, sweeps_after))
+            stop = !cross_validate(cv_index++);
+        if (checkpoint_ && due(checkpoint_->frequency, samples_before, samples_after, minibatches,
+                               sweeps_before, sweeps_after))
+            checkpoint(checkpoint_index++);
+    }
+    if (since_summary > 0) trainer_->summarize_training_progress();
+    if (checkpoint_) checkpoint(checkpoint_index);
+    if (test_) test();
+}
+
+}  // namespace ctk

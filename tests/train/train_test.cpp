@@ -1,0 +1,318 @@
+// Training: CNTK's progress schedule and exact log lines, the Trainer's sums and updates, checkpoints,
+// training_session, and a run killed mid-epoch that resumes to the same parameters as an
+// uninterrupted one (the child process is this test binary, re-run with CTK_TRAIN_TEST_CHILD set).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ctk/layers.h"
+#include "ctk/train.h"
+
+namespace ctk {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> read_lines(const std::string& path) {
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+fs::path temp_dir(const std::string& name) {
+    fs::path d = fs::temp_directory_path() / ("ctk_train_test_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+TEST(Progress, PythonFloatRepr) {
+    EXPECT_EQ(python_float_repr(0.001), "0.001");
+    EXPECT_EQ(python_float_repr(1e-05), "1e-05");
+    EXPECT_EQ(python_float_repr(0.0), "0.0");
+    EXPECT_EQ(python_float_repr(1.0), "1.0");
+    EXPECT_EQ(python_float_repr(0.9990239141819757), "0.9990239141819757");
+    EXPECT_EQ(python_float_repr(123456.0), "123456.0");
+    EXPECT_EQ(python_float_repr(1e16), "1e+16");
+    EXPECT_EQ(python_float_repr(0.0001), "0.0001");
+    EXPECT_EQ(python_float_repr(-2.5), "-2.5");
+    EXPECT_EQ(python_float_repr(1.5e300), "1.5e+300");
+}
+
+struct Recorder : ProgressWriter {
+    using ProgressWriter::ProgressWriter;
+    std::vector<Range> updates;
+    std::vector<std::pair<std::string, double>> values;
+    void on_write_training_update(Range, Range u, Sums, std::optional<Sums>) override {
+        updates.push_back(u);
+    }
+    void on_write_test_update(Range, Range, Sums) override {}
+    void on_write_training_summary(int64_t, int64_t, int64_t, double, std::optional<double>,
+                                   int64_t) override {}
+    void on_write_test_summary(int64_t, int64_t, int64_t, double, int64_t) override {}
+    void write(const std::string& k, double v) override { values.emplace_back(k, v); }
+};
+
+TEST(Progress, ArithmeticAndGeometricSchedules) {
+    Recorder arithmetic(3, 2);
+    for (int i = 0; i < 9; ++i) arithmetic.update_training(10, 1.0, std::nullopt);
+    // CNTK writes each of the first `first` updates, then every `freq`-th.
+    std::vector<ProgressWriter::Range> want{{0, 1}, {1, 2}, {2, 3}, {3, 6}, {6, 9}};
+    EXPECT_EQ(arithmetic.updates, want);
+    Recorder geometric(0, 0);
+    for (int i = 0; i < 8; ++i) geometric.update_training(10, 1.0, std::nullopt);
+    std::vector<ProgressWriter::Range> want_geo{{0, 1}, {1, 3}, {3, 7}};
+    EXPECT_EQ(geometric.updates, want_geo);
+    arithmetic.update_training(0, 1.0, std::nullopt);  // empty minibatches are not counted
+    EXPECT_EQ(arithmetic.total_training_updates(), 9);
+}
+
+TEST(Progress, PrinterLinesAreCntksByteForByte) {
+    fs::path dir = temp_dir("printer");
+    const std::string log = (dir / "log.txt").string();
+    {
+        ProgressPrinter p(
+            {.freq = 2, .tag = "Training", .log_to_file = log, .num_epochs = 10, .print_build_info = false});
+        // Running sums as the Trainer passes them: loss 2.302585 per sample, 25% error, 64 samples each.
+        double loss = 0, metric = 0;
+        for (int i = 0; i < 4; ++i) {
+            loss += 2.302585 * 64;
+            metric += 16;
+            p.update_training(64, loss, metric);
+        }
+        p.write("Learning rate per 1 samples", 0.001);
+        p.write_training_summary(loss, metric);
+        p.update_test(100, 7);
+        p.write_test_summary(7);
+        p.end_progress_print();
+    }
+    auto lines = read_lines(log);
+    ASSERT_EQ(lines.size(), 10u);
+    EXPECT_EQ(lines[0], log);
+    EXPECT_EQ(lines[1], "CNTKCommandTrainInfo: train : 10");
+    EXPECT_EQ(lines[2], "CNTKCommandTrainInfo: CNTKNoMoreCommands_Total : 10");
+    EXPECT_EQ(lines[3], "CNTKCommandTrainBegin: train");
+    EXPECT_EQ(lines[4], " Minibatch[   1-   2]: loss = 2.302585 * 128, metric = 25.00% * 128;");
+    EXPECT_EQ(lines[5], " Minibatch[   3-   4]: loss = 2.302585 * 128, metric = 25.00% * 128;");
+    EXPECT_EQ(lines[6], "Learning rate per 1 samples: 0.001");
+    const std::string epoch =
+        "Finished Epoch[1 of 10]: [Training] loss = 2.302585 * 256, metric = 25.00% * 256 ";
+    EXPECT_EQ(lines[7].substr(0, epoch.size()), epoch);
+    // Then "<seconds with 3 decimals>s (<rate %5.1f> samples/s);".
+    const std::string tail = lines[7].substr(epoch.size());
+    EXPECT_NE(tail.find("s ("), std::string::npos) << tail;
+    EXPECT_EQ(tail.substr(tail.size() - 12), " samples/s);") << tail;
+    EXPECT_EQ(lines[8], "Finished Evaluation [1]: Minibatch[1-1]: metric = 7.00% * 100;");
+    EXPECT_EQ(lines[9], "CNTKCommandTrainEnd: train");
+    fs::remove_all(dir);
+}
+
+TEST(Progress, GeometricTableAndNoMetric) {
+    fs::path dir = temp_dir("geo");
+    const std::string log = (dir / "log.txt").string();
+    {
+        ProgressPrinter p({.freq = 0, .log_to_file = log, .print_build_info = false});
+        p.update_training(10, 5.0, std::nullopt);
+        p.update_training(10, 8.0, std::nullopt);
+        p.update_training(10, 9.0, std::nullopt);
+        p.write_training_summary(9.0, std::nullopt);  // not printed on a geometric schedule
+    }
+    auto lines = read_lines(log);
+    ASSERT_EQ(lines.size(), 9u);
+    EXPECT_EQ(lines[4], " average      since    average      since      examples");
+    EXPECT_EQ(lines[5], "    loss       last     metric       last              ");
+    EXPECT_EQ(lines[6], " ------------------------------------------------------");
+    EXPECT_EQ(lines[7], "      0.5        0.5                                  10");
+    EXPECT_EQ(lines[8], "      0.3        0.2                                  30");
+    fs::remove_all(dir);
+}
+
+// A two-class logistic model on fixed data: the Trainer's sums and one SGD step checked by hand.
+struct Logistic {
+    Variable x = input_variable({2}, DataType::f64, false, false, default_batch_axes(), "x");
+    Variable y = input_variable({2}, DataType::f64, false, false, default_batch_axes(), "y");
+    Variable W = parameter({2, 2}, constant_initializer(0.0), DataType::f64, "W");
+    FunctionPtr z = times(x, W);
+    FunctionPtr loss = cross_entropy_with_softmax(z, y);
+    FunctionPtr metric = classification_error(z, y);
+};
+
+TEST(Trainer, SumsLossAndMetricAndStepsLikeCntk) {
+    Logistic m;
+    auto learner = sgd({m.W}, learning_parameter_schedule(0.5));
+    Trainer t(m.z, m.loss, m.metric, {learner});
+    Tensor xv = Tensor::from_vector<double>({1, 0, 0, 1, 1, 1}, {3, 2});
+    Tensor yv = Tensor::from_vector<double>({1, 0, 0, 1, 1, 0}, {3, 2});
+    EXPECT_TRUE(t.train_minibatch({{m.x, Value(xv)}, {m.y, Value(yv)}}));
+    EXPECT_EQ(t.previous_minibatch_sample_count(), 3);
+    EXPECT_NEAR(t.previous_minibatch_loss_average(), std::log(2.0), 1e-12);    // W = 0: uniform softmax
+    EXPECT_NEAR(t.previous_minibatch_evaluation_average(), 1.0 / 3.0, 1e-12);  // ties pick class 0: one miss
+    // dLoss/dW = x^T (softmax - y) summed; the per-minibatch rate averages: W -= 0.5 / 3 * grad.
+    Tensor W = m.W.value();
+    const double g00 = (0.5 - 1) + 0 + (0.5 - 1), g01 = 0.5 + 0 + 0.5;
+    const double g10 = 0 + (0.5 - 0) + (0.5 - 1), g11 = 0 + (0.5 - 1) + 0.5;
+    EXPECT_NEAR(W.at({0, 0}), -0.5 / 3 * g00, 1e-12);
+    EXPECT_NEAR(W.at({0, 1}), -0.5 / 3 * g01, 1e-12);
+    EXPECT_NEAR(W.at({1, 0}), -0.5 / 3 * g10, 1e-12);
+    EXPECT_NEAR(W.at({1, 1}), -0.5 / 3 * g11, 1e-12);
+    EXPECT_EQ(t.total_number_of_samples_seen(), 3);
+    const double test = t.test_minibatch({{m.x, Value(xv)}, {m.y, Value(yv)}});
+    EXPECT_GE(test, 0.0);
+    EXPECT_LE(test, 1.0);
+    EXPECT_FALSE(t.train_minibatch(MinibatchArguments{}));
+}
+
+TEST(Trainer, RejectsForeignParametersAndUnknownStreams) {
+    Logistic m;
+    Variable stranger = parameter({2}, constant_initializer(0.0), DataType::f64, "stranger");
+    EXPECT_THROW(Trainer(m.z, m.loss, m.metric, {sgd({m.W, stranger}, learning_parameter_schedule(0.1))}),
+                 ValueError);
+    EXPECT_THROW(Trainer(m.z, m.loss, m.metric, {}), ValueError);
+    Trainer t(m.z, m.loss, m.metric, {sgd({m.W}, learning_parameter_schedule(0.1))});
+    std::unordered_map<std::string, MinibatchData> mb;
+    mb["features"].data = Value(Tensor::zeros({1, 1, 2}, DataType::f32));
+    try {
+        t.train_minibatch(mb, {{m.x, "features"}, {m.y, "labelz"}});
+        FAIL() << "no error";
+    } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("labelz"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("features"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Trainer, CheckpointRoundTripAndBadFiles) {
+    fs::path dir = temp_dir("ckp");
+    Logistic m;
+    auto learner = momentum_sgd({m.W}, learning_parameter_schedule(0.5), momentum_schedule(0.9));
+    Trainer t(m.z, m.loss, m.metric, {learner});
+    Tensor xv = Tensor::from_vector<double>({1, 0, 0, 1}, {2, 2});
+    Tensor yv = Tensor::from_vector<double>({1, 0, 0, 1}, {2, 2});
+    MinibatchArguments args{{m.x, Value(xv)}, {m.y, Value(yv)}};
+    t.train_minibatch(args);
+    const std::string path = (dir / "model.ckp").string();
+    t.save_checkpoint(path, Dictionary{{"epoch", int64_t(3)}});
+    t.train_minibatch(args);
+    const Tensor after_two = m.W.value().clone();
+    Dictionary external = t.restore_from_checkpoint(path);
+    EXPECT_EQ(external.at("epoch").as_int(), 3);
+    t.train_minibatch(args);  // the momentum state came back too: the same second step
+    EXPECT_EQ(m.W.value().to_vector<double>(), after_two.to_vector<double>());
+    // A corrupt file fails cleanly and changes nothing.
+    std::string bytes = serialize_dictionary(load_dictionary(path));
+    const std::string bad = (dir / "bad.ckp").string();
+    std::ofstream(bad, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    const Tensor before = m.W.value().clone();
+    EXPECT_THROW(t.restore_from_checkpoint(bad), IOError);
+    EXPECT_THROW(t.restore_from_checkpoint((dir / "missing.ckp").string()), IOError);
+    EXPECT_EQ(m.W.value().to_vector<double>(), before.to_vector<double>());
+    fs::remove_all(dir);
+}
+
+// ---- a run killed mid-epoch resumes to the uninterrupted run's parameters ----
+
+// 240 samples of a 3-class problem in CTF, written by the test.
+void write_ctf(const std::string& path) {
+    std::ofstream out(path);
+    uint64_t s = 12345;
+    auto next = [&] {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        return static_cast<double>(s >> 11) / static_cast<double>(1ull << 53);
+    };
+    for (int i = 0; i < 240; ++i) {
+        const int label = i % 3;
+        out << "|labels";
+        for (int c = 0; c < 3; ++c) out << (c == label ? " 1" : " 0");
+        out << " |features";
+        for (int d = 0; d < 4; ++d) out << ' ' << (d == label ? 1.0 : 0.0) + 0.5 * next();
+        out << "\n";
+    }
+}
+
+struct ResumableRun {
+    Variable x = input_variable({4}, DataType::f32, false, false, default_batch_axes(), "features");
+    Variable y = input_variable({3}, DataType::f32, false, false, default_batch_axes(), "labels");
+    FunctionPtr z, loss, metric;
+    std::shared_ptr<Trainer> trainer;
+    std::shared_ptr<MinibatchSource> source;
+    explicit ResumableRun(const std::string& data) {
+        set_fixed_random_seed(7);
+        FunctionPtr h = layers::call(
+            layers::Dense({8}, layers::ActivationFn([](const Variable& v) { return tanh(v); })), x);
+        FunctionPtr d = layers::call(layers::Dropout(0.25), h);
+        z = layers::call(layers::Dense({3}), d);
+        loss = cross_entropy_with_softmax(z, y);
+        metric = classification_error(z, y);
+        auto learner =
+            adam(z->parameters(), learning_parameter_schedule_per_sample(0.01), momentum_schedule(0.9));
+        trainer = std::make_shared<Trainer>(z, loss, metric, std::vector<LearnerPtr>{learner});
+        MinibatchSourceConfig c;
+        c.deserializers = {
+            ctf_deserializer(data, {{"features", "features", {4}}, {"labels", "labels", {3}}})};
+        c.randomization_window_in_chunks = 4;
+        source = std::make_shared<MinibatchSource>(c);
+    }
+    void train(const std::string& ckp, int64_t max_samples) {
+        TrainingSession s(trainer, source, 16, {{x, "features"}, {y, "labels"}}, {}, max_samples,
+                          CheckpointConfig{ckp, {48, DataUnit::sample}});
+        s.train();
+    }
+    std::vector<std::vector<float>> params() const {
+        std::vector<std::vector<float>> out;
+        for (const Variable& p : z->parameters()) out.push_back(p.value().to_vector<float>());
+        return out;
+    }
+};
+
+// The child: trains with checkpoints and dies abruptly after 7 minibatches (112 samples, mid-sweep,
+// after the checkpoint at 96), without unwinding, flushing or destructors.
+struct Killer : ProgressWriter {
+    Killer() : ProgressWriter(1, 0) {}
+    void on_write_training_update(Range, Range u, Sums, std::optional<Sums>) override {
+        if (u.second == 7) std::_Exit(3);
+    }
+    void on_write_test_update(Range, Range, Sums) override {}
+    void on_write_training_summary(int64_t, int64_t, int64_t, double, std::optional<double>,
+                                   int64_t) override {}
+    void on_write_test_summary(int64_t, int64_t, int64_t, double, int64_t) override {}
+    void write(const std::string&, double) override {}
+};
+
+TEST(TrainingSession, KilledRunResumesToTheSameParameters) {
+    if (const char* child = std::getenv("CTK_TRAIN_TEST_CHILD")) {
+        ResumableRun r((fs::path(child) / "data.ctf").string());
+        auto killer = std::make_shared<Killer>();
+        r.trainer = std::make_shared<Trainer>(r.z, r.loss, r.metric, r.trainer->parameter_learners(),
+                                              std::vector<ProgressWriterPtr>{killer});
+        r.train((fs::path(child) / "run.ckp").string(), 480);
+        std::_Exit(0);  // not reached: the killer fires first
+    }
+    fs::path dir = temp_dir("resume");
+    write_ctf((dir / "data.ctf").string());
+    // Uninterrupted: 480 samples (two sweeps).
+    ResumableRun full((dir / "data.ctf").string());
+    full.train((dir / "full.ckp").string(), 480);
+    // Killed at 112 samples; its last checkpoint is from 96.
+    const std::string self = fs::read_symlink("/proc/self/exe").string();
+    const std::string cmd = "CTK_TRAIN_TEST_CHILD=" + dir.string() + " '" + self +
+                            "' --gtest_filter=TrainingSession.KilledRunResumesToTheSameParameters"
+                            " >/dev/null 2>&1";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    ASSERT_EQ(WEXITSTATUS(status), 3) << "the child should have been killed mid-epoch";
+    ASSERT_TRUE(fs::exists(dir / "run.ckp"));
+    EXPECT_FALSE(fs::exists(dir / "run.ckp.tmp"));
+    // A fresh process-like start: new graph, new reader, restored from the checkpoint.
+    ResumableRun resumed((dir / "data.ctf").string());
+    resumed.train((dir / "run.ckp").string(), 480);
+    EXPECT_EQ(resumed.trainer->total_number_of_samples_seen(), 480);
+    EXPECT_EQ(resumed.params(), full.params());
+    fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ctk
