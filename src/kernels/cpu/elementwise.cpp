@@ -46,45 +46,74 @@ void unary_kernel(const KernelCall& call) {
     const ScalarAttrs& s = call.attr<ScalarAttrs>();
     const C alpha = static_cast<C>(s.alpha), beta = static_cast<C>(s.beta);
     switch (call.op) {
-        case OpKind::negate: return unary_loop<T>(out, x, [](C v) { return -v; });
-        case OpKind::abs: return unary_loop<T>(out, x, [](C v) { return std::abs(v); });
-        case OpKind::sqrt: return unary_loop<T>(out, x, [](C v) { return std::sqrt(v); });
-        case OpKind::square: return unary_loop<T>(out, x, [](C v) { return v * v; });
-        case OpKind::exp: return unary_loop<T>(out, x, [](C v) { return std::exp(v); });
-        case OpKind::log: return unary_loop<T>(out, x, [](C v) { return std::log(v); });
-        case OpKind::floor: return unary_loop<T>(out, x, [](C v) { return std::floor(v); });
-        case OpKind::ceil: return unary_loop<T>(out, x, [](C v) { return std::ceil(v); });
+        case OpKind::negate:
+            return unary_loop<T>(out, x, [](C v) { return -v; });
+        case OpKind::abs:
+            return unary_loop<T>(out, x, [](C v) { return std::abs(v); });
+        case OpKind::sqrt:
+            return unary_loop<T>(out, x, [](C v) { return std::sqrt(v); });
+        case OpKind::square:
+            return unary_loop<T>(out, x, [](C v) { return v * v; });
+        case OpKind::exp:
+            return unary_loop<T>(out, x, [](C v) { return std::exp(v); });
+        case OpKind::log:
+            return unary_loop<T>(out, x, [](C v) { return std::log(v); });
+        case OpKind::floor:
+            return unary_loop<T>(out, x, [](C v) { return std::floor(v); });
+        case OpKind::ceil:
+            return unary_loop<T>(out, x, [](C v) { return std::ceil(v); });
         // CNTK rounds halves up: round(x) = floor(x + 0.5), so round(-0.5) = 0.
-        case OpKind::round: return unary_loop<T>(out, x, [](C v) { return std::floor(v + C(0.5)); });
-        case OpKind::sin: return unary_loop<T>(out, x, [](C v) { return std::sin(v); });
-        case OpKind::cos: return unary_loop<T>(out, x, [](C v) { return std::cos(v); });
-        case OpKind::tan: return unary_loop<T>(out, x, [](C v) { return std::tan(v); });
-        case OpKind::asin: return unary_loop<T>(out, x, [](C v) { return std::asin(v); });
-        case OpKind::acos: return unary_loop<T>(out, x, [](C v) { return std::acos(v); });
-        case OpKind::atan: return unary_loop<T>(out, x, [](C v) { return std::atan(v); });
-        case OpKind::sinh: return unary_loop<T>(out, x, [](C v) { return std::sinh(v); });
-        case OpKind::cosh: return unary_loop<T>(out, x, [](C v) { return std::cosh(v); });
-        case OpKind::tanh: return unary_loop<T>(out, x, [](C v) { return std::tanh(v); });
-        case OpKind::asinh: return unary_loop<T>(out, x, [](C v) { return std::asinh(v); });
-        case OpKind::atanh: return unary_loop<T>(out, x, [](C v) { return std::atanh(v); });
-        case OpKind::reciprocal: return unary_loop<T>(out, x, [](C v) { return C(1) / v; });
-        case OpKind::sigmoid: return unary_loop<T>(out, x, [](C v) { return sigmoid_of(v); });
-        case OpKind::relu: return unary_loop<T>(out, x, [](C v) { return v < C(0) ? C(0) : v; });
+        case OpKind::round:
+            return unary_loop<T>(out, x, [](C v) { return std::floor(v + C(0.5)); });
+        case OpKind::sin:
+            return unary_loop<T>(out, x, [](C v) { return std::sin(v); });
+        case OpKind::cos:
+            return unary_loop<T>(out, x, [](C v) { return std::cos(v); });
+        case OpKind::tan:
+            return unary_loop<T>(out, x, [](C v) { return std::tan(v); });
+        case OpKind::asin:
+            return unary_loop<T>(out, x, [](C v) { return std::asin(v); });
+        case OpKind::acos:
+            return unary_loop<T>(out, x, [](C v) { return std::acos(v); });
+        case OpKind::atan:
+            return unary_loop<T>(out, x, [](C v) { return std::atan(v); });
+        case OpKind::sinh:
+            return unary_loop<T>(out, x, [](C v) { return std::sinh(v); });
+        case OpKind::cosh:
+            return unary_loop<T>(out, x, [](C v) { return std::cosh(v); });
+        case OpKind::tanh:
+            return unary_loop<T>(out, x, [](C v) { return std::tanh(v); });
+        case OpKind::asinh:
+            return unary_loop<T>(out, x, [](C v) { return std::asinh(v); });
+        case OpKind::atanh:
+            return unary_loop<T>(out, x, [](C v) { return std::atanh(v); });
+        case OpKind::reciprocal:
+            return unary_loop<T>(out, x, [](C v) { return C(1) / v; });
+        case OpKind::sigmoid:
+            return unary_loop<T>(out, x, [](C v) { return sigmoid_of(v); });
+        case OpKind::relu:
+            return unary_loop<T>(out, x, [](C v) { return v < C(0) ? C(0) : v; });
         case OpKind::elu:
             return unary_loop<T>(out, x, [=](C v) { return v > C(0) ? v : alpha * std::expm1(v); });
         case OpKind::selu:  // alpha = scale, beta = the ELU alpha
-            return unary_loop<T>(out, x, [=](C v) { return v > C(0) ? alpha * v : alpha * beta * std::expm1(v); });
+            return unary_loop<T>(out, x,
+                                 [=](C v) { return v > C(0) ? alpha * v : alpha * beta * std::expm1(v); });
         case OpKind::leaky_relu:
             return unary_loop<T>(out, x, [=](C v) { return v > C(0) ? v : alpha * v; });
         case OpKind::softplus:
-            return unary_loop<T>(out, x, [](C v) { return std::max(v, C(0)) + std::log1p(std::exp(-std::abs(v))); });
-        case OpKind::softsign: return unary_loop<T>(out, x, [](C v) { return v / (C(1) + std::abs(v)); });
+            return unary_loop<T>(out, x,
+                                 [](C v) { return std::max(v, C(0)) + std::log1p(std::exp(-std::abs(v))); });
+        case OpKind::softsign:
+            return unary_loop<T>(out, x, [](C v) { return v / (C(1) + std::abs(v)); });
         case OpKind::hard_sigmoid:
-            return unary_loop<T>(out, x, [=](C v) { return std::min(C(1), std::max(C(0), alpha * v + beta)); });
-        case OpKind::element_not: return unary_loop<T>(out, x, [](C v) { return v == C(0) ? C(1) : C(0); });
+            return unary_loop<T>(out, x,
+                                 [=](C v) { return std::min(C(1), std::max(C(0), alpha * v + beta)); });
+        case OpKind::element_not:
+            return unary_loop<T>(out, x, [](C v) { return v == C(0) ? C(1) : C(0); });
         case OpKind::clip:
             return unary_loop<T>(out, x, [=](C v) { return v < alpha ? alpha : (v > beta ? beta : v); });
-        default: CTK_THROW(NotImplementedError, op_name(call.op), ": not a unary op");
+        default:
+            CTK_THROW(NotImplementedError, op_name(call.op), ": not a unary op");
     }
 }
 
@@ -93,10 +122,21 @@ template <typename T, typename F>
 void grad_loop(const KernelCall& call, F f) {
     const Tensor &x = call.inputs[0], &y = call.inputs[1], &dy = call.inputs[2];
     const Tensor& dx = call.outputs[0];
-    auto plan = detail::make_strided_plan<4>(dx.shape().dims(),
-                                             {byte_strides(dx), byte_strides(x), byte_strides(y), byte_strides(dy)});
+    auto plan = detail::make_strided_plan<4>(
+        dx.shape().dims(), {byte_strides(dx), byte_strides(x), byte_strides(y), byte_strides(dy)});
     detail::run_strided<4>(plan, {bytes(dx), bytes(x), bytes(y), bytes(dy)},
                            [&](std::array<char*, 4> p, int64_t n, std::array<int64_t, 4> s) {
+                               constexpr int64_t e = sizeof(T);
+                               if (s[0] == e && s[1] == e && s[2] == e && s[3] == e) {
+                                   // Dense rows: unit-stride indexing lets the compiler vectorize.
+                                   T* o = reinterpret_cast<T*>(p[0]);
+                                   const T* xs = reinterpret_cast<const T*>(p[1]);
+                                   const T* ys = reinterpret_cast<const T*>(p[2]);
+                                   const T* gs = reinterpret_cast<const T*>(p[3]);
+                                   for (int64_t i = 0; i < n; ++i)
+                                       o[i] = store<T>(f(load(xs[i]), load(ys[i]), load(gs[i])));
+                                   return;
+                               }
                                for (int64_t i = 0; i < n; ++i) {
                                    auto xv = load(*reinterpret_cast<const T*>(p[1] + i * s[1]));
                                    auto yv = load(*reinterpret_cast<const T*>(p[2] + i * s[2]));
@@ -113,35 +153,60 @@ void unary_backward_kernel(const KernelCall& call) {
     const C alpha = static_cast<C>(a.scalars.alpha), beta = static_cast<C>(a.scalars.beta);
     const C one(1), zero(0);
     switch (a.fn) {
-        case OpKind::negate: return grad_loop<T>(call, [](C, C, C g) { return -g; });
-        case OpKind::abs: return grad_loop<T>(call, [=](C x, C, C g) { return x > zero ? g : (x < zero ? -g : zero); });
-        case OpKind::sqrt: return grad_loop<T>(call, [](C, C y, C g) { return g / (C(2) * y); });
-        case OpKind::square: return grad_loop<T>(call, [](C x, C, C g) { return C(2) * x * g; });
-        case OpKind::exp: return grad_loop<T>(call, [](C, C y, C g) { return y * g; });
-        case OpKind::log: return grad_loop<T>(call, [](C x, C, C g) { return g / x; });
+        case OpKind::negate:
+            return grad_loop<T>(call, [](C, C, C g) { return -g; });
+        case OpKind::abs:
+            return grad_loop<T>(call, [=](C x, C, C g) { return x > zero ? g : (x < zero ? -g : zero); });
+        case OpKind::sqrt:
+            return grad_loop<T>(call, [](C, C y, C g) { return g / (C(2) * y); });
+        case OpKind::square:
+            return grad_loop<T>(call, [](C x, C, C g) { return C(2) * x * g; });
+        case OpKind::exp:
+            return grad_loop<T>(call, [](C, C y, C g) { return y * g; });
+        case OpKind::log:
+            return grad_loop<T>(call, [](C x, C, C g) { return g / x; });
         case OpKind::floor:
         case OpKind::ceil:
         case OpKind::round:
-        case OpKind::element_not: return grad_loop<T>(call, [=](C, C, C) { return zero; });
-        case OpKind::sin: return grad_loop<T>(call, [](C x, C, C g) { return std::cos(x) * g; });
-        case OpKind::cos: return grad_loop<T>(call, [](C x, C, C g) { return -std::sin(x) * g; });
-        case OpKind::tan: return grad_loop<T>(call, [=](C, C y, C g) { return (one + y * y) * g; });
-        case OpKind::asin: return grad_loop<T>(call, [=](C x, C, C g) { return g / std::sqrt(one - x * x); });
-        case OpKind::acos: return grad_loop<T>(call, [=](C x, C, C g) { return -g / std::sqrt(one - x * x); });
-        case OpKind::atan: return grad_loop<T>(call, [=](C x, C, C g) { return g / (one + x * x); });
-        case OpKind::sinh: return grad_loop<T>(call, [](C x, C, C g) { return std::cosh(x) * g; });
-        case OpKind::cosh: return grad_loop<T>(call, [](C x, C, C g) { return std::sinh(x) * g; });
-        case OpKind::tanh: return grad_loop<T>(call, [=](C, C y, C g) { return (one - y * y) * g; });
-        case OpKind::asinh: return grad_loop<T>(call, [=](C x, C, C g) { return g / std::sqrt(x * x + one); });
-        case OpKind::atanh: return grad_loop<T>(call, [=](C x, C, C g) { return g / (one - x * x); });
-        case OpKind::reciprocal: return grad_loop<T>(call, [](C, C y, C g) { return -y * y * g; });
-        case OpKind::sigmoid: return grad_loop<T>(call, [=](C, C y, C g) { return y * (one - y) * g; });
-        case OpKind::relu: return grad_loop<T>(call, [=](C x, C, C g) { return x > zero ? g : zero; });
-        case OpKind::elu: return grad_loop<T>(call, [=](C x, C y, C g) { return x > zero ? g : (y + alpha) * g; });
+        case OpKind::element_not:
+            return grad_loop<T>(call, [=](C, C, C) { return zero; });
+        case OpKind::sin:
+            return grad_loop<T>(call, [](C x, C, C g) { return std::cos(x) * g; });
+        case OpKind::cos:
+            return grad_loop<T>(call, [](C x, C, C g) { return -std::sin(x) * g; });
+        case OpKind::tan:
+            return grad_loop<T>(call, [=](C, C y, C g) { return (one + y * y) * g; });
+        case OpKind::asin:
+            return grad_loop<T>(call, [=](C x, C, C g) { return g / std::sqrt(one - x * x); });
+        case OpKind::acos:
+            return grad_loop<T>(call, [=](C x, C, C g) { return -g / std::sqrt(one - x * x); });
+        case OpKind::atan:
+            return grad_loop<T>(call, [=](C x, C, C g) { return g / (one + x * x); });
+        case OpKind::sinh:
+            return grad_loop<T>(call, [](C x, C, C g) { return std::cosh(x) * g; });
+        case OpKind::cosh:
+            return grad_loop<T>(call, [](C x, C, C g) { return std::sinh(x) * g; });
+        case OpKind::tanh:
+            return grad_loop<T>(call, [=](C, C y, C g) { return (one - y * y) * g; });
+        case OpKind::asinh:
+            return grad_loop<T>(call, [=](C x, C, C g) { return g / std::sqrt(x * x + one); });
+        case OpKind::atanh:
+            return grad_loop<T>(call, [=](C x, C, C g) { return g / (one - x * x); });
+        case OpKind::reciprocal:
+            return grad_loop<T>(call, [](C, C y, C g) { return -y * y * g; });
+        case OpKind::sigmoid:
+            return grad_loop<T>(call, [=](C, C y, C g) { return y * (one - y) * g; });
+        case OpKind::relu:
+            return grad_loop<T>(call, [=](C x, C, C g) { return x > zero ? g : zero; });
+        case OpKind::elu:
+            return grad_loop<T>(call, [=](C x, C y, C g) { return x > zero ? g : (y + alpha) * g; });
         case OpKind::selu:
-            return grad_loop<T>(call, [=](C x, C y, C g) { return x > zero ? alpha * g : (y + alpha * beta) * g; });
-        case OpKind::leaky_relu: return grad_loop<T>(call, [=](C x, C, C g) { return x > zero ? g : alpha * g; });
-        case OpKind::softplus: return grad_loop<T>(call, [](C x, C, C g) { return sigmoid_of(x) * g; });
+            return grad_loop<T>(call,
+                                [=](C x, C y, C g) { return x > zero ? alpha * g : (y + alpha * beta) * g; });
+        case OpKind::leaky_relu:
+            return grad_loop<T>(call, [=](C x, C, C g) { return x > zero ? g : alpha * g; });
+        case OpKind::softplus:
+            return grad_loop<T>(call, [](C x, C, C g) { return sigmoid_of(x) * g; });
         case OpKind::softsign:
             return grad_loop<T>(call, [=](C x, C, C g) {
                 C d = one + std::abs(x);
@@ -152,15 +217,18 @@ void unary_backward_kernel(const KernelCall& call) {
                 C v = alpha * x + beta;
                 return (v > zero && v < one) ? alpha * g : zero;
             });
-        case OpKind::clip: return grad_loop<T>(call, [=](C x, C, C g) { return (x >= alpha && x <= beta) ? g : zero; });
-        default: CTK_THROW(NotImplementedError, "unary_backward: ", op_name(a.fn), " is not a unary op");
+        case OpKind::clip:
+            return grad_loop<T>(call, [=](C x, C, C g) { return (x >= alpha && x <= beta) ? g : zero; });
+        default:
+            CTK_THROW(NotImplementedError, "unary_backward: ", op_name(a.fn), " is not a unary op");
     }
 }
 
 // Applies f over a 3-operand (out, a, b) plan with fast paths for contiguous and scalar operands.
 template <typename T, typename F>
 void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-    auto plan = detail::make_strided_plan<3>(out.shape().dims(), {byte_strides(out), byte_strides(a), byte_strides(b)});
+    auto plan = detail::make_strided_plan<3>(out.shape().dims(),
+                                             {byte_strides(out), byte_strides(a), byte_strides(b)});
     constexpr int64_t e = sizeof(T);
     detail::run_strided<3>(plan, {bytes(out), bytes(a), bytes(b)},
                            [&](std::array<char*, 3> p, int64_t n, std::array<int64_t, 3> s) {
@@ -190,34 +258,49 @@ void binary_kernel(const KernelCall& call) {
     const Tensor& out = call.outputs[0];
     const C one(1), zero(0);
     switch (call.op) {
-        case OpKind::plus: return binary_loop<T>(out, a, b, [](C x, C y) { return x + y; });
-        case OpKind::minus: return binary_loop<T>(out, a, b, [](C x, C y) { return x - y; });
-        case OpKind::element_times: return binary_loop<T>(out, a, b, [](C x, C y) { return x * y; });
-        case OpKind::element_divide: return binary_loop<T>(out, a, b, [](C x, C y) { return x / y; });
-        case OpKind::pow: return binary_loop<T>(out, a, b, [](C x, C y) { return std::pow(x, y); });
+        case OpKind::plus:
+            return binary_loop<T>(out, a, b, [](C x, C y) { return x + y; });
+        case OpKind::minus:
+            return binary_loop<T>(out, a, b, [](C x, C y) { return x - y; });
+        case OpKind::element_times:
+            return binary_loop<T>(out, a, b, [](C x, C y) { return x * y; });
+        case OpKind::element_divide:
+            return binary_loop<T>(out, a, b, [](C x, C y) { return x / y; });
+        case OpKind::pow:
+            return binary_loop<T>(out, a, b, [](C x, C y) { return std::pow(x, y); });
         case OpKind::element_max:  // NaN propagates, as in NumPy's maximum
             return binary_loop<T>(out, a, b, [](C x, C y) { return (x > y || x != x) ? x : y; });
-        case OpKind::element_min: return binary_loop<T>(out, a, b, [](C x, C y) { return (x < y || x != x) ? x : y; });
+        case OpKind::element_min:
+            return binary_loop<T>(out, a, b, [](C x, C y) { return (x < y || x != x) ? x : y; });
         case OpKind::log_add_exp:
             return binary_loop<T>(out, a, b, [](C x, C y) {
                 C m = std::max(x, y);
                 if (m == -std::numeric_limits<C>::infinity()) return m;
                 return m + std::log1p(std::exp(-std::abs(x - y)));
             });
-        case OpKind::equal: return binary_loop<T>(out, a, b, [=](C x, C y) { return x == y ? one : zero; });
-        case OpKind::not_equal: return binary_loop<T>(out, a, b, [=](C x, C y) { return x != y ? one : zero; });
-        case OpKind::less: return binary_loop<T>(out, a, b, [=](C x, C y) { return x < y ? one : zero; });
-        case OpKind::less_equal: return binary_loop<T>(out, a, b, [=](C x, C y) { return x <= y ? one : zero; });
-        case OpKind::greater: return binary_loop<T>(out, a, b, [=](C x, C y) { return x > y ? one : zero; });
-        case OpKind::greater_equal: return binary_loop<T>(out, a, b, [=](C x, C y) { return x >= y ? one : zero; });
+        case OpKind::equal:
+            return binary_loop<T>(out, a, b, [=](C x, C y) { return x == y ? one : zero; });
+        case OpKind::not_equal:
+            return binary_loop<T>(out, a, b, [=](C x, C y) { return x != y ? one : zero; });
+        case OpKind::less:
+            return binary_loop<T>(out, a, b, [=](C x, C y) { return x < y ? one : zero; });
+        case OpKind::less_equal:
+            return binary_loop<T>(out, a, b, [=](C x, C y) { return x <= y ? one : zero; });
+        case OpKind::greater:
+            return binary_loop<T>(out, a, b, [=](C x, C y) { return x > y ? one : zero; });
+        case OpKind::greater_equal:
+            return binary_loop<T>(out, a, b, [=](C x, C y) { return x >= y ? one : zero; });
         case OpKind::element_and:
             return binary_loop<T>(out, a, b, [=](C x, C y) { return (x != zero && y != zero) ? one : zero; });
         case OpKind::element_or:
             return binary_loop<T>(out, a, b, [=](C x, C y) { return (x != zero || y != zero) ? one : zero; });
         case OpKind::element_xor:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return ((x != zero) != (y != zero)) ? one : zero; });
-        case OpKind::param_relu: return binary_loop<T>(out, a, b, [=](C x, C y) { return x > zero ? x : y * x; });
-        default: CTK_THROW(NotImplementedError, op_name(call.op), ": not a binary op");
+            return binary_loop<T>(out, a, b,
+                                  [=](C x, C y) { return ((x != zero) != (y != zero)) ? one : zero; });
+        case OpKind::param_relu:
+            return binary_loop<T>(out, a, b, [=](C x, C y) { return x > zero ? x : y * x; });
+        default:
+            CTK_THROW(NotImplementedError, op_name(call.op), ": not a binary op");
     }
 }
 
@@ -225,8 +308,8 @@ template <typename T>
 void select_kernel(const KernelCall& call) {
     const Tensor &c = call.inputs[0], &a = call.inputs[1], &b = call.inputs[2];
     const Tensor& out = call.outputs[0];
-    auto plan = detail::make_strided_plan<4>(out.shape().dims(),
-                                             {byte_strides(out), byte_strides(c), byte_strides(a), byte_strides(b)});
+    auto plan = detail::make_strided_plan<4>(
+        out.shape().dims(), {byte_strides(out), byte_strides(c), byte_strides(a), byte_strides(b)});
     detail::run_strided<4>(plan, {bytes(out), bytes(c), bytes(a), bytes(b)},
                            [](std::array<char*, 4> p, int64_t n, std::array<int64_t, 4> s) {
                                for (int64_t i = 0; i < n; ++i) {
@@ -237,7 +320,9 @@ void select_kernel(const KernelCall& call) {
                            });
 }
 
-void cast_kernel(const KernelCall& call) { call.outputs[0].copy_from(call.inputs[0]); }
+void cast_kernel(const KernelCall& call) {
+    call.outputs[0].copy_from(call.inputs[0]);
+}
 
 template <typename T>
 void register_float_type(KernelTable& t) {
@@ -259,7 +344,8 @@ void register_elementwise(KernelTable& t) {
     register_float_type<double>(t);
     register_float_type<Half>(t);
     register_float_type<BFloat16>(t);
-    for (int d = 0; d < kNumDataTypes; ++d) t.add(OpKind::cast, DeviceType::cpu, static_cast<DataType>(d), cast_kernel);
+    for (int d = 0; d < kNumDataTypes; ++d)
+        t.add(OpKind::cast, DeviceType::cpu, static_cast<DataType>(d), cast_kernel);
 }
 
 }  // namespace ctk::cpu
