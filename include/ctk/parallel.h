@@ -15,6 +15,18 @@ int num_threads();
 // Sets the thread count for ctk, oneDNN and OpenBLAS together; n >= 1, else ValueError.
 void set_num_threads(int n);
 
+// Denormal floats make x86 arithmetic 10-100x slower: the MNIST ConvNet's first-layer backward-weights
+// took 374 ms instead of 4 ms per call once its gradients underflowed. Like TensorFlow, ctk flushes
+// them to zero (FTZ and DAZ) on the threads that run its kernels, by default; set_flush_denormals(false)
+// or CTK_FLUSH_DENORMALS=0 keeps IEEE gradual underflow (bit-identical to a machine without flushing).
+void set_flush_denormals(bool flush);
+bool flush_denormals();
+namespace detail {
+// Applies the denormal mode on the calling thread and the pool if it changed since this thread last
+// did; called by the kernel dispatcher (cheap: one thread-local compare).
+void ensure_float_mode();
+}  // namespace detail
+
 // Sets the thread count for a scope and restores the previous count when the scope ends.
 class ScopedNumThreads {
 public:

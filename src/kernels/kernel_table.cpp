@@ -1,5 +1,6 @@
 // The kernel table and dispatch.
 #include "ctk/kernel_table.h"
+#include "ctk/parallel.h"
 
 #include "ctk/cuda.h"
 
@@ -36,6 +37,7 @@ bool supports(OpKind op, Device device, DataType dtype) {
 
 void dispatch(OpKind op, std::span<const Tensor> inputs, std::span<Tensor> outputs, const OpAttrs& attrs,
               DataType dispatch_dtype) {
+    detail::ensure_float_mode();
     CTK_CHECK(!inputs.empty() && inputs[0].defined(), ValueError, op_name(op), ": missing first input");
     CTK_CHECK(attrs.index() == op_attrs_index(op), ValueError, op_name(op),
               ": attributes of the wrong kind were passed");

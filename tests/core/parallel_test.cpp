@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ctk/error.h"
+#include "ctk/ops.h"
 #include "ctk/parallel.h"
 
 using namespace ctk;
@@ -21,4 +22,18 @@ TEST(Parallel, CoversRangeOnce) {
     }
     parallel_for(5, 5, 1, [](int64_t, int64_t) { FAIL(); });
     EXPECT_THROW(set_num_threads(0), ValueError);
+}
+
+TEST(Parallel, DenormalsFlushByDefaultAndCanBeKept) {
+    // 1e-30f * 1e-10f = 1e-40f is below FLT_MIN (1.2e-38): a denormal, flushed to 0 unless asked not to.
+    Tensor a = Tensor::full(Shape{4096}, 1e-30), b = Tensor::full(Shape{4096}, 1e-10);
+    EXPECT_TRUE(flush_denormals());
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        EXPECT_EQ(element_times(a, b).to_vector<float>(), std::vector<float>(4096, 0.0f));
+    }
+    set_flush_denormals(false);
+    for (float v : element_times(a, b).to_vector<float>()) EXPECT_NEAR(v, 1e-40f, 1e-44f);
+    set_flush_denormals(true);
+    EXPECT_EQ(element_times(a, b).to_vector<float>(), std::vector<float>(4096, 0.0f));
 }

@@ -314,5 +314,41 @@ TEST(TrainingSession, KilledRunResumesToTheSameParameters) {
     fs::remove_all(dir);
 }
 
+TEST(TrainingSession, BadDataStopsWithFileLineColumnAndKeepsTheCheckpoint) {
+    fs::path dir = temp_dir("bad_data");
+    write_ctf((dir / "data.ctf").string());
+    // Line 200 of the data gets a malformed number: training reads 160 samples first.
+    {
+        std::ifstream in(dir / "data.ctf");
+        std::vector<std::string> lines;
+        for (std::string l; std::getline(in, l);) lines.push_back(l);
+        lines[199] = "|labels 1 0 0 |features 0.5 0.2x 0.1 0.3";
+        std::ofstream out(dir / "data.ctf");
+        for (const auto& l : lines) out << l << "\n";
+    }
+    ResumableRun r((dir / "data.ctf").string());
+    MinibatchSourceConfig c;
+    c.deserializers = {ctf_deserializer((dir / "data.ctf").string(),
+                                        {{"features", "features", {4}}, {"labels", "labels", {3}}}, 2048)};
+    c.randomize = false;
+    r.source = std::make_shared<MinibatchSource>(c);
+    const std::string ckp = (dir / "run.ckp").string();
+    try {
+        r.train(ckp, 480);
+        FAIL() << "the malformed line was not reported";
+    } catch (const IOError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("data.ctf:200:"), std::string::npos) << what;
+    }
+    // The checkpoint written before the bad line is whole and restores.
+    ASSERT_TRUE(fs::exists(ckp));
+    EXPECT_FALSE(fs::exists(ckp + ".tmp"));
+    ResumableRun fresh((dir / "data.ctf").string());
+    Dictionary external = fresh.trainer->restore_from_checkpoint(ckp);
+    EXPECT_GE(fresh.trainer->total_number_of_samples_seen(), 48);
+    EXPECT_TRUE(external.contains("TrainingMinibatchSource"));
+    fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ctk

@@ -13,6 +13,7 @@ static const char* kUsage =
     "  --data DIR    folder with Train-28x28_cntk_text.txt and Test-28x28_cntk_text.txt (default\n"
     "                data/fashion-mnist, or $CTK_DATA_DIR)\n"
     "  --epochs N    epochs of 60000 samples (default 40, as CNTK's example)\n"
+    "  --epoch-size N  samples per epoch (default 60000)\n"
     "  --log FILE    write the progress log to FILE instead of stdout\n";
 
 double convnet_mnist(const mnist::Args& args, int64_t epoch_size = 60000, int64_t minibatch_size = 64) {
@@ -88,9 +89,12 @@ double convnet_mnist(const mnist::Args& args, int64_t epoch_size = 60000, int64_
         const int64_t current_minibatch = std::min(test_minibatch_size, test_epoch_size - sample_count);
         auto data = reader_test->next_minibatch(current_minibatch);
         if (data.empty()) break;
-        metric_numer += trainer.test_minibatch(data, input_map) * static_cast<double>(current_minibatch);
-        metric_denom += current_minibatch;
-        sample_count += data.at("labels").num_samples;
+        // CNTK's script weighs each minibatch by the size it asked for; the size delivered is exact
+        // also when the data end first.
+        const int64_t delivered = data.at("labels").num_samples;
+        metric_numer += trainer.test_minibatch(data, input_map) * static_cast<double>(delivered);
+        metric_denom += delivered;
+        sample_count += delivered;
         ++minibatch_index;
     }
     std::puts("");
@@ -105,7 +109,7 @@ double convnet_mnist(const mnist::Args& args, int64_t epoch_size = 60000, int64_
 int main(int argc, char** argv) {
     try {
         const mnist::Args args = mnist::parse_args(argc, argv, kUsage);
-        const double error = convnet_mnist(args);
+        const double error = convnet_mnist(args, args.epoch_size);
         std::printf("Error: %f\n", error);
         return 0;
     } catch (const std::exception& e) {

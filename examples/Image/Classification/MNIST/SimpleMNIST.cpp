@@ -13,6 +13,7 @@ static const char* kUsage =
     "  --data DIR    folder with Train-28x28_cntk_text.txt and Test-28x28_cntk_text.txt (default\n"
     "                data/fashion-mnist, or $CTK_DATA_DIR)\n"
     "  --epochs N    sweeps over the 60000 training samples (default 10, as CNTK's example)\n"
+    "  --epoch-size N  samples per sweep (default 60000)\n"
     "  --log FILE    write the progress log to FILE instead of stdout\n";
 
 double simple_mnist(const mnist::Args& args) {
@@ -38,7 +39,7 @@ double simple_mnist(const mnist::Args& args) {
                                              input_dim, num_output_classes);
     StreamMap input_map{{feature, "features"}, {label, "labels"}};
 
-    const int64_t minibatch_size = 64, num_samples_per_sweep = 60000;
+    const int64_t minibatch_size = 64, num_samples_per_sweep = args.epoch_size;
     const int64_t num_sweeps_to_train_with = args.epochs > 0 ? args.epochs : 10;
     auto progress_printer = std::make_shared<ProgressPrinter>(ProgressPrinterOptions{
         .tag = "Training", .log_to_file = args.log_file, .num_epochs = num_sweeps_to_train_with});
@@ -60,6 +61,7 @@ double simple_mnist(const mnist::Args& args) {
     double test_result = 0.0;
     for (int64_t i = 0; i < num_minibatches_to_test; ++i) {
         auto mb = reader_test->next_minibatch(test_minibatch_size);
+        if (mb.empty()) return i ? test_result / static_cast<double>(i) : 0.0;
         test_result += trainer->test_minibatch(mb, input_map);
     }
     return test_result / static_cast<double>(num_minibatches_to_test);

@@ -1,5 +1,6 @@
 // What both MNIST examples share: CNTK's create_reader and the command line (--data DIR, --epochs N,
-// --log FILE). The data are the CTF files `ctk data mnist` writes from Debian's Fashion-MNIST.
+// --epoch-size N, --log FILE). The data are the CTF files `ctk data mnist` writes from Debian's
+// Fashion-MNIST.
 #pragma once
 
 #include <cstdio>
@@ -13,7 +14,8 @@ namespace mnist {
 
 struct Args {
     std::string data_dir = "data/fashion-mnist";
-    int64_t epochs = 0;  // 0: the example's own default
+    int64_t epochs = 0;          // 0: the example's own default
+    int64_t epoch_size = 60000;  // samples per epoch (smaller for smoke tests)
     std::string log_file;
 };
 
@@ -33,6 +35,8 @@ inline Args parse_args(int argc, char** argv, const char* usage) {
             a.data_dir = value();
         } else if (arg == "--epochs") {
             a.epochs = std::atoll(value().c_str());
+        } else if (arg == "--epoch-size") {
+            a.epoch_size = std::atoll(value().c_str());
         } else if (arg == "--log") {
             a.log_file = value();
         } else {
