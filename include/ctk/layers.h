@@ -47,15 +47,15 @@ FunctionPtr Dense(const Dims& shape, std::optional<ActivationFn> activation = st
                   std::optional<double> init_bias = std::nullopt, const std::string& name = "");
 
 struct ConvolutionOptions {
-    std::optional<ActivationFn> activation;
-    std::optional<Initializer> init;
-    std::optional<bool> pad;  // all spatial axes
-    Dims strides{1};          // per spatial axis (one value: all)
-    std::optional<bool> bias;
-    std::optional<double> init_bias;
+    std::optional<ActivationFn> activation{};
+    std::optional<Initializer> init{};
+    std::optional<bool> pad{};  // all spatial axes
+    Dims strides{1};            // per spatial axis (one value: all)
+    std::optional<bool> bias{};
+    std::optional<double> init_bias{};
     Dims dilation{1};
     int64_t groups = 1;
-    std::string name;
+    std::string name{};
 };
 // Convolution over the trailing filter_shape.size() axes of x [C, spatial...]; W is
 // [num_filters, C / groups, filter_shape...] with C inferred, b is [num_filters, 1, ...].
