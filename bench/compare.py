@@ -6,7 +6,9 @@ in this process, interleaved A B A B ... for --rounds rounds, and prints one JSO
 of each side and ratio = ctk rate / torch rate. These machines drift by +-15 %, so only ratios taken in
 the same run, interleaved, mean anything. Run with Debian's /usr/bin/python3 (it has torch); see
 docs/benchmarks.md. The case table comes from `ctk_bench --list`, so both sides build the same work,
-and before timing a case its ctk outputs are checked against torch in float64 on the same inputs.
+and before timing a case its ctk outputs are checked against torch in float64 on the same inputs (for
+the model cases: the forward pass on ctk's weights, and train_mlp's first step; train_convnet's step is
+not checked, as its dropout masks differ). Model cases also report each side's peak resident memory.
 """
 
 import argparse
@@ -22,7 +24,10 @@ import time
 
 import numpy as np
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
+
+from convnet_mnist_torch import ConvNet, glorot_init_  # the torch twin of ConvNet_MNIST.cpp (this folder)
 
 
 def fail(message):
@@ -66,6 +71,16 @@ def minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
+def status_mb(key):
+    """Resident memory of this process from /proc/self/status, MiB: VmRSS (now) or VmHWM (peak). Not
+    ru_maxrss, which across fork + exec keeps the forking parent's peak."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def time_iterations(iteration, warmup_s, min_time_s):
     """The same discipline as ctk_bench: warm up for >= 2 iterations and warmup_s, then time single
     iterations until min_time_s has passed and >= 5 were taken. Returns the iteration count, the median
@@ -101,6 +116,9 @@ def torch_workload(case, device="cpu", dtype="f32"):
 
     def make(*shape, scale=1.0):
         return (torch.randn(*shape, generator=gen) * scale).to(device=device, dtype=dt)
+
+    if case["kind"] == "model":
+        return model_workload(case, gen, device, dt, sync)
 
     if case["kind"] == "add":
         a, b = make(case["n"]), make(case["n"])
@@ -148,6 +166,61 @@ def torch_workload(case, device="cpu", dtype="f32"):
     assert dx.shape == x.shape and dw.shape == w.shape
     backend = torch._C._select_conv_backend(x, w, None, [stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1)
     return step, str(backend).split(".")[-1]
+
+
+def torch_model(case):
+    """The torch twin of a model case's network, initialised as CNTK does (glorot_uniform, zero biases).
+    The MLP's module names (0, 2, 4) and the ConvNet's (conv1 ... fc2) are the names ctk_bench dumps."""
+    if case["model"] == "mlp":
+        model = nn.Sequential(nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(), nn.Linear(200, 10))
+    else:
+        model = ConvNet()
+    return glorot_init_(model)
+
+
+def model_workload(case, gen, device, dt, sync):
+    """A model case as ctk_bench runs it: `batches` pre-generated random minibatches, cycled; training is
+    forward, CrossEntropyLoss(reduction='sum') (CNTK sums the loss over the minibatch), backward, an SGD
+    step, and the loss and error count read back (ctk's Trainer computes both); inference is a forward
+    pass under no_grad in eval mode (dropout off)."""
+    n = case["batch"]
+    x_shape, high = ((n, 784), 1.0) if case["model"] == "mlp" else ((n, 1, 28, 28), 256.0)
+    batches = [((torch.rand(*x_shape, generator=gen) * high).to(device=device, dtype=dt),
+                torch.randint(0, 10, (n,), generator=gen).to(device))
+               for _ in range(case["batches"])]
+    model = torch_model(case).to(device=device, dtype=dt)
+    position = [0]
+
+    def next_batch():
+        position[0] += 1
+        return batches[position[0] % len(batches)]
+
+    if not case["train"]:
+        model.eval()
+
+        def infer():
+            with torch.no_grad():
+                model(next_batch()[0])
+            sync()
+        return infer, "nn.Module eval"
+
+    model.train()
+    # ctk's momentum_sgd is unit-gain: s = m s + (1 - m) lr g, w -= s. SGD with dampening = m keeps
+    # buf = m buf + (1 - m) g, w -= lr buf: the same while lr is constant (except torch's first step,
+    # buf = g), and the same work per step. lr per sample on the summed loss = CNTK's per-sample rate.
+    m = case["momentum"]
+    optimizer = torch.optim.SGD(model.parameters(), lr=case["lr_per_sample"], momentum=m, dampening=m)
+
+    def train_step():
+        x, y = next_batch()
+        optimizer.zero_grad(set_to_none=True)
+        z = model(x)
+        loss = F.cross_entropy(z, y, reduction="sum")
+        loss.backward()
+        optimizer.step()
+        float(loss), int((z.argmax(1) != y).sum())  # the trainer's loss and classification error
+        sync()
+    return train_step, "nn.Module train"
 
 
 def time_torch(case, threads, workload, args):
@@ -208,6 +281,8 @@ def check_case(case, args):
             data = np.fromfile(os.path.join(tmp, name + ".f32"), dtype="<f4").reshape(shape)
             return torch.from_numpy(data).double().to(args.device)
 
+        if case["kind"] == "model":
+            return check_model(case, tmp, load, args.device)
         if case["kind"] == "add":
             n = case["n"]
             pairs = {"c": (load("c", (n,)), load("a", (n,)) + load("b", (n,)))}
@@ -236,6 +311,57 @@ def check_case(case, args):
     # f32 sums of a few thousand products (dw: N*Ho*Wo of them) stay near 1e-5 of the largest value;
     # bf16 outputs carry 8-bit mantissas (~4e-3); a wrong pad, stride or transpose gives errors of order one.
     return {"ok": worst < (2e-2 if args.dtype == "bf16" else 1e-4), "max_rel_err": float("%.2g" % worst)}
+
+
+def check_model(case, tmp, load, device):
+    """A model case's check, on ctk's initial weights loaded into the torch twin in float64: z and the
+    summed loss on minibatch 0 in inference mode (dropout off), i.e. that both sides build the same network.
+    For train_mlp also the first training step: ctk's parameter change against -(1 - m) lr grad (the
+    first unit-gain momentum step) and that step's summed loss. train_convnet's step is not checked: its
+    dropout masks differ between the two sides."""
+    with open(os.path.join(tmp, "params.txt")) as manifest:
+        shapes = {line.split()[0]: tuple(int(d) for d in line.split()[1:]) for line in manifest if line.strip()}
+    model = torch_model(case).double().to(device)
+    state = model.state_dict()
+    if set(state) != set(shapes):
+        return {"ok": False, "error": "ctk parameters %s, torch %s" % (sorted(shapes), sorted(state))}
+
+    def to_torch(name, tensor):
+        # ctk's Dense W is [input dims..., out] (x times W), torch's Linear weight [out, in]; a conv bias
+        # is [O, 1, 1] in ctk, [O] in torch; conv weights are [O, C, kh, kw] on both sides.
+        want = state[name].shape
+        return tensor.reshape(-1, want[0]).t() if len(want) == 2 else tensor.reshape(want)
+
+    before = {name: to_torch(name, load(name, shape)) for name, shape in shapes.items()}
+    model.load_state_dict(before)
+    n = case["batch"]
+    x = load("x", (n, 784) if case["model"] == "mlp" else (n, 1, 28, 28))
+    y = load("labels", (n, 10)).argmax(1)
+    model.eval()
+    with torch.no_grad():
+        z = model(x)
+        loss = F.cross_entropy(z, y, reduction="sum")
+    pairs = {"z": (load("z", (n, 10)), z), "loss": (load("loss", (1,)), loss.reshape(1))}
+    checked = "forward"
+    if case["train"] and case["model"] == "mlp":
+        model.train()
+        train_loss = F.cross_entropy(model(x), y, reduction="sum")
+        grads = torch.autograd.grad(train_loss, [p for _, p in model.named_parameters()])
+        step = (1 - case["momentum"]) * case["lr_per_sample"]
+        for (name, _), g in zip(model.named_parameters(), grads):
+            after = to_torch(name, load("after." + name, shapes[name]))
+            pairs["step " + name] = (after - before[name], -step * g)
+        pairs["train_loss"] = (load("train_loss", (1,)), train_loss.detach().reshape(1))
+        checked = "forward, first training step"
+    elif case["train"]:
+        checked = "forward (training step not checked: dropout masks differ)"
+    errors = {name: float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+              for name, (got, want) in pairs.items()}
+    worst = max(errors, key=errors.get)
+    # A step is read back as the difference of two f32 weights of ~0.1 (ulp ~7e-9) for changes of ~1e-5,
+    # so the step comparison allows 1e-3; z and the loss 1e-4 as the other cases.
+    ok = all(err < (1e-3 if name.startswith("step") else 1e-4) for name, err in errors.items())
+    return {"ok": ok, "max_rel_err": float("%.2g" % errors[worst]), "worst": worst, "checked": checked}
 
 
 # ---- the comparison --------------------------------------------------------------------------------
@@ -297,6 +423,18 @@ def measure(case, threads, args, check):
         line["ratio_range"] = [round(min(paired), 3), round(max(paired), 3)]
     else:
         line["ratio"] = None
+    # Peak resident memory of each side's whole process (see docs/benchmarks.md): ctk_bench's own
+    # VmHWM per round; torch's from a fresh interpreter that runs one round of the same workload (in
+    # this process the peak would carry every earlier case), one extra round for the model cases unless
+    # --torch-subprocess gives every round its own. base: the process before it built the workload.
+    if ctk_rounds and "peak_rss_mb" in ctk_rounds[0]:
+        line["ctk_peak_rss_mb"] = round(statistics.median(r["peak_rss_mb"] for r in ctk_rounds), 1)
+        line["ctk_base_rss_mb"] = round(statistics.median(r["base_rss_mb"] for r in ctk_rounds), 1)
+    rss_rounds = torch_rounds if args.torch_subprocess else (
+        [run_torch_worker(case, threads, args)] if case["kind"] == "model" else [])
+    if rss_rounds:
+        line["torch_peak_rss_mb"] = round(statistics.median(r["peak_rss_mb"] for r in rss_rounds), 1)
+        line["torch_base_rss_mb"] = round(statistics.median(r["base_rss_mb"] for r in rss_rounds), 1)
     line["unit"] = case["unit"]
     if check is not None:
         line["check"] = check
@@ -325,23 +463,27 @@ def select_cases(cases, patterns):
 
 def print_table(lines, header, out):
     print(header, file=out)
-    row = "{:<26} {:>3} {:>10} {:>10} {:>7}  {:<11} {:<8} {:>11} {:>5}"
-    print(row.format("case", "thr", "ctk", "torch", "ratio", "round range", "unit", "faults c/t", "load"),
-          file=out)
+    row = "{:<26} {:>3} {:>10} {:>10} {:>7}  {:<11} {:<9} {:>11} {:>13} {:>5}"
+    print(row.format("case", "thr", "ctk", "torch", "ratio", "round range", "unit", "faults c/t", "peak MiB c/t",
+                     "load"), file=out)
     for line in lines:
         ctk, tch = line["ctk"], line["torch"]
         ctk_rate = "%.1f" % ctk["rate"] if "rate" in ctk else "error"
         ratio = "%.3f" % line["ratio"] if line["ratio"] is not None else "-"
         spread = "%.2f-%.2f" % tuple(line["ratio_range"]) if "ratio_range" in line else ""
         faults = "%d/%d" % (ctk.get("faults_per_iter", -1), tch["faults_per_iter"])
+        rss = "%s/%s" % tuple("%.0f" % line[k] if k in line else "-" for k in ("ctk_peak_rss_mb",
+                                                                               "torch_peak_rss_mb"))
         print(row.format(line["case"], line["threads"], ctk_rate, "%.1f" % tch["rate"], ratio, spread,
-                         line["unit"], faults, line["load_avg"]), file=out)
+                         line["unit"], faults, rss, line["load_avg"]), file=out)
     notes = {}
     for line in lines:
         if "error" in line["ctk"]:
             notes.setdefault(line["case"], "ctk error: " + line["ctk"]["error"])
         elif "check" in line and not line["check"]["ok"]:
             notes.setdefault(line["case"], "ctk result differs from torch: %s" % line["check"])
+        elif "check" in line and "training step not checked" in line["check"].get("checked", ""):
+            notes.setdefault(line["case"], "checked: " + line["check"]["checked"])
     for name, note in notes.items():
         print("%s: %s" % (name, note), file=out)
 
@@ -350,9 +492,12 @@ def torch_worker(args):
     """The body of one --torch-subprocess round: time the case, print one JSON line."""
     case = json.loads(args.torch_worker)
     threads = int(args.threads)
+    base_rss = status_mb("VmRSS")  # the interpreter with torch, numpy and this script loaded
     workload, backend = torch_workload(case, args.device, args.dtype)
     result = time_torch(case, threads, workload, args)
     result["backend"] = backend
+    result["base_rss_mb"] = round(base_rss, 1)
+    result["peak_rss_mb"] = round(status_mb("VmHWM"), 1)
     print(json.dumps(result))
     return 0
 

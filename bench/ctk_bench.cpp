@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -21,7 +22,8 @@
 
 namespace {
 
-enum class CaseKind { gemm, conv, add, chain };
+enum class CaseKind { gemm, conv, add, chain, model };
+enum class Model { mlp, convnet };
 
 // One workload. add: out = a + b over n elements (memory bandwidth: 3 arrays move per iteration).
 // GEMM: square f32 C = A * B of size n. Conv: y = conv(x, w) without bias, then dx and dw
@@ -31,8 +33,10 @@ struct BenchCase {
     CaseKind kind;
     int64_t n = 0;                                                                    // gemm
     int64_t batch = 0, c_in = 0, c_out = 0, hw = 0, kernel = 0, stride = 1, pad = 0;  // conv
-    int64_t ops = 0;     // chain: how many tiny ops
-    bool graph = false;  // chain: through the graph (compiled once) rather than eager ops
+    int64_t ops = 0;           // chain: how many tiny ops
+    bool graph = false;        // chain: through the graph (compiled once) rather than eager ops
+    Model model = Model::mlp;  // model: which network
+    bool train = false;        // model: a Trainer step (else inference)
     const char* note = "";
     bool gpu_only = false;  // too large for the CPU runs (the GPU GEMM sizes)
 };
@@ -72,6 +76,16 @@ BenchCase conv_case(const char* name, int64_t c_in, int64_t c_out, int64_t hw, i
     return c;
 }
 
+// A whole network at batch 64: one Trainer::train_minibatch step (forward, backward, momentum SGD) or
+// one inference pass, on pre-generated random minibatches. Rate: samples/s.
+BenchCase model_case(const char* name, Model model, bool train, const char* note) {
+    BenchCase c{.name = name, .kind = CaseKind::model, .note = note};
+    c.batch = 64;
+    c.model = model;
+    c.train = train;
+    return c;
+}
+
 BenchCase gpu_only(BenchCase c) {
     c.gpu_only = true;
     return c;
@@ -99,6 +113,9 @@ const std::vector<BenchCase>& cases() {
         conv_case("conv3x3_s2_c32to64_16x16", 32, 64, 16, 3, 2, 1, "stage 3 entry, 16x16 -> 8x8"),
         conv_case("conv1x1_s2_c16to32_32x32", 16, 32, 32, 1, 2, 0, "stage 2 projection shortcut"),
         conv_case("conv1x1_s2_c32to64_16x16", 32, 64, 16, 1, 2, 0, "stage 3 projection shortcut"),
+        model_case("train_mlp", Model::mlp, true, "MLP 784-200-200-10 training step, momentum SGD"),
+        model_case("train_convnet", Model::convnet, true, "CNTK's ConvNet_MNIST training step, momentum SGD"),
+        model_case("eval_convnet", Model::convnet, false, "CNTK's ConvNet_MNIST inference (dropout off)"),
     };
     return table;
 }
@@ -107,9 +124,31 @@ int64_t conv_out_hw(const BenchCase& c) {
     return (c.hw + 2 * c.pad - c.kernel) / c.stride + 1;
 }
 
+// The model cases' learner: CNTK's momentum_sgd with a per-sample learning rate (applied to the summed
+// gradient, as torch's SGD on a reduction='sum' loss) and unit-gain momentum per minibatch.
+constexpr double kLrPerSample = 0.001;
+constexpr double kMomentum = 0.9;
+constexpr int kModelBatches = 8;  // distinct random minibatches, cycled, so the model cannot memorise one
+
+// Multiply-adds per sample of each weight layer's forward pass, first layer first.
+std::vector<double> model_layer_macs(Model m) {
+    if (m == Model::mlp) return {784.0 * 200, 200.0 * 200, 200.0 * 10};
+    // conv1 5x5 1->32 at 28x28 (same); pool -> 13x13; conv2 3x3 32->48 -> 11x11; pool -> 5x5;
+    // conv3 3x3 48->64 -> 3x3; dense 576 -> 96 -> 10.
+    return {28.0 * 28 * 32 * 25, 11.0 * 11 * 48 * 32 * 9, 3.0 * 3 * 64 * 48 * 9, 576.0 * 96, 96.0 * 10};
+}
+
 // Floating-point operations in one iteration: 2 n^3 for GEMM; for a conv, three products of the same
-// size (forward, backward data, backward weights), each 2 * N * O * C * kh * kw * Ho * Wo.
+// size (forward, backward data, backward weights), each 2 * N * O * C * kh * kw * Ho * Wo; for a model,
+// its weight layers' products (training: forward, backward weights, and backward data except into the
+// input), pooling and element-wise work not counted.
 double flops_per_iter(const BenchCase& c) {
+    if (c.kind == CaseKind::model) {
+        std::vector<double> macs = model_layer_macs(c.model);
+        double forward = 0;
+        for (double m : macs) forward += m;
+        return 2.0 * static_cast<double>(c.batch) * (c.train ? 3.0 * forward - macs.front() : forward);
+    }
     if (c.kind == CaseKind::gemm) return 2.0 * static_cast<double>(c.n) * c.n * c.n;
     if (c.kind == CaseKind::add) return static_cast<double>(c.n);
     if (c.kind == CaseKind::chain) return static_cast<double>(c.n * c.ops);
@@ -163,6 +202,11 @@ std::string case_json(const BenchCase& c) {
     } else if (c.kind == CaseKind::chain) {
         o << ",\"kind\":\"chain\",\"n\":" << c.n << ",\"ops\":" << c.ops
           << ",\"graph\":" << (c.graph ? "true" : "false") << ",\"unit\":\"Mop/s\"";
+    } else if (c.kind == CaseKind::model) {
+        o << ",\"kind\":\"model\",\"model\":" << json_string(c.model == Model::mlp ? "mlp" : "convnet")
+          << ",\"train\":" << (c.train ? "true" : "false") << ",\"batch\":" << c.batch
+          << ",\"batches\":" << kModelBatches << ",\"lr_per_sample\":" << json_number(kLrPerSample)
+          << ",\"momentum\":" << json_number(kMomentum) << ",\"unit\":\"samples/s\"";
     } else {
         o << ",\"kind\":\"conv\",\"batch\":" << c.batch << ",\"c_in\":" << c.c_in << ",\"c_out\":" << c.c_out
           << ",\"hw\":" << c.hw << ",\"kernel\":" << c.kernel << ",\"stride\":" << c.stride
@@ -209,12 +253,136 @@ void dump_tensor(const std::string& dir, const char* name, const ctk::Tensor& t)
     CTK_CHECK(out.good(), ctk::IOError, "ctk_bench: cannot write ", path);
 }
 
+// The network of a model case, and its weight layers' parameters under the names of the torch twin's
+// state_dict ("conv1.weight", "0.bias", ...), so that compare.py can load ctk's weights into torch.
+struct ModelGraph {
+    ctk::Variable x, labels;
+    ctk::FunctionPtr z, ce, pe;
+    std::vector<std::pair<std::string, ctk::Variable>> params;
+};
+
+ModelGraph build_model(Model m) {
+    using namespace ctk::layers;
+    ModelGraph g;
+    std::vector<std::pair<std::string, ctk::FunctionPtr>> layers;  // torch module name, layer
+    auto apply = [&](const char* torch_name, const ctk::FunctionPtr& layer, const ctk::Variable& x) {
+        layers.emplace_back(torch_name, layer);
+        return call(layer, x);
+    };
+    const ActivationFn relu([](const ctk::Variable& v) { return ctk::relu(v); });
+    g.labels = ctk::input_variable({10}, ctk::DataType::f32);
+    if (m == Model::mlp) {
+        // performance.md's MLP, as torch's nn.Sequential(Linear, ReLU, Linear, ReLU, Linear): 0, 2, 4.
+        g.x = ctk::input_variable({784}, ctk::DataType::f32);
+        ctk::FunctionPtr h = apply("0", Dense({200}, relu), g.x);
+        h = apply("2", Dense({200}, relu), h);
+        g.z = apply("4", Dense({10}), h);
+    } else {
+        // examples/Image/Classification/MNIST/ConvNet_MNIST.cpp, layer for layer.
+        g.x = ctk::input_variable({1, 28, 28}, ctk::DataType::f32);
+        ctk::FunctionPtr scaled_input = ctk::element_times(ctk::constant(0.00390625), g.x);
+        default_options options({.activation = relu, .pad = false});
+        ConvolutionOptions same;
+        same.pad = true;
+        ctk::FunctionPtr h = apply("conv1", Convolution2D({5, 5}, 32, same), scaled_input);
+        h = call(MaxPooling({3, 3}, {2, 2}), h);
+        h = apply("conv2", Convolution2D({3, 3}, 48), h);
+        h = call(MaxPooling({3, 3}, {2, 2}), h);
+        h = apply("conv3", Convolution2D({3, 3}, 64), h);
+        h = apply("fc1", Dense({96}), h);
+        h = call(Dropout(0.5), h);
+        g.z = apply("fc2", Dense({10}, ActivationFn()), h);
+    }
+    g.ce = ctk::cross_entropy_with_softmax(g.z, g.labels);
+    g.pe = ctk::classification_error(g.z, g.labels);
+    for (const auto& [name, layer] : layers)
+        for (const ctk::Variable& p : layer->parameters())
+            g.params.emplace_back(name + (p.name() == "W" ? ".weight" : ".bias"), p);
+    return g;
+}
+
+// kModelBatches minibatches of random inputs (pixel values in [0, 256) for the ConvNet, which scales
+// them by 1/256; [0, 1) for the MLP) and random one-hot labels.
+std::vector<ctk::ValueMap> model_batches(const BenchCase& c, const ModelGraph& g, ctk::Generator& gen) {
+    std::vector<ctk::ValueMap> batches;
+    for (int k = 0; k < kModelBatches; ++k) {
+        ctk::Shape x_shape =
+            c.model == Model::mlp ? ctk::Shape{c.batch, 784} : ctk::Shape{c.batch, 1, 28, 28};
+        ctk::Tensor x = ctk::Tensor::empty(x_shape, ctk::DataType::f32);
+        gen.uniform(x, 0.0, c.model == Model::mlp ? 1.0 : 256.0);
+        ctk::Tensor u = ctk::Tensor::empty({c.batch}, ctk::DataType::f32);
+        gen.uniform(u, 0.0, 10.0);
+        ctk::Tensor y = ctk::Tensor::zeros({c.batch, 10}, ctk::DataType::f32);
+        for (int64_t i = 0; i < c.batch; ++i)
+            y.data<float>()[i * 10 + std::min<int64_t>(9, static_cast<int64_t>(u.data<float>()[i]))] = 1.0f;
+        batches.push_back({{g.x, ctk::Value(x)}, {g.labels, ctk::Value(y)}});
+    }
+    return batches;
+}
+
+// A model case: the graph, a Trainer (no progress writers) with CNTK's momentum_sgd, and pre-generated
+// minibatches, cycled. With dump_dir, writes for compare.py's check: the initial parameters (and
+// params.txt naming them with their shapes), minibatch 0, z and the summed loss on it in inference mode,
+// and, for training, the parameters after one train_minibatch step on minibatch 0 and that step's
+// summed loss.
+std::function<void()> make_model_iteration(const BenchCase& c, const std::string& dump_dir,
+                                           ctk::Device device, ctk::DataType dtype) {
+    CTK_CHECK(device.is_cpu() && dtype == ctk::DataType::f32, ctk::NotImplementedError,
+              "ctk_bench: the model cases run on the CPU in f32 only (the learners are CPU-only)");
+    ctk::Generator gen(1234);
+    ModelGraph g = build_model(c.model);
+    std::vector<ctk::ValueMap> batches = model_batches(c, g, gen);
+    ctk::ValueMap features{{g.x, batches[0].at(g.x)}};
+    ctk::Tensor z = g.z->eval(features).begin()->second.data();
+    expect_shape(z, {c.batch, 10}, "z");
+    if (!dump_dir.empty()) {
+        std::ofstream manifest(dump_dir + "/params.txt");
+        for (const auto& [name, p] : g.params) {
+            const ctk::Tensor value = p.value();
+            dump_tensor(dump_dir, name.c_str(), value);
+            manifest << name;
+            for (int64_t d : value.shape().dims()) manifest << " " << d;
+            manifest << "\n";
+        }
+        dump_tensor(dump_dir, "x", batches[0].at(g.x).data());
+        dump_tensor(dump_dir, "labels", batches[0].at(g.labels).data());
+        dump_tensor(dump_dir, "z", z);
+        ctk::Tensor ce = g.ce->eval(batches[0]).begin()->second.data();
+        dump_tensor(dump_dir, "loss", ctk::reduce_sum(ce));
+    }
+    if (!c.train) {
+        auto inputs = std::make_shared<std::vector<ctk::ValueMap>>();
+        for (const ctk::ValueMap& b : batches) inputs->push_back({{g.x, b.at(g.x)}});
+        auto next = std::make_shared<size_t>(0);
+        return [z = g.z, inputs, next] { (void)z->eval((*inputs)[(*next)++ % inputs->size()]); };
+    }
+    auto learner =
+        ctk::momentum_sgd(g.z->parameters(), ctk::learning_parameter_schedule_per_sample(kLrPerSample),
+                          ctk::momentum_schedule(kMomentum));
+    auto trainer = std::make_shared<ctk::Trainer>(g.z, g.ce, g.pe, std::vector<ctk::LearnerPtr>{learner});
+    if (!dump_dir.empty()) {
+        trainer->train_minibatch(batches[0]);
+        for (const auto& [name, p] : g.params) dump_tensor(dump_dir, ("after." + name).c_str(), p.value());
+        ctk::Tensor loss = ctk::Tensor::zeros({1}, ctk::DataType::f32);
+        loss.data<float>()[0] =
+            static_cast<float>(trainer->previous_minibatch_loss_average() *
+                               static_cast<double>(trainer->previous_minibatch_sample_count()));
+        dump_tensor(dump_dir, "train_loss", loss);
+    }
+    auto shared_batches = std::make_shared<std::vector<ctk::ValueMap>>(std::move(batches));
+    auto next = std::make_shared<size_t>(0);
+    return [trainer, shared_batches, next] {
+        trainer->train_minibatch((*shared_batches)[(*next)++ % shared_batches->size()]);
+    };
+}
+
 // Builds the inputs of a case (outside the timing), runs one untimed step that checks the output shapes
 // (and, given dump_dir, writes inputs and outputs there), and returns one timed iteration. Every
 // iteration allocates its outputs: the ctk op API has no out-parameter variants, and PyTorch allocates too.
 // On a GPU the iteration ends by waiting for the device, so that it times the kernels, not their launch.
 std::function<void()> make_iteration(const BenchCase& c, const std::string& dump_dir, ctk::Device device,
                                      ctk::DataType dtype) {
+    if (c.kind == CaseKind::model) return make_model_iteration(c, dump_dir, device, dtype);
     ctk::Generator gen(1234);
     auto input = [&](const ctk::Shape& shape, double stddev) {
         return random_tensor(shape, stddev, gen).to(dtype).to(device);
@@ -333,6 +501,19 @@ struct Timing {
     double min_s = 0.0;
     double faults_per_iter = 0.0;  // minor page faults: memory the allocator handed back to the kernel
 };
+
+// Resident memory in MiB from /proc/self/status: now (VmRSS) and this program's peak (VmHWM). Not
+// getrusage's ru_maxrss: across fork + exec it keeps the forking parent's peak (compare.py's, with torch
+// loaded), so a child of a large process reports the parent's size.
+double status_mb(const char* key) {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    const size_t n = std::strlen(key);
+    while (std::getline(status, line))
+        if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':')
+            return std::strtod(line.c_str() + n + 1, nullptr) / 1024.0;
+    return 0.0;
+}
 
 long minor_faults() {
     rusage usage{};
@@ -457,6 +638,7 @@ int main(int argc, char** argv) {
     std::string head = "{\"case\":" + json_string(c.name) + ",\"threads\":" + std::to_string(threads);
     try {
         ctk::set_num_threads(threads);
+        const double base_rss_mb = status_mb("VmRSS");
         std::function<void()> iteration = make_iteration(c, dump_dir, device, dtype);
         if (!dump_dir.empty()) {
             std::cout << head << ",\"dumped\":" << json_string(dump_dir) << "}" << std::endl;
@@ -477,9 +659,12 @@ int main(int argc, char** argv) {
                   << json_string(c.kind == CaseKind::gemm    ? "GFLOP/s"
                                  : c.kind == CaseKind::add   ? "GB/s"
                                  : c.kind == CaseKind::chain ? "Mop/s"
+                                 : c.kind == CaseKind::model ? "samples/s"
                                                              : "images/s")
                   << ",\"gflops\":" << json_number(flops_per_iter(c) * 1e-9 / t.median_s)
                   << ",\"faults_per_iter\":" << json_number(t.faults_per_iter)
+                  << ",\"base_rss_mb\":" << json_number(base_rss_mb)
+                  << ",\"peak_rss_mb\":" << json_number(status_mb("VmHWM"))
                   << ",\"device\":" << json_string(device.to_string())
                   << ",\"dtype\":" << json_string(ctk::dtype_name(dtype))
                   << ",\"num_threads\":" << ctk::num_threads() << ",\"blas\":" << json_string(mapped_blas())
