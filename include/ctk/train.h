@@ -175,6 +175,23 @@ private:
     int64_t acc_test_samples_ = 0;
 };
 
+// CNTK's Evaluator: the test half of a Trainer, for a metric (or any per-sample Function) alone.
+class Evaluator {
+public:
+    explicit Evaluator(FunctionPtr metric, std::vector<ProgressWriterPtr> progress_writers = {});
+    // The average of the metric over the minibatch's samples (inference mode).
+    double test_minibatch(const MinibatchArguments& arguments);
+    double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                          const StreamMap& input_map);
+    void summarize_test_progress();
+    const FunctionPtr& evaluation_function() const { return metric_; }
+
+private:
+    FunctionPtr metric_, aggregate_, combined_;
+    std::vector<ProgressWriterPtr> writers_;
+    double acc_ = 0;
+};
+
 // ---- training_session ----
 
 enum class DataUnit : uint8_t { sample, minibatch, sweep };

@@ -188,6 +188,37 @@ double Trainer::previous_minibatch_evaluation_average() const {
     return prev_samples_ ? prev_metric_ / static_cast<double>(prev_samples_) : 0.0;
 }
 
+// ---- Evaluator ----
+
+Evaluator::Evaluator(FunctionPtr metric, std::vector<ProgressWriterPtr> progress_writers)
+    : metric_(std::move(metric)), writers_(std::move(progress_writers)) {
+    CTK_CHECK(metric_, ValueError, "Evaluator: the evaluation function is required");
+    aggregate_ = reduce_sum(metric_->output(), {Axis::all_axes()}, true, "aggregateMetric");
+    combined_ = combine({aggregate_->output(), metric_->output()}, "EvaluatorCombined");
+}
+
+double Evaluator::test_minibatch(const MinibatchArguments& arguments) {
+    CTK_CHECK(!arguments.empty(), ValueError, "Evaluator::test_minibatch: empty minibatch");
+    ValueMap outs{{aggregate_->output(), Value()}, {metric_->output(), Value()}};
+    ValueMap args(arguments.begin(), arguments.end());
+    combined_->forward(args, outs, {}, false);
+    const int64_t samples = sample_count(outs.at(metric_->output()), metric_->output());
+    const double sum = scalar_of(outs.at(aggregate_->output()));
+    acc_ += sum;
+    for (const ProgressWriterPtr& w : writers_) w->update_test(samples, acc_);
+    return samples > 0 ? sum / static_cast<double>(samples) : 0.0;
+}
+
+double Evaluator::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                                 const StreamMap& input_map) {
+    return test_minibatch(bind_minibatch(minibatch, input_map));
+}
+
+void Evaluator::summarize_test_progress() {
+    for (const ProgressWriterPtr& w : writers_) w->write_test_summary(acc_);
+    acc_ = 0;
+}
+
 // ---- checkpoints ----
 
 namespace {

@@ -167,6 +167,26 @@ TEST(Trainer, SumsLossAndMetricAndStepsLikeCntk) {
     EXPECT_FALSE(t.train_minibatch(MinibatchArguments{}));
 }
 
+TEST(Evaluator, AveragesTheMetricAndPrintsCntksSummary) {
+    Logistic m;
+    fs::path dir = temp_dir("evaluator");
+    const std::string log = (dir / "log.txt").string();
+    auto printer = std::make_shared<ProgressPrinter>(
+        ProgressPrinterOptions{.log_to_file = log, .print_build_info = false});
+    Evaluator e(m.metric, {printer});
+    Tensor xv = Tensor::from_vector<double>({1, 0, 0, 1, 1, 1}, {3, 2});
+    Tensor yv = Tensor::from_vector<double>({1, 0, 0, 1, 1, 0}, {3, 2});
+    EXPECT_NEAR(e.test_minibatch({{m.x, Value(xv)}, {m.y, Value(yv)}}), 1.0 / 3.0, 1e-12);
+    EXPECT_NEAR(e.test_minibatch({{m.x, Value(xv)}, {m.y, Value(yv)}}), 1.0 / 3.0, 1e-12);
+    e.summarize_test_progress();
+    printer.reset();
+    auto lines = read_lines(log);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.back(), "Finished Evaluation [1]: Minibatch[1-2]: metric = 33.33% * 6;");
+    EXPECT_THROW(Evaluator(nullptr), ValueError);
+    fs::remove_all(dir);
+}
+
 TEST(Trainer, RejectsForeignParametersAndUnknownStreams) {
     Logistic m;
     Variable stranger = parameter({2}, constant_initializer(0.0), DataType::f64, "stranger");
