@@ -201,24 +201,24 @@ struct Frequency {
 };
 
 struct CheckpointConfig {
-    std::string filename;
-    Frequency frequency;        // 0: only at the end
+    std::string filename{};
+    Frequency frequency{};      // 0: only at the end
     bool restore = true;        // start from `filename` when it exists
     bool preserve_all = false;  // keep every checkpoint as filename + "." + index
 };
 struct CrossValidationConfig {
-    std::shared_ptr<MinibatchSource> source;
-    Frequency frequency;
+    std::shared_ptr<MinibatchSource> source{};
+    Frequency frequency{};
     int64_t minibatch_size = 32;
     int64_t max_samples = kInfinitelyRepeat;
-    StreamMap model_inputs_to_streams;  // empty: the training map
+    StreamMap model_inputs_to_streams{};  // empty: the training map
     // Called with (index, average metric); returning false stops training.
-    std::function<bool(int64_t, double)> callback;
+    std::function<bool(int64_t, double)> callback{};
 };
 struct TestConfig {
-    std::shared_ptr<MinibatchSource> source;
+    std::shared_ptr<MinibatchSource> source{};
     int64_t minibatch_size = 32;
-    StreamMap model_inputs_to_streams;
+    StreamMap model_inputs_to_streams{};
 };
 
 class TrainingSession {

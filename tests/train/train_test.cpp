@@ -334,6 +334,70 @@ TEST(TrainingSession, KilledRunResumesToTheSameParameters) {
     fs::remove_all(dir);
 }
 
+TEST(TrainingSession, ProgressCrossValidationTestAndPreservedCheckpoints) {
+    fs::path dir = temp_dir("session");
+    write_ctf((dir / "data.ctf").string());
+    const std::string log = (dir / "log.txt").string();
+    ResumableRun r((dir / "data.ctf").string());
+    auto printer = std::make_shared<ProgressPrinter>(ProgressPrinterOptions{
+        .tag = "Training", .log_to_file = log, .num_epochs = 3, .print_build_info = false});
+    r.trainer = std::make_shared<Trainer>(r.z, r.loss, r.metric, r.trainer->parameter_learners(),
+                                          std::vector<ProgressWriterPtr>{printer});
+    auto source_for = [&](bool randomize) {
+        MinibatchSourceConfig c;
+        c.deserializers = {ctf_deserializer((dir / "data.ctf").string(),
+                                            {{"features", "features", {4}}, {"labels", "labels", {3}}})};
+        c.randomize = randomize;
+        c.max_sweeps = 1;
+        return std::make_shared<MinibatchSource>(c);
+    };
+    std::vector<std::pair<int64_t, double>> cv_calls;
+    CrossValidationConfig cv{
+        .source = source_for(false), .frequency = {240, DataUnit::sample}, .minibatch_size = 50};
+    cv.callback = [&](int64_t index, double metric) {
+        cv_calls.emplace_back(index, metric);
+        return true;
+    };
+    TestConfig test{.source = source_for(false), .minibatch_size = 100};
+    const std::string ckp = (dir / "run.ckp").string();
+    TrainingSession s(
+        r.trainer, r.source, 32, {{r.x, "features"}, {r.y, "labels"}}, {1, DataUnit::sweep}, 720,
+        CheckpointConfig{.filename = ckp, .frequency = {1, DataUnit::sweep}, .preserve_all = true}, cv, test);
+    s.train();
+    printer.reset();
+    auto lines = read_lines(log);
+    std::vector<std::string> epochs, evaluations;
+    for (const auto& l : lines) {
+        if (l.rfind("Finished Epoch[", 0) == 0) epochs.push_back(l);
+        if (l.rfind("Finished Evaluation [", 0) == 0) evaluations.push_back(l);
+    }
+    // Three sweeps of 240 samples, one summary each; a cross-validation after each sweep reads all 240
+    // samples in 5 minibatches of 50 (the last 40); the final test reads them in 3.
+    ASSERT_EQ(epochs.size(), 3u);
+    for (int k = 0; k < 3; ++k)
+        EXPECT_TRUE(epochs[static_cast<size_t>(k)].starts_with("Finished Epoch[" + std::to_string(k + 1) +
+                                                               " of 3]: [Training] loss = "))
+            << epochs[static_cast<size_t>(k)];
+    ASSERT_EQ(evaluations.size(), 4u);
+    for (int k = 0; k < 3; ++k) {
+        const std::string& e = evaluations[static_cast<size_t>(k)];
+        EXPECT_TRUE(
+            e.starts_with("Finished Evaluation [" + std::to_string(k + 1) + "]: Minibatch[1-5]: metric = "))
+            << e;
+        EXPECT_TRUE(e.ends_with("% * 240;")) << e;
+    }
+    EXPECT_TRUE(evaluations[3].starts_with("Finished Evaluation [4]: Minibatch[1-3]: metric = "))
+        << evaluations[3];
+    ASSERT_EQ(cv_calls.size(), 3u);
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(cv_calls[static_cast<size_t>(k)].first, k);
+    // The model learns: the last cross-validation error is below the first.
+    EXPECT_LT(cv_calls[2].second, cv_calls[0].second + 1e-12);
+    // A checkpoint per sweep (indices 0..2) and the final one (index 3), each preserved.
+    for (int k = 0; k < 4; ++k) EXPECT_TRUE(fs::exists(ckp + "." + std::to_string(k))) << k;
+    EXPECT_TRUE(fs::exists(ckp));
+    fs::remove_all(dir);
+}
+
 TEST(TrainingSession, BadDataStopsWithFileLineColumnAndKeepsTheCheckpoint) {
     fs::path dir = temp_dir("bad_data");
     write_ctf((dir / "data.ctf").string());
