@@ -62,6 +62,8 @@ private:
         int64_t total_updates = 0, summaries = 0;
         std::chrono::steady_clock::time_point reset_time = std::chrono::steady_clock::now();
         bool due(int64_t update) const;
+        bool count(int64_t samples);  // one more update; true when a line is due
+        void mark_written();          // the window starts after what was just written
         void reset();
     };
     Window training_, test_;
@@ -125,6 +127,23 @@ using StreamMap = std::unordered_map<Variable, std::string, VariableHash>;  // i
 MinibatchArguments bind_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                                   const StreamMap& input_map);
 
+// CNTK's Evaluator: the test half of a Trainer, for a metric (or any per-sample Function) alone.
+class Evaluator {
+public:
+    explicit Evaluator(FunctionPtr metric, std::vector<ProgressWriterPtr> progress_writers = {});
+    // The average of the metric over the minibatch's samples (inference mode).
+    double test_minibatch(const MinibatchArguments& arguments);
+    double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                          const StreamMap& input_map);
+    void summarize_test_progress();
+    const FunctionPtr& evaluation_function() const { return metric_; }
+
+private:
+    FunctionPtr metric_, aggregate_, combined_;
+    std::vector<ProgressWriterPtr> writers_;
+    double acc_ = 0;
+};
+
 class Trainer {
 public:
     // loss and metric are per-sample Functions (metric may be null); the Trainer sums them over the
@@ -171,25 +190,8 @@ private:
     int64_t prev_samples_ = 0, total_samples_ = 0;
     double prev_loss_ = 0, prev_metric_ = 0;
     // Running sums since the last summary, as CNTK's Trainer accumulates them for the writers.
-    double acc_loss_ = 0, acc_metric_ = 0, acc_test_metric_ = 0;
-    int64_t acc_test_samples_ = 0;
-};
-
-// CNTK's Evaluator: the test half of a Trainer, for a metric (or any per-sample Function) alone.
-class Evaluator {
-public:
-    explicit Evaluator(FunctionPtr metric, std::vector<ProgressWriterPtr> progress_writers = {});
-    // The average of the metric over the minibatch's samples (inference mode).
-    double test_minibatch(const MinibatchArguments& arguments);
-    double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
-                          const StreamMap& input_map);
-    void summarize_test_progress();
-    const FunctionPtr& evaluation_function() const { return metric_; }
-
-private:
-    FunctionPtr metric_, aggregate_, combined_;
-    std::vector<ProgressWriterPtr> writers_;
-    double acc_ = 0;
+    double acc_loss_ = 0, acc_metric_ = 0;
+    std::unique_ptr<Evaluator> evaluator_;  // test_minibatch: the metric (or loss) in inference mode
 };
 
 // ---- training_session ----

@@ -48,36 +48,36 @@ void ProgressWriter::Window::reset() {
     reset_time = std::chrono::steady_clock::now();
 }
 
+bool ProgressWriter::Window::count(int64_t n) {
+    samples.second += n;
+    ++updates.second;
+    ++total_updates;
+    return due(updates.second);
+}
+
+void ProgressWriter::Window::mark_written() {
+    loss.first = loss.second;
+    metric.first = metric.second;
+    samples.first = samples.second;
+    updates.first = updates.second;
+}
+
 void ProgressWriter::update_training(int64_t samples, double accumulated_loss,
                                      std::optional<double> accumulated_metric) {
-    if (samples == 0) return;
-    Window& w = training_;
-    w.samples.second += samples;
-    ++w.updates.second;
-    ++w.total_updates;
-    if (!w.due(w.updates.second)) return;
-    w.loss.second = accumulated_loss;
-    if (accumulated_metric) w.metric.second = *accumulated_metric;
-    on_write_training_update(w.samples, w.updates, w.loss,
-                             accumulated_metric ? std::optional<Sums>(w.metric) : std::nullopt);
-    w.loss.first = w.loss.second;
-    w.metric.first = w.metric.second;
-    w.samples.first = w.samples.second;
-    w.updates.first = w.updates.second;
+    // CNTK snapshots the running sums only when a line is due (they may live on a GPU).
+    if (samples == 0 || !training_.count(samples)) return;
+    training_.loss.second = accumulated_loss;
+    if (accumulated_metric) training_.metric.second = *accumulated_metric;
+    on_write_training_update(training_.samples, training_.updates, training_.loss,
+                             accumulated_metric ? std::optional<Sums>(training_.metric) : std::nullopt);
+    training_.mark_written();
 }
 
 void ProgressWriter::update_test(int64_t samples, double accumulated_metric) {
-    if (samples == 0) return;
-    Window& w = test_;
-    w.samples.second += samples;
-    ++w.updates.second;
-    ++w.total_updates;
-    if (!w.due(w.updates.second)) return;
-    w.metric.second = accumulated_metric;
-    on_write_test_update(w.samples, w.updates, w.metric);
-    w.metric.first = w.metric.second;
-    w.samples.first = w.samples.second;
-    w.updates.first = w.updates.second;
+    if (samples == 0 || !test_.count(samples)) return;
+    test_.metric.second = accumulated_metric;
+    on_write_test_update(test_.samples, test_.updates, test_.metric);
+    test_.mark_written();
 }
 
 void ProgressWriter::write_training_summary(double accumulated_loss,

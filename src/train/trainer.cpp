@@ -101,6 +101,7 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::v
             l->add_value_reporter([raw](const std::string& key, double value) { raw->write(key, value); });
         }
     }
+    evaluator_ = std::make_unique<Evaluator>(metric_ ? metric_ : loss_, writers_);
     announce_default_device();
 }
 
@@ -149,18 +150,7 @@ bool Trainer::train_minibatch(const std::unordered_map<std::string, MinibatchDat
 }
 
 double Trainer::test_minibatch(const MinibatchArguments& arguments) {
-    CTK_CHECK(!arguments.empty(), ValueError, "Trainer::test_minibatch: empty minibatch");
-    const FunctionPtr& per_sample = metric_ ? metric_ : loss_;
-    const FunctionPtr& aggregate = metric_ ? aggregate_metric_ : aggregate_loss_;
-    ValueMap outs{{aggregate->output(), Value()}, {per_sample->output(), Value()}};
-    ValueMap args(arguments.begin(), arguments.end());
-    combined_->forward(args, outs, {}, false);
-    const int64_t samples = sample_count(outs.at(per_sample->output()), per_sample->output());
-    const double sum = scalar_of(outs.at(aggregate->output()));
-    acc_test_metric_ += sum;
-    acc_test_samples_ += samples;
-    for (const ProgressWriterPtr& w : writers_) w->update_test(samples, acc_test_metric_);
-    return samples > 0 ? sum / static_cast<double>(samples) : 0.0;
+    return evaluator_->test_minibatch(arguments);
 }
 
 double Trainer::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
@@ -175,9 +165,7 @@ void Trainer::summarize_training_progress() {
 }
 
 void Trainer::summarize_test_progress() {
-    for (const ProgressWriterPtr& w : writers_) w->write_test_summary(acc_test_metric_);
-    acc_test_metric_ = 0;
-    acc_test_samples_ = 0;
+    evaluator_->summarize_test_progress();
 }
 
 double Trainer::previous_minibatch_loss_average() const {
