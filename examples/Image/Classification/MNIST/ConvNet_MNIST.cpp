@@ -14,6 +14,7 @@ static const char* kUsage =
     "                data/fashion-mnist, or $CTK_DATA_DIR)\n"
     "  --epochs N    epochs of 60000 samples (default 40, as CNTK's example)\n"
     "  --epoch-size N  samples per epoch (default 60000)\n"
+    "  --seed N      fix the initialisation, dropout and reader seeds\n"
     "  --log FILE    write the progress log to FILE instead of stdout\n";
 
 double convnet_mnist(const mnist::Args& args, int64_t epoch_size = 60000, int64_t minibatch_size = 64) {
@@ -47,7 +48,7 @@ double convnet_mnist(const mnist::Args& args, int64_t epoch_size = 60000, int64_
     FunctionPtr pe = classification_error(z, label_var);
 
     auto reader_train = mnist::create_reader(mnist::data_file(args, "Train-28x28_cntk_text.txt"), true,
-                                             input_dim, num_output_classes);
+                                             input_dim, num_output_classes, args.seed);
 
     // Learning parameters: per-sample rates 0.001 (10 epochs), 0.0005 (10), then 0.0001; no momentum for
     // 5 epochs, then a per-sample momentum of 0.9990239141819757 (a time constant of 1024 samples).

@@ -14,6 +14,7 @@ static const char* kUsage =
     "                data/fashion-mnist, or $CTK_DATA_DIR)\n"
     "  --epochs N    sweeps over the 60000 training samples (default 10, as CNTK's example)\n"
     "  --epoch-size N  samples per sweep (default 60000)\n"
+    "  --seed N      fix the initialisation, dropout and reader seeds\n"
     "  --log FILE    write the progress log to FILE instead of stdout\n";
 
 double simple_mnist(const mnist::Args& args) {
@@ -36,7 +37,7 @@ double simple_mnist(const mnist::Args& args) {
     FunctionPtr pe = classification_error(z, label);
 
     auto reader_train = mnist::create_reader(mnist::data_file(args, "Train-28x28_cntk_text.txt"), true,
-                                             input_dim, num_output_classes);
+                                             input_dim, num_output_classes, args.seed);
     StreamMap input_map{{feature, "features"}, {label, "labels"}};
 
     const int64_t minibatch_size = 64, num_samples_per_sweep = args.epoch_size;

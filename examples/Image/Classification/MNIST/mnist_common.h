@@ -1,5 +1,5 @@
 // What both MNIST examples share: CNTK's create_reader and the command line (--data DIR, --epochs N,
-// --epoch-size N, --log FILE). The data are the CTF files `ctk data mnist` writes from Debian's
+// --epoch-size N, --seed N, --log FILE). The data are the CTF files `ctk data mnist` writes from Debian's
 // Fashion-MNIST.
 #pragma once
 
@@ -16,6 +16,7 @@ struct Args {
     std::string data_dir = "data/fashion-mnist";
     int64_t epochs = 0;          // 0: the example's own default
     int64_t epoch_size = 60000;  // samples per epoch (smaller for smoke tests)
+    int64_t seed = -1;           // >= 0: set_fixed_random_seed and the reader's randomization seed
     std::string log_file;
 };
 
@@ -37,6 +38,9 @@ inline Args parse_args(int argc, char** argv, const char* usage) {
             a.epochs = std::atoll(value().c_str());
         } else if (arg == "--epoch-size") {
             a.epoch_size = std::atoll(value().c_str());
+        } else if (arg == "--seed") {
+            a.seed = std::atoll(value().c_str());
+            ctk::set_fixed_random_seed(static_cast<uint64_t>(a.seed));
         } else if (arg == "--log") {
             a.log_file = value();
         } else {
@@ -62,12 +66,14 @@ inline std::string data_file(const Args& a, const char* name) {
 // CNTK's create_reader: a CTF source with `features` and `labels`; randomized and endless for training,
 // one sweep in file order for testing.
 inline std::shared_ptr<ctk::MinibatchSource> create_reader(const std::string& path, bool is_training,
-                                                           int64_t input_dim, int64_t num_label_classes) {
+                                                           int64_t input_dim, int64_t num_label_classes,
+                                                           int64_t seed = -1) {
     ctk::MinibatchSourceConfig c;
     c.deserializers = {ctk::ctf_deserializer(
         path, {{"features", "features", {input_dim}}, {"labels", "labels", {num_label_classes}}})};
     c.randomize = is_training;
     c.max_sweeps = is_training ? ctk::kInfinitelyRepeat : 1;
+    if (seed >= 0) c.randomization_seed = static_cast<uint64_t>(seed);
     return std::make_shared<ctk::MinibatchSource>(c);
 }
 
