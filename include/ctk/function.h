@@ -180,6 +180,8 @@ private:
     const Function* function_ = nullptr;
     bool training_ = true;
     int64_t peak_bytes_ = 0;
+    // Whether the deferred side effects (assign) of this evaluation have been applied.
+    mutable bool committed_ = false;
 };
 
 }  // namespace ctk

@@ -97,6 +97,13 @@ FunctionPtr cast(const Variable& x, DataType dtype, const std::string& name = ""
 // ---- graph plumbing ----
 FunctionPtr stop_gradient(const Variable& x, const std::string& name = "");
 FunctionPtr alias(const Variable& x, const std::string& name = "");
+// CNTK's assign: returns input's value and writes it into ref (a Parameter or Constant of the same shape
+// and dtype; neither may have dynamic axes, nothing broadcasts). The write happens once the evaluation is
+// over (after forward, or after backward when forward kept state for one), so every op of the evaluation
+// reads ref's old value; use assign's output for the new one. Several assigns to one ref commit in
+// execution order. The gradient passes to input; ref gets none. Throws ValueError (ref not a Parameter
+// or Constant, dynamic axes), TypeError (dtypes differ) or ShapeError (shapes differ).
+FunctionPtr assign(const Variable& ref, const Variable& input, const std::string& name = "");
 
 // ---- convolution, pooling, normalization ----
 // CNTK's convolution(convolution_map, operand): W [O, C/groups, k...] over x [C, spatial...]; strides,

@@ -102,7 +102,7 @@ public:
     // changes nothing, counters included) when the count is 0 or, as in CNTK, when the scheduled learning
     // rate is 0. Parameters missing from `gradients` are left alone. Throws ShapeError for a gradient of
     // the wrong shape and NotImplementedError for f16/bf16 or non-CPU parameters, before changing anything.
-    bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end = false);
+    virtual bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end = false);
 
     const std::vector<Variable>& parameters() const { return parameters_; }
     // The learning rate (as scheduled, before scaling to the minibatch) in force now.
@@ -204,5 +204,21 @@ LearnerPtr rmsprop(const std::vector<Variable>& parameters, const TrainingParame
 LearnerPtr adadelta(const std::vector<Variable>& parameters,
                     const TrainingParameterSchedule& lr = learning_parameter_schedule_per_sample(1.0),
                     double rho = 0.95, double epsilon = 1e-8, const LearnerOptions& options = {});
+
+// CNTK's universal learner: the update is written with graph ops. update_func(parameters, gradients)
+// returns a Function (typically a combine of assign(p, new_value) ops, with any state kept in constants
+// or parameters it creates); `gradients` are input Variables without dynamic axes, one per parameter with
+// its shape and dtype. Each update binds them to the minibatch's gradients (summed over the minibatch, as
+// the other learners get them) and evaluates the Function once, so its assigns take effect. As in CNTK
+// there is no learning rate or LearnerOptions: the update function holds its own constants; the learner
+// reports "Learning rate per minibatch: 1" (CNTK's fixed schedule) and counts samples, minibatches and
+// sweeps. update() throws ValueError when a parameter's gradient is missing (the Function updates all
+// parameters at once). The constructor throws ValueError when a parameter has inferred dims, when a
+// parameter is not part of the Function, or when the Function has arguments other than `gradients`.
+// checkpoint_state() also keeps the values of the Function's constants and of its parameters that are
+// not the learner's (accumulators), in the Function's graph order.
+using UniversalUpdateFunction = std::function<FunctionPtr(const std::vector<Variable>& parameters,
+                                                          const std::vector<Variable>& gradients)>;
+LearnerPtr universal(const UniversalUpdateFunction& update_func, const std::vector<Variable>& parameters);
 
 }  // namespace ctk

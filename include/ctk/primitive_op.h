@@ -32,6 +32,7 @@ namespace ctk {
     X(cast, 91)                                                                      \
     X(stop_gradient, 64)                                                             \
     X(pass, 56) /* alias */                                                          \
+    X(assign, 73)                                                                    \
     X(convolution, 33)                                                               \
     X(convolution_transpose, 33) /* Convolution with transpose = true */             \
     X(pooling, 17)                                                                   \
@@ -80,7 +81,7 @@ inline constexpr int kNumPrimitiveOps =
     kNumUnaryOps + kNumBinaryOps + (0 CTK_GRAPH_OTHER_OPS(CTK_GRAPH_COUNT_ONE));
 #undef CTK_GRAPH_COUNT_ONE
 // Adding a graph op? Add its OpDef in src/ops, its case in tests/graph/cases, and bump this count.
-static_assert(kNumPrimitiveOps == 102, "graph op list changed: update src/ops and the graph op harness");
+static_assert(kNumPrimitiveOps == 103, "graph op list changed: update src/ops and the graph op harness");
 
 const char* primitive_op_name(PrimitiveOp op);  // ctk's name: "plus", "times", ...
 int cntk_op_type(PrimitiveOp op);

@@ -43,6 +43,32 @@ int64_t bytes_of(const Value& v) {
     return v.defined() ? v.data().numel() * static_cast<int64_t>(v.data().element_size()) : 0;
 }
 
+// Runs the deferred side effects of a finished evaluation (assign), in execution order. Loops never
+// hold such steps (they are not frame-local).
+void commit_side_effects(const Plan& plan, const std::vector<std::vector<std::vector<Tensor>>>& saved) {
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        const Step& step = plan.steps[i];
+        if (!step.def->commit) continue;
+        std::vector<Variable> resolved;
+        for (int s : step.in) resolved.push_back(plan.slot_vars[static_cast<size_t>(s)]);
+        static const std::vector<Tensor> kNone;
+        const std::vector<Tensor>& kept = saved[i].empty() ? kNone : saved[i][0];
+        step.def->commit(CommitContext{resolved, kept, step.where});
+    }
+}
+
+// The leaves that a deferred side effect will overwrite, so that values handed out alias none of them.
+std::vector<Tensor> committed_leaf_values(const Plan& plan) {
+    std::vector<Tensor> out;
+    for (const Step& step : plan.steps)
+        if (step.def->commit)
+            for (int s : step.in) {
+                const Variable& v = plan.slot_vars[static_cast<size_t>(s)];
+                if (v.is_parameter() || v.is_constant()) out.push_back(v.value());
+            }
+    return out;
+}
+
 }  // namespace
 
 }  // namespace detail
@@ -330,6 +356,21 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
         i = unit_end;
     }
     for (auto& [v, value] : outputs) value = values[static_cast<size_t>(plan.slot(v))];
+    if (plan.has_side_effects) {
+        // An output that is (a view of) a leaf about to be assigned keeps the value this evaluation saw.
+        const std::vector<Tensor> overwritten = detail::committed_leaf_values(plan);
+        for (auto& [v, value] : outputs)
+            for (const Tensor& t : overwritten)
+                if (value.defined() && value.data().shares_storage(t)) {
+                    value = Value(value.data().clone(), value.layout());
+                    break;
+                }
+        // Without a backward to follow, the evaluation is over (CNTK's PostForwardAndBackProp).
+        if (!keep_all) {
+            state->committed_ = true;
+            detail::commit_side_effects(plan, state->saved_);
+        }
+    }
     return state;
 }
 
@@ -541,6 +582,11 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
         Tensor g = grads[static_cast<size_t>(s)];
         if (!g.defined()) g = Tensor::zeros(val.data().shape(), val.data().dtype(), val.data().device());
         result.emplace(v, Value(g, val.layout()));
+    }
+    // Forward and backward are over: assignments take effect (once, however many backward calls follow).
+    if (plan.has_side_effects && !state.committed_) {
+        state.committed_ = true;
+        detail::commit_side_effects(plan, state.saved_);
     }
     return result;
 }

@@ -35,6 +35,7 @@ struct Plan {
     std::vector<int> requested;                    // slots of the requested outputs
     std::vector<int> last_use;                     // per slot: the last step reading it (-1: none)
     uint64_t generation = 0;                       // graph_generation() when built
+    bool has_side_effects = false;                 // some step commits a side effect (assign)
     int slot(const Variable& v) const;             // -1 when the variable is not part of this plan
 };
 

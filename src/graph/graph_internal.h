@@ -76,6 +76,15 @@ struct BackwardContext {
     int dyn_rank(size_t i) const { return input_vars[i].dynamic_rank(); }
 };
 
+// An op's side effect on a leaf (assign writes its parameter or constant), run once the evaluation is
+// over: after forward when no backward can follow (retain_for empty), else after the first backward.
+// `saved` is what the op's forward kept. Steps commit in execution order.
+struct CommitContext {
+    std::span<const Variable> input_vars;  // the operands as the plan resolved them (placeholders bound)
+    std::span<const Tensor> saved;
+    const std::string& where;
+};
+
 struct OpDef {
     const char* cntk_name = "";  // CNTK's op name, shown in Function::op_name
     int min_inputs = 1;
@@ -86,6 +95,8 @@ struct OpDef {
     // False for ops that look across frames or samples (sequence ops, batch statistics): they cannot
     // run inside a recurrent loop, which executes one frame at a time.
     bool frame_local = true;
+    // Ops with a deferred side effect (assign): applies it once the evaluation is over (see CommitContext).
+    void (*commit)(const CommitContext&) = nullptr;
 };
 
 // A delay's initial state as one frame [N, 1, sample...] (a per-sequence [#] state, or a value that

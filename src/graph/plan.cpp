@@ -253,6 +253,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
                                      : static_cast<int>(i);
         for (int in : s.in)
             plan->last_use[static_cast<size_t>(in)] = std::max(plan->last_use[static_cast<size_t>(in)], last);
+        plan->has_side_effects = plan->has_side_effects || s.def->commit != nullptr;
     }
     return plan;
 }

@@ -1,5 +1,6 @@
-// Graph plumbing (stop_gradient, alias), dropout and random values. Random ops draw from a Philox stream
-// of their own (the Function's seed and a counter that advances per call), so runs are reproducible.
+// Graph plumbing (stop_gradient, alias, assign), dropout and random values. Random ops draw from a Philox
+// stream of their own (the Function's seed and a counter that advances per call), so runs are
+// reproducible. assign's write to its ref is deferred to the end of the evaluation (CommitContext).
 #include "ctk/graph_ops.h"
 #include "ops/ops_common.h"
 
@@ -17,6 +18,52 @@ void forward_identity(ForwardContext& c) {
 }
 void backward_identity(BackwardContext& c) {
     c.input_grads[0] = c.output_grads[0];
+}
+
+// ---- assign(ref, input): CNTK's AssignNode. The output is a copy of input's value; ref takes that copy
+// once the whole evaluation is over (after forward, or after backward when one follows), so every op of
+// the evaluation reads ref's old value. The gradient passes to input unchanged; ref gets none. ----
+std::vector<OutputSpec> infer_assign(InferContext& c) {
+    const Variable& ref = c.inputs[0];
+    const Variable& x = c.inputs[1];
+    CTK_CHECK(ref.is_parameter() || ref.is_constant() || ref.is_placeholder(), ValueError, c.where,
+              ": ref must be a Parameter or Constant, got ", ref.to_string());
+    CTK_CHECK(ref.dynamic_axes().empty() && x.dynamic_axes().empty(), ValueError, c.where,
+              ": neither ref nor input may have dynamic axes, got ref ", ref.to_string(), " and input ",
+              x.to_string());
+    CTK_CHECK(ref.dtype() == x.dtype(), TypeError, c.where, ": ref ", ref.to_string(), " is ",
+              dtype_name(ref.dtype()), " but input ", x.to_string(), " is ", dtype_name(x.dtype()));
+    // An inferred dim of ref takes input's (as element-wise ops infer parameter dims); nothing broadcasts.
+    Dims& ref_shape = ref.impl()->shape;
+    bool same = ref_shape.size() == x.shape().size();
+    for (size_t i = 0; same && i < ref_shape.size(); ++i) {
+        const int64_t r = ref_shape[i], d = x.shape()[i];
+        if (r == kInferredDim && d >= 0) ref_shape[i] = d;
+        same = ref_shape[i] == d || r == kInferredDim || d == kInferredDim;
+    }
+    CTK_CHECK(same, ShapeError, c.where, ": ref ", ref.to_string(), " and input ", x.to_string(),
+              " must have the same shape (assign does not broadcast)");
+    for (int64_t d : x.shape())
+        CTK_CHECK(d != kFreeDim, ShapeError, c.where, ": input ", x.to_string(),
+                  " has a free dim; assign needs a known shape");
+    return {{x.shape(), x.dtype(), {}}};
+}
+void forward_assign(ForwardContext& c) {
+    // A copy: a later op of this evaluation (another assign, or ref's own readers) must not see it change,
+    // and assign(a, b) with assign(b, a) swaps.
+    Tensor snapshot = c.inputs[1].data().clone();
+    c.saved.push_back(snapshot);
+    c.outputs.push_back(Value(snapshot));
+}
+void backward_assign(BackwardContext& c) {
+    if (c.needs[1]) c.input_grads[1] = c.output_grads[0];
+}
+void commit_assign(const CommitContext& c) {
+    const Variable& ref = c.input_vars[0];
+    CTK_CHECK(ref.is_parameter() || ref.is_constant(), ValueError, c.where,
+              ": ref must be a Parameter or Constant, got ", ref.to_string());
+    CTK_CHECK(!c.saved.empty(), Error, c.where, ": forward kept no value to assign");
+    ref.set_value(c.saved[0]);
 }
 
 void forward_dropout(ForwardContext& c) {
@@ -76,6 +123,9 @@ void forward_random(ForwardContext& c) {
 void register_plumbing_ops(OpTable& t) {
     t.add(PrimitiveOp::stop_gradient, OpDef{"StopGradient", 1, 1, infer_identity, forward_identity, nullptr});
     t.add(PrimitiveOp::pass, OpDef{"Pass", 1, 1, infer_identity, forward_identity, backward_identity});
+    // Not frame-local: a recurrent loop runs it per frame, and ref would take every frame's value.
+    t.add(PrimitiveOp::assign,
+          OpDef{"Assign", 2, 2, infer_assign, forward_assign, backward_assign, false, commit_assign});
 }
 
 void register_random_ops(OpTable& t) {
@@ -92,6 +142,10 @@ FunctionPtr stop_gradient(const Variable& x, const std::string& name) {
 
 FunctionPtr alias(const Variable& x, const std::string& name) {
     return detail::FunctionAccess::make_primitive(PrimitiveOp::pass, {x}, {}, name);
+}
+
+FunctionPtr assign(const Variable& ref, const Variable& input, const std::string& name) {
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::assign, {ref, input}, {}, name);
 }
 
 FunctionPtr dropout(const Variable& x, double dropout_rate, uint64_t seed, const std::string& name) {

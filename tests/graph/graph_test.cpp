@@ -418,3 +418,71 @@ TEST(FreeDimensions, ConvolutionAndPoolingTakeTheImageSizeFromEachMinibatch) {
               }),
               "");
 }
+
+TEST(Assign, EvalWritesTheRefOnceTheEvaluationIsOver) {
+    Variable p = parameter_from(Tensor::from_vector(std::vector<float>{1, 2, 3}, Shape{3}), "p");
+    FunctionPtr next = assign(p, plus(p, constant(1.0)), "step");
+    FunctionPtr reader = element_times(p, constant(2.0));  // reads p in the same evaluation
+    FunctionPtr g = combine({next->output(), reader->output(), alias(p)->output()});
+    ValueMap out = g->eval({});
+    EXPECT_EQ(out.at(next->output()).data().to_vector<float>(), (std::vector<float>{2, 3, 4}));
+    EXPECT_EQ(out.at(reader->output()).data().to_vector<float>(), (std::vector<float>{2, 4, 6}));
+    // alias(p) hands out p's own storage: the evaluation's value must not change when p is written.
+    EXPECT_EQ(out.at(g->outputs()[2]).data().to_vector<float>(), (std::vector<float>{1, 2, 3}));
+    EXPECT_EQ(p.value().to_vector<float>(), (std::vector<float>{2, 3, 4}));
+    // The next evaluation sees the new value.
+    out = g->eval({});
+    EXPECT_EQ(out.at(next->output()).data().to_vector<float>(), (std::vector<float>{3, 4, 5}));
+    EXPECT_EQ(out.at(reader->output()).data().to_vector<float>(), (std::vector<float>{4, 6, 8}));
+    EXPECT_EQ(p.value().to_vector<float>(), (std::vector<float>{3, 4, 5}));
+}
+
+TEST(Assign, TwoAssignsSwapAndConstantsAreAssignable) {
+    Variable a = constant(Tensor::from_vector(std::vector<double>{1, 2}, Shape{2}), "a");
+    Variable b = parameter_from(Tensor::from_vector(std::vector<double>{5, 6}, Shape{2}), "b");
+    FunctionPtr g = combine({assign(a, b)->output(), assign(b, a)->output()});
+    g->eval({});
+    EXPECT_EQ(a.value().to_vector<double>(), (std::vector<double>{5, 6}));
+    EXPECT_EQ(b.value().to_vector<double>(), (std::vector<double>{1, 2}));
+}
+
+TEST(Assign, WithBackwardTheWriteWaitsForBackwardAndGradientsPassToInput) {
+    Variable q = parameter_from(Tensor::from_vector(std::vector<double>{0, 0}, Shape{2}), "q");
+    Variable w = parameter_from(Tensor::from_vector(std::vector<double>{1, 2}, Shape{2}), "w");
+    FunctionPtr f = assign(q, element_times(w, constant(3.0, DataType::f64)));
+    ValueMap out{{f->output(), Value()}};
+    auto state = f->forward({}, out, {f->output()}, true);
+    EXPECT_EQ(q.value().to_vector<double>(), (std::vector<double>{0, 0}));  // backward may still follow
+    Tensor ones = Tensor::ones(Shape{2}, DataType::f64);
+    ValueMap grads = f->backward(*state, {{f->output(), Value(ones)}}, {w, q});
+    EXPECT_EQ(grads.at(w).data().to_vector<double>(), (std::vector<double>{3, 3}));
+    EXPECT_EQ(grads.at(q).data().to_vector<double>(), (std::vector<double>{0, 0}));
+    EXPECT_EQ(q.value().to_vector<double>(), (std::vector<double>{3, 6}));
+    // grad() is forward + backward: one write.
+    w.set_value(Tensor::from_vector(std::vector<double>{2, 2}, Shape{2}));
+    f->grad({}, {w});
+    EXPECT_EQ(q.value().to_vector<double>(), (std::vector<double>{6, 6}));
+}
+
+TEST(Assign, ErrorsNameTheFunctionAndShapes) {
+    Variable p = parameter({3}, constant_initializer(0.0), DataType::f32, "p");
+    std::string e = error_of([&] { assign(p, parameter({4}, constant_initializer(0.0)), "set"); });
+    EXPECT_NE(e.find("Assign 'set'"), std::string::npos) << e;
+    EXPECT_NE(e.find("Parameter('p', [], [3])"), std::string::npos) << e;
+    EXPECT_NE(e.find("[4]"), std::string::npos) << e;
+    EXPECT_THROW(assign(p, parameter({4}, constant_initializer(0.0))), ShapeError);
+    EXPECT_THROW(assign(p, parameter({1}, constant_initializer(0.0))), ShapeError);  // no broadcasting
+    Variable x = input_variable({3}, DataType::f32, false, false, {}, "x");
+    e = error_of([&] { assign(x, p); });
+    EXPECT_NE(e.find("must be a Parameter or Constant"), std::string::npos) << e;
+    EXPECT_THROW(assign(x, p), ValueError);
+    Variable xb = input_variable({3}, DataType::f32, false, false, default_batch_axes(), "xb");
+    e = error_of([&] { assign(p, xb); });
+    EXPECT_NE(e.find("dynamic axes"), std::string::npos) << e;
+    EXPECT_THROW(assign(p, xb), ValueError);
+    EXPECT_THROW(assign(p, parameter({3}, constant_initializer(0.0), DataType::f64)), TypeError);
+    // An inferred dim of ref takes input's.
+    Variable r = parameter({kInferredDim}, constant_initializer(0.0));
+    assign(r, p);
+    EXPECT_EQ(r.shape(), (Dims{3}));
+}

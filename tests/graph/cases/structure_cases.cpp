@@ -223,6 +223,12 @@ std::vector<GraphCase> structure_graph_cases() {
     cases.push_back(make_case(
         "alias/pass", {PrimitiveOp::pass}, {Slot::input({3})}, [](V v) { return alias(v[0], "a"); },
         [](T in) { return in[0]; }));
+    // assign's inputs have no dynamic axes: ref is a parameter (its gradient must be zero, and its numeric
+    // one is, as the output does not read it), input a function of another parameter.
+    cases.push_back(make_case(
+        "assign/parameter", {PrimitiveOp::assign, PrimitiveOp::tanh},
+        {Slot::param({2, 3}), Slot::param({2, 3})}, [](V v) { return assign(v[0], tanh(v[1])); },
+        [](T in) { return tanh(in[1]); }));
     {
         GraphCase c = make_case(
             "random/normal_like_plus_x", {PrimitiveOp::random_distribution}, {Slot::input({4})},

@@ -1,0 +1,129 @@
+// CNTK's universal learner (LearnerUniversal): the update rule is a graph built by the user from the
+// parameters and one gradient input per parameter; each update binds the gradients and evaluates it once,
+// and the assign ops inside write the new values. No learning rate or options of its own (CNTK gives it a
+// fixed per-minibatch rate of 1, which it only reports).
+#include <algorithm>
+
+#include "ctk/function.h"
+#include "learners/learner_impl.h"
+
+namespace ctk {
+
+namespace {
+
+class UniversalLearner final : public Learner {
+public:
+    UniversalLearner(const UniversalUpdateFunction& update_func, const std::vector<Variable>& parameters)
+        : Learner(parameters, TrainingParameterSchedule(1.0), LearnerOptions{}, "universal") {
+        CTK_CHECK(update_func != nullptr, ValueError, name_, ": update_func is empty");
+        for (const Variable& p : parameters_) {
+            CTK_CHECK(!p.has_inferred_dims(), ValueError, name_, ": parameter ", p.to_string(),
+                      " has inferred dimensions; create the learner once every parameter's shape is known");
+            const std::string label = p.name().empty() ? p.uid() : p.name();
+            gradients_.push_back(input_variable(p.shape(), p.dtype(), false, false, {}, label + "_grad"));
+        }
+        update_func_ = update_func(parameters_, gradients_);
+        CTK_CHECK(update_func_ != nullptr, ValueError, name_, ": update_func returned a null Function");
+
+        const std::vector<Variable> fn_params = update_func_->parameters();
+        for (const Variable& p : parameters_)
+            CTK_CHECK(std::find(fn_params.begin(), fn_params.end(), p) != fn_params.end(), ValueError, name_,
+                      ": the update function ", update_func_->to_string(), " does not use parameter ",
+                      p.to_string());
+        const std::vector<Variable> args = update_func_->arguments();
+        for (const Variable& a : args)
+            CTK_CHECK(std::find(gradients_.begin(), gradients_.end(), a) != gradients_.end(), ValueError,
+                      name_, ": the update function has argument ", a.to_string(),
+                      " besides the gradients; it can only read parameters, constants and gradients");
+        // A gradient the Function does not read cannot be bound (forward rejects foreign arguments).
+        for (const Variable& g : gradients_)
+            bound_.push_back(std::find(args.begin(), args.end(), g) != args.end());
+
+        // The update's own state: its constants and the parameters that are not the learner's.
+        for (const Variable& c : update_func_->constants()) state_vars_.push_back(c);
+        for (const Variable& p : fn_params)
+            if (std::find(parameters_.begin(), parameters_.end(), p) == parameters_.end())
+                state_vars_.push_back(p);
+    }
+
+    bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end) override {
+        CTK_CHECK(minibatch_sample_count >= 0, ValueError, name_,
+                  ": update: minibatch_sample_count must be >= 0, got ", minibatch_sample_count);
+        if (minibatch_sample_count == 0) return false;
+        report_schedules();
+        ValueMap args;
+        for (size_t i = 0; i < parameters_.size(); ++i) {
+            const Variable& p = parameters_[i];
+            auto it = gradients.find(p);
+            CTK_CHECK(it != gradients.end(), ValueError, name_, ": no gradient for ", p.to_string(),
+                      " (the update function updates every parameter at once)");
+            const Tensor& g = it->second;
+            CTK_CHECK(g.defined(), ValueError, name_, ": the gradient of ", p.to_string(), " is undefined");
+            CTK_CHECK(g.shape() == Shape(p.shape()), ShapeError, name_, ": the gradient of ", p.to_string(),
+                      " has shape ", g.shape().to_string(), ", expected ", Shape(p.shape()).to_string());
+            if (bound_[i]) args.emplace(gradients_[i], Value(g));
+        }
+        // Inference-mode evaluation: the assigns take effect when it returns.
+        update_func_->eval(args);
+        samples_seen_ += minibatch_sample_count;
+        ++minibatches_seen_;
+        if (sweep_end) ++sweeps_seen_;
+        return true;
+    }
+
+    Dictionary checkpoint_state() const override {
+        Dictionary d = Learner::checkpoint_state();
+        DictionaryValue::List vars;
+        for (const Variable& v : state_vars_) {
+            Dictionary e;
+            e.set("name", v.name());
+            e.set("value", v.value().to(Device::cpu()).clone());
+            vars.emplace_back(e);
+        }
+        d.set("update_function_state", std::move(vars));
+        return d;
+    }
+
+    void restore_from_checkpoint(const Dictionary& state) override {
+        CTK_CHECK(state.contains("update_function_state"), ValueError, name_,
+                  ": restore_from_checkpoint: the state holds no update function state");
+        const auto& saved = state.at("update_function_state").as_list();
+        CTK_CHECK(saved.size() == state_vars_.size(), ValueError, name_,
+                  ": restore_from_checkpoint: the state ", "holds ", saved.size(),
+                  " constants and parameters of the update function, this one has ", state_vars_.size());
+        // Positional (the update function is rebuilt, so uids differ); check everything before changing it.
+        for (size_t i = 0; i < saved.size(); ++i) {
+            const Dictionary& e = saved[i].as_dictionary();
+            const Tensor& t = e.at("value").as_tensor();
+            const Variable& v = state_vars_[i];
+            CTK_CHECK(t.shape() == Shape(v.shape()), ValueError, name_,
+                      ": restore_from_checkpoint: ", v.to_string(), " has shape ",
+                      Shape(v.shape()).to_string(), " but the saved '", e.at("name").as_string(),
+                      "' has shape ", t.shape().to_string());
+        }
+        Learner::restore_from_checkpoint(state);
+        for (size_t i = 0; i < saved.size(); ++i)
+            state_vars_[i].set_value(saved[i].as_dictionary().at("value").as_tensor());
+    }
+
+protected:
+    void update_parameter(const Variable& p, Tensor&, const Tensor&, std::vector<Tensor>&, double,
+                          int64_t) override {
+        CTK_THROW(Error, name_, ": no per-parameter update (", p.to_string(), "): update() evaluates the ",
+                  "update function");
+    }
+
+private:
+    std::vector<Variable> gradients_;
+    std::vector<bool> bound_;
+    FunctionPtr update_func_;
+    std::vector<Variable> state_vars_;
+};
+
+}  // namespace
+
+LearnerPtr universal(const UniversalUpdateFunction& update_func, const std::vector<Variable>& parameters) {
+    return std::make_shared<UniversalLearner>(update_func, parameters);
+}
+
+}  // namespace ctk
