@@ -124,6 +124,14 @@ enum class PoolingType : uint8_t { max = 0, average = 1 };
 FunctionPtr pooling(const Variable& x, PoolingType type, const Dims& window_shape, const Dims& strides = {1},
                     const std::vector<bool>& auto_padding = {false}, bool ceil_out_dim = false,
                     bool include_pad = false, const std::string& name = "");
+// CNTK's unpooling (max only): the output has pooling_input's shape, with each value of `operand` placed
+// where its window's maximum is in pooling_input (the first one on ties) and zeros elsewhere; values of
+// overlapping windows that share a maximum add. The inverse of max pooling with the same window, strides
+// and auto_padding: operand must have the shape that pooling gives pooling_input (ShapeError otherwise),
+// and the same dynamic axes. Gradients reach the operand only (pooling_input picks positions).
+FunctionPtr unpooling(const Variable& operand, const Variable& pooling_input, PoolingType unpooling_type,
+                      const Dims& unpooling_window_shape, const Dims& strides = {1},
+                      const std::vector<bool>& auto_padding = {false}, const std::string& name = "");
 // CNTK's batch_normalization: scale, bias, running_mean and running_inv_std (a running variance in
 // ctk) are [C] for spatial, or the sample shape otherwise. In training the running statistics move
 // toward the batch's with CNTK's time constant (0: no update, inf: cumulative average).

@@ -1,8 +1,8 @@
 // CNTK's layers library (cntk.layers) in C++: each factory returns a Function with one placeholder
-// operand, wrapped as a block named like CNTK's ("Dense", "Convolution", ...), whose parameters may have
-// inferred dims until the layer is applied. Apply a layer with `layer(x)`-style calls:
-// `call(layer, x)` or `(*layer)({x})`. Names, argument order and defaults follow CNTK 2.7's Python API;
-// arguments CNTK leaves as "use default_options()" are std::optional here.
+// operand (MaxUnpooling: two), wrapped as a block named like CNTK's ("Dense", "Convolution", ...), whose
+// parameters may have inferred dims until the layer is applied. Apply a layer with `layer(x)`-style
+// calls: `call(layer, x)` or `(*layer)({x})`. Names, argument order and defaults follow CNTK 2.7's Python
+// API; arguments CNTK leaves as "use default_options()" are std::optional here.
 #pragma once
 
 #include <functional>
@@ -38,6 +38,8 @@ public:
 
 // Applies a layer (a Function with one placeholder) to x: CNTK's `layer(x)`.
 FunctionPtr call(const FunctionPtr& layer, const Variable& x);
+// Applies a layer with two placeholders (MaxUnpooling) to (x, y): CNTK's `layer(x, y)`.
+FunctionPtr call(const FunctionPtr& layer, const Variable& x, const Variable& y);
 
 // y = activation(x times W + b); W is [input dims..., shape...], input dims inferred from the first x
 // (all of x's static axes unless input_rank says how many trailing ones).
@@ -75,6 +77,10 @@ FunctionPtr MaxPooling(const Dims& filter_shape, const Dims& strides = {1}, bool
                        const std::string& name = "");
 FunctionPtr AveragePooling(const Dims& filter_shape, const Dims& strides = {1}, bool pad = false,
                            const std::string& name = "");
+// Two operands (x, pooling_input): x unpooled to pooling_input's shape at the maxima of its windows
+// (CNTK's unpooling); apply with call(layer, x, pooling_input).
+FunctionPtr MaxUnpooling(const Dims& filter_shape, const Dims& strides = {1}, bool pad = false,
+                         const std::string& name = "");
 // Pooling over all spatial axes: [C, spatial...] -> [C, 1, ...].
 FunctionPtr GlobalMaxPooling(const std::string& name = "");
 FunctionPtr GlobalAveragePooling(const std::string& name = "");

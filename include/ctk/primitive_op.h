@@ -36,6 +36,7 @@ namespace ctk {
     X(convolution, 33)                                                               \
     X(convolution_transpose, 33) /* Convolution with transpose = true */             \
     X(pooling, 17)                                                                   \
+    X(unpooling, 58) /* max only, as CNTK */                                         \
     X(batch_normalization, 40)                                                       \
     X(dropout, 15)                                                                   \
     X(random_distribution, 76) /* cntk.random: uniform, normal, bernoulli, gumbel */ \
@@ -81,7 +82,7 @@ inline constexpr int kNumPrimitiveOps =
     kNumUnaryOps + kNumBinaryOps + (0 CTK_GRAPH_OTHER_OPS(CTK_GRAPH_COUNT_ONE));
 #undef CTK_GRAPH_COUNT_ONE
 // Adding a graph op? Add its OpDef in src/ops, its case in tests/graph/cases, and bump this count.
-static_assert(kNumPrimitiveOps == 103, "graph op list changed: update src/ops and the graph op harness");
+static_assert(kNumPrimitiveOps == 104, "graph op list changed: update src/ops and the graph op harness");
 
 const char* primitive_op_name(PrimitiveOp op);  // ctk's name: "plus", "times", ...
 int cntk_op_type(PrimitiveOp op);

@@ -64,6 +64,11 @@ FunctionPtr call(const FunctionPtr& layer, const Variable& x) {
     return (*layer)({x});
 }
 
+FunctionPtr call(const FunctionPtr& layer, const Variable& x, const Variable& y) {
+    CTK_CHECK(layer != nullptr, ValueError, "call: null layer");
+    return (*layer)({x, y});
+}
+
 FunctionPtr Dense(const Dims& shape, std::optional<ActivationFn> activation, std::optional<Initializer> init,
                   std::optional<int> input_rank, std::optional<bool> bias, std::optional<double> init_bias,
                   const std::string& name) {
@@ -177,6 +182,13 @@ FunctionPtr MaxPooling(const Dims& filter_shape, const Dims& strides, bool pad, 
 }
 FunctionPtr AveragePooling(const Dims& filter_shape, const Dims& strides, bool pad, const std::string& name) {
     return pooling_layer(PoolingType::average, filter_shape, strides, pad, name, "AveragePooling");
+}
+FunctionPtr MaxUnpooling(const Dims& filter_shape, const Dims& strides, bool pad, const std::string& name) {
+    CTK_CHECK(!filter_shape.empty(), ValueError, "MaxUnpooling '", name, "': empty filter_shape");
+    const Dims s = repeat(strides, filter_shape.size(), "strides", "MaxUnpooling");
+    Variable x = placeholder(), pooling_input = placeholder();
+    FunctionPtr body = unpooling(x, pooling_input, PoolingType::max, filter_shape, s, {pad});
+    return as_block(body, {{x, placeholder()}, {pooling_input, placeholder()}}, "MaxUnpooling", name);
 }
 FunctionPtr GlobalMaxPooling(const std::string& name) {
     return global_pooling(PoolingType::max, name, "GlobalMaxPooling");

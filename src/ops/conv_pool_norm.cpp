@@ -1,7 +1,8 @@
-// convolution, pooling and batch_normalization on [C, spatial...] samples (oneDNN/cuDNN through the
+// convolution, pooling, unpooling and batch_normalization on [C, spatial...] samples (oneDNN/cuDNN via the
 // eager ops, the dynamic axes folded into the batch). Per-axis lists (strides, auto_padding, dilation)
 // follow CNTK: they run over the sample's axes and a shorter list is extended at the front with its
 // first value, so (2,) means 2 on every axis.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -190,27 +191,27 @@ void backward_conv_transpose(BackwardContext& c) {
 }
 
 // ---- pooling ----
-PoolAttrs pool_attrs(const Attributes& a, const Dims& x, const std::string& where) {
+// The kernel's geometry for a window attribute (`window_key`, CNTK's name; `what`, Python's, for
+// errors) with the op's strides and autoPadding over a sample x [C, spatial...].
+PoolAttrs window_geometry(const Attributes& a, const char* window_key, const char* what, PoolKind kind,
+                          bool include_pad, bool ceil_mode, const Dims& x, const std::string& where) {
     const int rank = static_cast<int>(x.size()), spatial = rank - 1;
     PoolAttrs p;
-    p.kind = a.get<int64_t>("poolingType") == 0 ? PoolKind::max : PoolKind::average;
-    p.include_pad = a.get<bool>("includePad");
-    if (a.get<Dims>("poolingWindowShape").empty()) {
+    p.kind = kind;
+    p.include_pad = include_pad;
+    if (a.get<Dims>(window_key).empty()) {
         // Global pooling (CNTK stores an unknown window shape): one window over every spatial axis.
-        CTK_CHECK(spatial > 0, ShapeError, where, ": global pooling needs spatial axes after the channel axis of ",
-                  dims_to_string(x));
+        CTK_CHECK(spatial > 0, ShapeError, where,
+                  ": global pooling needs spatial axes after the channel axis of ", dims_to_string(x));
         p.kernel.assign(x.begin() + 1, x.end());
         p.strides.assign(static_cast<size_t>(spatial), 1);
         p.pad_lo.assign(static_cast<size_t>(spatial), 0);
         p.pad_hi.assign(static_cast<size_t>(spatial), 0);
         return p;
     }
-    p.kernel =
-        spatial_values(a.get<Dims>("poolingWindowShape"), rank, spatial, where, "pooling_window_shape");
+    p.kernel = spatial_values(a.get<Dims>(window_key), rank, spatial, where, what);
     p.strides = spatial_values(a.get<Dims>("strides"), rank, spatial, where, "strides");
     auto pad = spatial_values(bools(a.get<Dims>("autoPadding")), rank, spatial, where, "auto_padding");
-    p.include_pad = a.get<bool>("includePad");
-    const bool ceil_mode = a.get<bool>("ceilOutDim");
     for (int i = 0; i < spatial; ++i) {
         const size_t k = static_cast<size_t>(i);
         int64_t lo = 0, hi = 0;
@@ -224,15 +225,23 @@ PoolAttrs pool_attrs(const Attributes& a, const Dims& x, const std::string& wher
     }
     return p;
 }
+PoolAttrs pool_attrs(const Attributes& a, const Dims& x, const std::string& where) {
+    return window_geometry(a, "poolingWindowShape", "pooling_window_shape",
+                           a.get<int64_t>("poolingType") == 0 ? PoolKind::max : PoolKind::average,
+                           a.get<bool>("includePad"), a.get<bool>("ceilOutDim"), x, where);
+}
+// The pooled sample [C, out...] of a sample x [C, spatial...].
+Dims pooled_dims(const Dims& x, const PoolAttrs& p) {
+    Dims o{x[0]};
+    for (size_t i = 0; i < p.kernel.size(); ++i)
+        o.push_back((x[i + 1] + p.pad_lo[i] + p.pad_hi[i] - p.kernel[i]) / p.strides[i] + 1);
+    return o;
+}
 std::vector<OutputSpec> infer_pool(InferContext& c) {
     const Variable& x = c.inputs[0];
     CTK_CHECK(x.rank() >= 2, ShapeError, c.where, ": ", x.to_string(), " needs [channels, spatial...]");
     const Dims out = infer_with_free_dims(x.shape(), c.where, [&](const Dims& probe) {
-        PoolAttrs p = pool_attrs(c.attrs, probe, c.where);
-        Dims o{probe[0]};
-        for (size_t i = 0; i < p.kernel.size(); ++i)
-            o.push_back((probe[i + 1] + p.pad_lo[i] + p.pad_hi[i] - p.kernel[i]) / p.strides[i] + 1);
-        return o;
+        return pooled_dims(probe, pool_attrs(c.attrs, probe, c.where));
     });
     return {{out, x.dtype(), x.dynamic_axes()}};
 }
@@ -251,6 +260,97 @@ void backward_pool(BackwardContext& c) {
     Tensor dx = pooling_backward(fold_dynamic(c.output_grads[0], dyn), fold_dynamic(x, dyn), ws,
                                  pool_attrs(c.attrs, sample_dims(x, dyn), c.where));
     c.input_grads[0] = dx.reshape(x.shape().dims());
+}
+
+// ---- unpooling: (operand, pooling_input), max only (CNTK has no other) ----
+// Each operand value goes to where its window's maximum is in pooling_input, zeros elsewhere; windows
+// that share a maximum add up. That is max pooling's backward with dy = operand, so forward pools
+// pooling_input once for the workspace (where the maxima are) and runs pooling_backward.
+PoolAttrs unpool_attrs(const Attributes& a, const Dims& x, const std::string& where) {
+    return window_geometry(a, "unpoolingWindowShape", "unpooling_window_shape", PoolKind::max, false, false,
+                           x, where);
+}
+std::vector<OutputSpec> infer_unpool(InferContext& c) {
+    const Variable &u = c.inputs[0], &x = c.inputs[1];
+    CTK_CHECK(c.attrs.get<int64_t>("poolingType") == 0, NotImplementedError, c.where,
+              ": only max unpooling exists (CNTK's MAX_UNPOOLING)");
+    CTK_CHECK(x.rank() >= 2, ShapeError, c.where, ": pooling_input ", x.to_string(),
+              " needs [channels, spatial...]");
+    const Dims pooled = infer_with_free_dims(x.shape(), c.where, [&](const Dims& probe) {
+        return pooled_dims(probe, unpool_attrs(c.attrs, probe, c.where));
+    });
+    bool fits = u.shape().size() == pooled.size();
+    for (size_t i = 0; fits && i < pooled.size(); ++i)
+        fits = u.shape()[i] == pooled[i] || u.shape()[i] == kFreeDim || pooled[i] == kFreeDim;
+    CTK_CHECK(fits, ShapeError, c.where, ": the operand ", u.to_string(), " is not the pooled shape ",
+              static_shape_string(pooled), " of pooling_input ", x.to_string(), " under this window");
+    CTK_CHECK(u.dynamic_axes() == x.dynamic_axes(), ShapeError, c.where, ": the operand ", u.to_string(),
+              " and pooling_input ", x.to_string(), " must have the same dynamic axes");
+    return {{x.shape(), common_dtype(c.inputs, c.where), x.dynamic_axes()}};
+}
+void forward_unpool(ForwardContext& c) {
+    const Tensor &u = c.inputs[0].data(), &x = c.inputs[1].data();
+    const int dyn = c.dyn_rank(1);
+    const PoolAttrs p = unpool_attrs(c.attrs, sample_dims(x, dyn), c.where);
+    const Tensor xf = fold_dynamic(x, dyn), uf = fold_dynamic(u, c.dyn_rank(0));
+    PoolResult r = pooling(xf, p, true);
+    CTK_CHECK(uf.shape() == r.y.shape(), ShapeError, c.where, ": the operand's data ", u.shape().to_string(),
+              " does not match pooling_input's data ", x.shape().to_string(), " pooled to ",
+              r.y.shape().to_string());
+    c.outputs.push_back(Value(unfold_dynamic(pooling_backward(uf, xf, r.workspace, p), x, dyn)));
+}
+// The adjoint of the scatter: per window, g at the first maximum of x in it (max pooling's choice), for
+// g and x [N, C, spatial...]. It scans the window's offsets over strided views of x padded with -inf
+// (a padded cell never wins), so it is element-wise ops only and runs on every backend.
+Tensor gather_at_window_max(const Tensor& g, const Tensor& x, const PoolAttrs& p) {
+    const int spatial = x.rank() - 2;
+    Tensor xv = x, gv = g;
+    Dims lo(static_cast<size_t>(x.rank()), 0), hi = lo, out;
+    for (int i = 0; i < spatial; ++i) {
+        const size_t k = static_cast<size_t>(i), a = k + 2;
+        const int64_t in = x.dim(i + 2);
+        out.push_back((in + p.pad_lo[k] + p.pad_hi[k] - p.kernel[k]) / p.strides[k] + 1);
+        // Negative pads (CNTK's auto padding can give them) crop instead.
+        const int64_t crop_lo = std::max<int64_t>(-p.pad_lo[k], 0),
+                      crop_hi = std::max<int64_t>(-p.pad_hi[k], 0);
+        xv = xv.slice(i + 2, crop_lo, in - crop_hi);
+        gv = gv.slice(i + 2, crop_lo, in - crop_hi);
+        lo[a] = std::max<int64_t>(p.pad_lo[k], 0);
+        hi[a] = std::max<int64_t>(p.pad_hi[k], 0);
+    }
+    xv = pad(xv, lo, hi, PadMode::constant, -std::numeric_limits<double>::infinity());
+    gv = pad(gv, lo, hi);
+    auto window_view = [&](const Tensor& t, const Dims& offset) {
+        Tensor v = t;
+        for (int i = 0; i < spatial; ++i) {
+            const size_t k = static_cast<size_t>(i);
+            v = v.slice(i + 2, offset[k], offset[k] + (out[k] - 1) * p.strides[k] + 1, p.strides[k]);
+        }
+        return v;
+    };
+    Dims offset(static_cast<size_t>(spatial), 0);
+    Tensor best = window_view(xv, offset).contiguous(), picked = window_view(gv, offset).contiguous();
+    // Offsets in row-major order after the first; a strictly larger value takes over, so the first
+    // maximum wins as in the pooling kernels.
+    for (;;) {
+        int i = spatial - 1;
+        while (i >= 0 && ++offset[static_cast<size_t>(i)] == p.kernel[static_cast<size_t>(i)])
+            offset[static_cast<size_t>(i--)] = 0;
+        if (i < 0) break;
+        const Tensor v = window_view(xv, offset), larger = greater(v, best);
+        best = element_select(larger, v, best);
+        picked = element_select(larger, window_view(gv, offset), picked);
+    }
+    return picked;
+}
+void backward_unpool(BackwardContext& c) {
+    // No gradient reaches pooling_input: the output moves with it only where a window's maximum jumps.
+    if (!c.needs[0]) return;
+    const Tensor &u = c.inputs[0].data(), &x = c.inputs[1].data();
+    const int dyn = c.dyn_rank(1);
+    const PoolAttrs p = unpool_attrs(c.attrs, sample_dims(x, dyn), c.where);
+    Tensor du = gather_at_window_max(fold_dynamic(c.output_grads[0], dyn), fold_dynamic(x, dyn), p);
+    c.input_grads[0] = du.reshape(u.shape().dims());
 }
 
 // ---- batch normalization: (x, scale, bias, running_mean, running_var, running_count) ----
@@ -343,6 +443,7 @@ void register_conv_ops(OpTable& t) {
     t.add(PrimitiveOp::convolution_transpose, OpDef{"ConvolutionTranspose", 2, 2, infer_conv_transpose,
                                                     forward_conv_transpose, backward_conv_transpose});
     t.add(PrimitiveOp::pooling, OpDef{"Pooling", 1, 1, infer_pool, forward_pool, backward_pool});
+    t.add(PrimitiveOp::unpooling, OpDef{"Unpooling", 2, 2, infer_unpool, forward_unpool, backward_unpool});
     t.add(PrimitiveOp::batch_normalization,
           OpDef{"BatchNormalization", 6, 6, infer_bn, forward_bn, backward_bn, false});
 }
@@ -387,6 +488,21 @@ FunctionPtr pooling(const Variable& x, PoolingType type, const Dims& window_shap
                                                              {"autoPadding", as_dims(auto_padding)},
                                                              {"ceilOutDim", ceil_out_dim},
                                                              {"includePad", include_pad}},
+                                                  name);
+}
+
+FunctionPtr unpooling(const Variable& operand, const Variable& pooling_input, PoolingType unpooling_type,
+                      const Dims& unpooling_window_shape, const Dims& strides,
+                      const std::vector<bool>& auto_padding, const std::string& name) {
+    CTK_CHECK(unpooling_type == PoolingType::max, NotImplementedError, "unpooling '", name,
+              "': only max unpooling exists (CNTK's MAX_UNPOOLING)");
+    CTK_CHECK(!unpooling_window_shape.empty(), ValueError, "unpooling '", name,
+              "': empty unpooling_window_shape");
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::unpooling, {operand, pooling_input},
+                                                  Attributes{{"poolingType", int64_t(unpooling_type)},
+                                                             {"unpoolingWindowShape", unpooling_window_shape},
+                                                             {"strides", strides},
+                                                             {"autoPadding", as_dims(auto_padding)}},
                                                   name);
 }
 

@@ -2,6 +2,7 @@
 // sharing when a layer is applied twice, default_options, and the ConvNet_MNIST parameter count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ctk/layers.h"
@@ -159,6 +160,41 @@ TEST(Layers, PoolingGlobalPoolingAndDropout) {
     EXPECT_THROW(Dropout(0.5, 0.5), ValueError);
     EXPECT_THROW(Dropout(), ValueError);
     EXPECT_THROW(Dropout(1.0), ValueError);
+}
+
+TEST(Layers, MaxUnpoolingPutsThePooledMaximaBackInPlace) {
+    Variable x = input_variable({2, 4, 6});
+    std::vector<float> in(48);
+    for (int i = 0; i < 48; ++i) in[static_cast<size_t>(i)] = static_cast<float>((i * 7) % 48);  // no ties
+    const Tensor xv = Tensor::from_vector<float>(in, {1, 2, 4, 6});
+    FunctionPtr pooled = call(MaxPooling({2, 2}, {2, 2}), x);
+    FunctionPtr layer = MaxUnpooling({2, 2}, {2, 2});
+    EXPECT_EQ(layer->op_name(), "MaxUnpooling");
+    FunctionPtr y = call(layer, pooled, x);
+    EXPECT_EQ(y->output().shape(), (Dims{2, 4, 6}));
+    const Tensor got = eval1(y, x, xv);
+    for (int64_t c = 0; c < 2; ++c)
+        for (int64_t i = 0; i < 4; ++i)
+            for (int64_t j = 0; j < 6; ++j) {
+                double window_max = 0;
+                for (int64_t a = 0; a < 2; ++a)
+                    for (int64_t b = 0; b < 2; ++b)
+                        window_max = std::max(window_max, xv.at({0, c, i / 2 * 2 + a, j / 2 * 2 + b}));
+                const double v = xv.at({0, c, i, j});
+                EXPECT_EQ(got.at({0, c, i, j}), v == window_max ? v : 0.0) << c << " " << i << " " << j;
+            }
+    // Pooling the unpooled values gives the pooled ones back.
+    EXPECT_EQ(eval1(call(MaxPooling({2, 2}, {2, 2}), y), x, xv).to_vector<float>(),
+              eval1(pooled, x, xv).to_vector<float>());
+    // The operand must be what the window makes of pooling_input: a 3x3 window pools [2, 4, 6] to [2, 1, 2].
+    try {
+        call(MaxUnpooling({3, 3}, {3, 3}), pooled, x);
+        ADD_FAILURE() << "expected a ShapeError";
+    } catch (const ShapeError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("[2 x 1 x 2]"), std::string::npos) << m;
+        EXPECT_NE(m.find("[2 x 4 x 6]"), std::string::npos) << m;
+    }
 }
 
 TEST(Layers, LayerNormalizationAgainstHandComputation) {

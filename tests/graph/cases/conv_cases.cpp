@@ -1,8 +1,30 @@
-// Graph harness cases: convolution (CNTK's auto padding, strides, inferred input channels), pooling
-// and batch normalization over samples with the batch axis.
+// Graph harness cases: convolution (CNTK's auto padding, strides, inferred input channels), pooling,
+// unpooling and batch normalization over samples with the batch axis.
 #include "graph/graph_harness.h"
 
 namespace ctk::test {
+
+namespace {
+// Max unpooling by direct loops over u [N, C, h, w] and x [N, C, H, W] (square window k, stride s,
+// low pad lo): each u value is added at the first maximum of its window of x.
+Tensor unpool_reference(const Tensor& u, const Tensor& x, int64_t k, int64_t s, int64_t lo) {
+    Tensor y = Tensor::zeros(x.shape(), DataType::f64);
+    for (int64_t n = 0; n < u.dim(0); ++n)
+        for (int64_t c = 0; c < u.dim(1); ++c)
+            for (int64_t i = 0; i < u.dim(2); ++i)
+                for (int64_t j = 0; j < u.dim(3); ++j) {
+                    int64_t br = -1, bq = -1;
+                    for (int64_t a = 0; a < k; ++a)
+                        for (int64_t b = 0; b < k; ++b) {
+                            const int64_t r = i * s + a - lo, q = j * s + b - lo;
+                            if (r < 0 || r >= x.dim(2) || q < 0 || q >= x.dim(3)) continue;
+                            if (br < 0 || x.at({n, c, r, q}) > x.at({n, c, br, bq})) br = r, bq = q;
+                        }
+                    y.set({n, c, br, bq}, y.at({n, c, br, bq}) + u.at({n, c, i, j}));
+                }
+    return y;
+}
+}  // namespace
 
 std::vector<GraphCase> conv_graph_cases() {
     using V = const std::vector<Variable>&;
@@ -89,6 +111,40 @@ std::vector<GraphCase> conv_graph_cases() {
             p.pad_lo = {lo, lo};
             p.pad_hi = {hi, hi};
             return pooling(in[0], p, false).y;
+        };
+        cases.push_back(c);
+    }
+    // Unpooling: uniform random data has no ties, so every window's maximum is unique and stays put
+    // under the gradient check's perturbations; the gradient reaching pooling_input is zero.
+    for (bool overlap : {true, false}) {
+        GraphCase c;
+        c.name = overlap ? "unpooling/max_3x3_s2_pad" : "unpooling/max_2x2_s2";
+        c.ops = {PrimitiveOp::unpooling};
+        c.slots = overlap ? std::vector<Slot>{Slot::input({2, 3, 3}), Slot::input({2, 6, 6})}
+                          : std::vector<Slot>{Slot::input({3, 2, 3}), Slot::input({3, 4, 6})};
+        c.build = [overlap](V v) {
+            return overlap ? unpooling(v[0], v[1], PoolingType::max, {3, 3}, {2, 2}, {true})
+                           : unpooling(v[0], v[1], PoolingType::max, {2, 2}, {2});
+        };
+        c.reference = [overlap](T in) {
+            int64_t lo = 0, hi = 0;
+            if (overlap) cntk_auto_pad(6, 3, 2, 1, lo, hi);
+            return unpool_reference(in[0], in[1], overlap ? 3 : 2, 2, lo);
+        };
+        cases.push_back(c);
+    }
+    {
+        // Sequences; stride 1, so windows overlap and a cell that is the maximum of several adds them up.
+        GraphCase c;
+        c.name = "unpooling/sequence_2x2_s1";
+        c.ops = {PrimitiveOp::unpooling};
+        c.slots = {Slot::sequence({2, 3, 3}, {2, 3}), Slot::sequence({2, 4, 4}, {2, 3})};
+        c.build = [](V v) { return unpooling(v[0], v[1], PoolingType::max, {2, 2}); };
+        c.reference = [](T in) {
+            const Dims u = in[0].shape().dims(), x = in[1].shape().dims();
+            return unpool_reference(in[0].reshape({u[0] * u[1], u[2], u[3], u[4]}),
+                                    in[1].reshape({x[0] * x[1], x[2], x[3], x[4]}), 2, 1, 0)
+                .reshape(x);
         };
         cases.push_back(c);
     }
