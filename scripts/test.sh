@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Runs every test: installs dependencies, builds ctk with warnings as errors and runs the whole suite,
-# then rebuilds the unit tests with AddressSanitizer + UndefinedBehaviorSanitizer and runs them again.
+# Runs every test: installs dependencies, builds ctk and its Python module with warnings as errors and
+# runs the whole suite (the pytest suite too), then rebuilds the unit tests with AddressSanitizer +
+# UndefinedBehaviorSanitizer (without Python: the interpreter is not built with ASan) and runs them again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 jobs=${CTK_JOBS:-$(nproc)}
 
 echo "== release build (warnings are errors) =="
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTK_WARNINGS_AS_ERRORS=ON >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTK_WARNINGS_AS_ERRORS=ON -DCTK_BUILD_PYTHON=ON >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build -j "$jobs" --output-on-failure
 
@@ -15,6 +16,7 @@ ctest --test-dir build -j "$jobs" --output-on-failure
 # runtime does not run under ASan.
 echo "== sanitizer build (ASan + UBSan, CPU only) =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTK_SANITIZE=ON -DCTK_BUILD_BENCH=OFF -DCTK_USE_CUDA=OFF \
+      -DCTK_BUILD_PYTHON=OFF \
       -DCTK_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build build-asan -j "$jobs"
 # allocator_may_return_null: the out-of-memory tests ask for absurd sizes on purpose.

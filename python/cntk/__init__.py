@@ -1,0 +1,14 @@
+"""cntk: CNTK 2.7's module paths over ctk, so that `import cntk as C` and `from cntk.layers import *`
+run CNTK scripts unchanged. Each cntk.<name> is the module ctk.<name> itself."""
+import sys
+
+import ctk
+from ctk import *  # noqa: F401,F403
+from ctk import (ops, layers, learners, losses, metrics, initializer, io, train, logging,  # noqa: F401
+                 cntk_py, device, sequence, __version__)
+
+for _name in ('ops', 'ops.sequence', 'layers', 'learners', 'losses', 'metrics', 'initializer', 'io', 'train',
+              'logging', 'cntk_py', 'device', 'train.training_session'):
+    sys.modules['cntk.' + _name] = sys.modules['ctk.' + _name]
+sys.modules['cntk.sequence'] = sys.modules['ctk.ops.sequence']
+del _name

@@ -1,0 +1,30 @@
+"""cntk.learners: training-parameter schedules and learners, with CNTK 2.7's argument names."""
+import enum
+
+from ._ctk.learners import *  # noqa: F401,F403
+from ._ctk.learners import (Learner, TrainingParameterSchedule, IGNORE,  # noqa: F401
+                            learning_parameter_schedule, learning_parameter_schedule_per_sample,
+                            momentum_schedule, momentum_schedule_per_sample,
+                            momentum_as_time_constant_schedule, set_default_unit_gain_value,
+                            default_unit_gain_value, sgd, momentum_sgd, nesterov, adagrad, fsadagrad, adam,
+                            rmsprop, adadelta)
+
+
+class UnitType(enum.Enum):
+    """CNTK's deprecated unit of a learning rate: per minibatch or per sample."""
+    minibatch = 'minibatch'
+    sample = 'sample'
+
+
+def learning_rate_schedule(lr, unit, epoch_size=None):
+    """CNTK's deprecated learning_rate_schedule: a per-sample or per-minibatch rate schedule."""
+    if unit == UnitType.sample:
+        return learning_parameter_schedule_per_sample(lr, epoch_size=epoch_size)
+    return learning_parameter_schedule(lr, epoch_size=epoch_size)
+
+
+__all__ = ['Learner', 'TrainingParameterSchedule', 'UnitType', 'IGNORE', 'learning_rate_schedule',
+           'learning_parameter_schedule', 'learning_parameter_schedule_per_sample', 'momentum_schedule',
+           'momentum_schedule_per_sample', 'momentum_as_time_constant_schedule',
+           'set_default_unit_gain_value', 'default_unit_gain_value', 'sgd', 'momentum_sgd', 'nesterov',
+           'adagrad', 'fsadagrad', 'adam', 'rmsprop', 'adadelta']

@@ -1,0 +1,190 @@
+// NumPy <-> Tensor/Value conversions and CNTK's input sanitising (sanitize_input, sanitize_batch).
+// Arrays come in without a copy when they are C-contiguous in the variable's dtype; results go out as
+// fresh arrays (the executor may reuse its buffers on the next call).
+#include "convert.h"
+
+#include <cstring>
+
+namespace ctk::python {
+
+namespace {
+
+// Leaked on purpose: a static py::object would be released after the interpreter is gone.
+py::module_& numpy() {
+    static auto* np = new py::module_(py::module_::import("numpy"));
+    return *np;
+}
+
+// Deletes a Python object from any thread: takes the GIL first (and leaks it when the interpreter is
+// already gone, at process exit).
+void release_python_object(void* p) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object*>(p);
+}
+
+}  // namespace
+
+py::object numpy_dtype(DataType dtype) {
+    switch (dtype) {
+        case DataType::f32:
+            return numpy().attr("float32");
+        case DataType::f64:
+            return numpy().attr("float64");
+        case DataType::f16:
+            return numpy().attr("float16");
+        case DataType::bf16:
+            return numpy().attr("float32");  // NumPy has no bfloat16: results come out as float32
+        case DataType::i32:
+            return numpy().attr("int32");
+        case DataType::i64:
+            return numpy().attr("int64");
+        case DataType::u8:
+            return numpy().attr("uint8");
+    }
+    return numpy().attr("float32");
+}
+
+DataType dtype_from_python(const py::handle& obj) {
+    if (obj.is_none()) return DataType::f32;
+    py::dtype dt = py::dtype::from_args(py::reinterpret_borrow<py::object>(obj));
+    const std::string name = py::str(dt.attr("name"));
+    if (name == "float32") return DataType::f32;
+    if (name == "float64") return DataType::f64;
+    if (name == "float16") return DataType::f16;
+    if (name == "int32") return DataType::i32;
+    if (name == "int64") return DataType::i64;
+    if (name == "uint8") return DataType::u8;
+    CTK_THROW(TypeError, "ctk has no data type for NumPy's ", name,
+              " (use float32, float64, float16, int32, int64 or uint8)");
+}
+
+namespace {
+
+std::optional<DataType> ctk_dtype_of(const py::array& a) {
+    try {
+        return dtype_from_python(a.dtype());
+    } catch (const TypeError&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+Tensor tensor_from_numpy(const py::handle& obj, std::optional<DataType> dtype) {
+    py::array arr = py::reinterpret_borrow<py::object>(numpy().attr("asarray")(obj));
+    const std::optional<DataType> have = ctk_dtype_of(arr);
+    const DataType want = dtype ? *dtype : have.value_or(DataType::f32);
+    if (have != want || !(arr.flags() & py::array::c_style)) {
+        arr = numpy().attr("ascontiguousarray")(arr, numpy_dtype(want));
+    }
+    Dims dims(static_cast<size_t>(arr.ndim()));
+    for (size_t i = 0; i < dims.size(); ++i)
+        dims[i] = static_cast<int64_t>(arr.shape(static_cast<py::ssize_t>(i)));
+    Shape shape(dims);
+    std::shared_ptr<void> keep(new py::object(arr), release_python_object);
+    return Tensor::wrap(const_cast<void*>(arr.data()), static_cast<size_t>(arr.nbytes()), shape,
+                        shape.contiguous_strides(), want, Device::cpu(), std::move(keep));
+}
+
+py::array numpy_from_tensor(const Tensor& t) {
+    Tensor c = t.to(Device::cpu());
+    if (c.dtype() == DataType::bf16) c = c.to(DataType::f32);
+    c = c.contiguous();
+    std::vector<py::ssize_t> shape(c.shape().dims().begin(), c.shape().dims().end());
+    py::array out(py::dtype::from_args(numpy_dtype(c.dtype())), shape);
+    if (c.numel() > 0)
+        std::memcpy(out.mutable_data(), c.raw_data(), static_cast<size_t>(c.numel()) * c.element_size());
+    return out;
+}
+
+Value value_for(const Variable& var, const py::handle& data) {
+    if (py::isinstance<MinibatchData>(data)) {
+        // The Trainer's own binding: reshaped to the sample shape and converted to the dtype.
+        const std::string stream = var.name().empty() ? var.uid() : var.name();
+        return bind_minibatch({{stream, data.cast<const MinibatchData&>()}}, {{var, stream}}).at(var);
+    }
+    if (py::isinstance<Value>(data)) return data.cast<Value>();
+    const DataType dtype = var.dtype();
+    const int sample_rank = var.rank();
+    if (var.has_sequence_axis()) {
+        // A list of sequences [length, sample...], or one array [batch, length, sample...].
+        std::vector<Tensor> sequences;
+        if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
+            for (const py::handle& s : data) {
+                Tensor t = tensor_from_numpy(s, dtype);
+                if (t.rank() == sample_rank) t = t.expand_dims(0);  // a sequence of one sample
+                sequences.push_back(t);
+            }
+        } else {
+            Tensor t = tensor_from_numpy(data, dtype);
+            CTK_CHECK(t.rank() == sample_rank + 2, ValueError, "data of shape ", t.shape().to_string(),
+                      " for sequence input ", var.to_string(),
+                      ": pass a list of sequences, or an array [batch, length, sample...]");
+            for (int64_t i = 0; i < t.dim(0); ++i) sequences.push_back(t.select(0, i));
+        }
+        return Value::from_sequences(sequences);
+    }
+    Tensor t = tensor_from_numpy(data, dtype);
+    if (var.has_batch_axis() && t.rank() == sample_rank) t = t.expand_dims(0);  // one sample
+    return Value(t);
+}
+
+py::object numpy_from_value(const Variable& var, const Value& value) {
+    if (value.has_layout() && var.has_sequence_axis()) {
+        py::list out;
+        for (int64_t i = 0; i < value.layout()->num_sequences(); ++i)
+            out.append(numpy_from_tensor(value.sequence(i)));
+        return out;
+    }
+    return numpy_from_tensor(value.data());
+}
+
+Variable to_variable(const py::handle& obj, DataType dtype_hint) {
+    if (py::isinstance<Variable>(obj)) return obj.cast<Variable>();
+    if (py::isinstance<Function>(obj)) return Variable(obj.cast<FunctionPtr>());
+    if (py::isinstance<py::bool_>(obj) || py::isinstance<py::int_>(obj) || py::isinstance<py::float_>(obj)) {
+        return constant(obj.cast<double>(), dtype_hint);
+    }
+    if (py::isinstance<py::array>(obj) || py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+        return constant(tensor_from_numpy(obj, dtype_hint));
+    }
+    CTK_THROW(TypeError, "expected a Variable, a Function, a number or an array, got ",
+              std::string(py::str(py::type::of(obj).attr("__name__"))));
+}
+
+std::vector<Variable> to_variables(const py::handle& obj) {
+    std::vector<Variable> out;
+    if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj) || py::isinstance<py::set>(obj)) {
+        for (const py::handle& h : obj) {
+            if (py::isinstance<Function>(h)) {
+                for (const Variable& v : h.cast<FunctionPtr>()->outputs()) out.push_back(v);
+            } else {
+                out.push_back(to_variable(h));
+            }
+        }
+    } else if (py::isinstance<Function>(obj)) {
+        out = obj.cast<FunctionPtr>()->outputs();
+    } else {
+        out.push_back(to_variable(obj));
+    }
+    return out;
+}
+
+ValueMap argument_map(const py::handle& arguments, const std::vector<Variable>& function_arguments) {
+    ValueMap map;
+    if (arguments.is_none()) return map;
+    if (py::isinstance<py::dict>(arguments)) {
+        for (auto item : py::reinterpret_borrow<py::dict>(arguments)) {
+            Variable var = to_variable(item.first);
+            map[var] = value_for(var, item.second);
+        }
+        return map;
+    }
+    CTK_CHECK(function_arguments.size() == 1, ValueError, "the function has ", function_arguments.size(),
+              " arguments: pass a dict mapping each argument variable to its data");
+    map[function_arguments[0]] = value_for(function_arguments[0], arguments);
+    return map;
+}
+
+}  // namespace ctk::python

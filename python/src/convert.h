@@ -1,0 +1,46 @@
+// Conversions shared by the binding files: NumPy arrays <-> Tensor and Value, Python data -> argument
+// maps, and the registration functions each binding file defines. Every function here runs with the GIL.
+#pragma once
+
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "ctk/ctk.h"
+
+namespace py = pybind11;
+
+namespace ctk::python {
+
+// numpy.float32 / float64 / int32 / ... for a DataType, and back (np.float32, 'float32', a dtype object).
+py::object numpy_dtype(DataType dtype);
+DataType dtype_from_python(const py::handle& obj);
+
+// A Tensor over the array's memory when it is C-contiguous with a ctk dtype (kept alive by the Tensor),
+// else a contiguous copy; `dtype` given: converted to it (a copy when it differs).
+Tensor tensor_from_numpy(const py::handle& obj, std::optional<DataType> dtype = std::nullopt);
+// A NumPy array sharing the tensor's memory (made contiguous first; CPU only, copied from a GPU).
+py::array numpy_from_tensor(const Tensor& t);
+
+// Data for `var` (CNTK's sanitize_batch): a NumPy array (or anything np.asarray takes) with the batch
+// axis first, or exactly the sample shape (one sample); for sequence inputs a list of arrays, one per
+// sequence; a Value or MinibatchData as it is.
+Value value_for(const Variable& var, const py::handle& data);
+// The Value as CNTK's Python returns it: an array [batch, sample...] without a sequence axis, a list of
+// arrays (one per sequence, padding cut) with one.
+py::object numpy_from_value(const Variable& var, const Value& value);
+
+// {Variable: data} (or, for a Function with one argument, the data alone) -> ValueMap.
+ValueMap argument_map(const py::handle& arguments, const std::vector<Variable>& function_arguments);
+// A Variable from a Python object: a Variable, a Function with one output, a number or an array (a
+// constant, as CNTK's sanitize_input).
+Variable to_variable(const py::handle& obj, DataType dtype_hint = DataType::f32);
+std::vector<Variable> to_variables(const py::handle& obj);
+
+void bind_graph(py::module_& m);
+void bind_ops(py::module_& m);
+void bind_layers_learners(py::module_& m);
+void bind_io_train(py::module_& m);
+
+}  // namespace ctk::python

@@ -1,0 +1,489 @@
+// Bindings of the graph: DataType, Axis, Value, Variable (with CNTK's operator overloads), Function
+// (queries, eval/forward/backward/grad with the GIL released, clone, __call__), initializers and the
+// variable factories (input_variable, parameter, constant, placeholder, combine, as_block).
+#include <optional>
+
+#include "convert.h"
+
+namespace ctk::python {
+
+namespace {
+
+Dims to_dims(const py::handle& shape) {
+    if (shape.is_none()) return {};
+    if (py::isinstance<py::int_>(shape)) return {shape.cast<int64_t>()};
+    return shape.cast<Dims>();
+}
+
+py::tuple shape_tuple(const Dims& dims) {
+    py::tuple t(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) t[i] = dims[i];
+    return t;
+}
+
+// The dtype of whichever operand is a graph node (CNTK's sanitize_multi_var_inputs).
+DataType common_dtype(const py::handle& a, const py::handle& b) {
+    for (const py::handle& h : {a, b}) {
+        if (py::isinstance<Variable>(h)) return h.cast<Variable>().dtype();
+        if (py::isinstance<Function>(h)) return Variable(h.cast<FunctionPtr>()).dtype();
+    }
+    return DataType::f32;
+}
+
+using BinaryOp = FunctionPtr (*)(const Variable&, const Variable&, const std::string&);
+
+// Defines CNTK's operator overloads (Variable and Function both have them).
+template <typename Class>
+void def_operators(Class& c) {
+    auto binary = [&c](const char* name, BinaryOp op, bool reflected) {
+        c.def(name, [op, reflected](const py::object& self, const py::object& other) {
+            const DataType dt = common_dtype(self, other);
+            Variable a = to_variable(self, dt), b = to_variable(other, dt);
+            return reflected ? op(b, a, "") : op(a, b, "");
+        });
+    };
+    binary("__add__", plus, false);
+    binary("__radd__", plus, true);
+    binary("__sub__", minus, false);
+    binary("__rsub__", minus, true);
+    binary("__mul__", element_times, false);
+    binary("__rmul__", element_times, true);
+    binary("__truediv__", element_divide, false);
+    binary("__rtruediv__", element_divide, true);
+    binary("__pow__", pow, false);
+    binary("__rpow__", pow, true);
+    binary("__lt__", less, false);
+    binary("__le__", less_equal, false);
+    binary("__gt__", greater, false);
+    binary("__ge__", greater_equal, false);
+    c.def("__matmul__", [](const py::object& self, const py::object& other) {
+        const DataType dt = common_dtype(self, other);
+        return times(to_variable(self, dt), to_variable(other, dt));
+    });
+    c.def("__rmatmul__", [](const py::object& self, const py::object& other) {
+        const DataType dt = common_dtype(self, other);
+        return times(to_variable(other, dt), to_variable(self, dt));
+    });
+    c.def("__neg__", [](const py::object& self) { return negate(to_variable(self)); });
+    c.def("__abs__", [](const py::object& self) { return abs(to_variable(self)); });
+}
+
+py::object values_out(const ValueMap& values, const std::vector<Variable>& order, bool as_numpy) {
+    py::dict out;
+    for (const Variable& v : order) {
+        auto it = values.find(v);
+        if (it == values.end()) continue;
+        out[py::cast(v)] = as_numpy ? numpy_from_value(v, it->second) : py::cast(it->second);
+    }
+    return out;
+}
+
+std::vector<Variable> outputs_arg(const py::object& outputs, const FunctionPtr& f) {
+    if (outputs.is_none()) return f->outputs();
+    return to_variables(outputs);
+}
+
+py::object eval(const FunctionPtr& f, const py::object& arguments, const py::object& outputs, bool as_numpy) {
+    const std::vector<Variable> outs = outputs_arg(outputs, f);
+    ValueMap args = argument_map(arguments, f->arguments());
+    ValueMap result;
+    {
+        py::gil_scoped_release nogil;
+        result = f->eval(args, outs);
+    }
+    if (outs.size() == 1) {
+        const Value& v = result.at(outs[0]);
+        return as_numpy ? numpy_from_value(outs[0], v) : py::cast(v);
+    }
+    return values_out(result, outs, as_numpy);
+}
+
+py::object grad(const FunctionPtr& f, const py::object& at, const py::object& wrt, const py::object& outputs,
+                bool as_numpy) {
+    std::vector<Variable> wrt_vars;
+    bool unique = false;
+    if (wrt.is_none()) {
+        wrt_vars = f->arguments();
+        unique = wrt_vars.size() == 1;
+    } else if (py::isinstance<py::list>(wrt) || py::isinstance<py::tuple>(wrt)) {
+        wrt_vars = to_variables(wrt);
+    } else {
+        wrt_vars = {to_variable(wrt)};
+        unique = true;
+    }
+    std::vector<Variable> outs = outputs_arg(outputs, f);
+    ValueMap args = argument_map(at, f->arguments());
+    ValueMap grads, values;
+    {
+        py::gil_scoped_release nogil;
+        grads = f->grad(args, wrt_vars, outputs.is_none() ? Variable() : outs[0]);
+        if (!outputs.is_none()) values = f->eval(args, outs);
+    }
+    py::object g = unique ? (as_numpy ? numpy_from_value(wrt_vars[0], grads.at(wrt_vars[0]))
+                                      : py::cast(grads.at(wrt_vars[0])))
+                          : values_out(grads, wrt_vars, as_numpy);
+    if (outputs.is_none()) return g;
+    return py::make_tuple(g, values_out(values, outs, as_numpy));
+}
+
+FunctionPtr compose(const FunctionPtr& f, const py::args& args) {
+    std::vector<Variable> vars;
+    for (const py::handle& a : args) vars.push_back(to_variable(a));
+    return (*f)(vars);
+}
+
+Initializer init_from(const py::handle& init) {
+    if (py::isinstance<Initializer>(init)) return init.cast<Initializer>();
+    return constant_initializer(init.cast<double>());
+}
+
+}  // namespace
+
+void bind_graph(py::module_& m) {
+    // ---- Axis ----
+    py::class_<Axis>(m, "Axis")
+        .def(py::init<int>(), py::arg("static_axis_index"))
+        .def(py::init([](const std::string& name) { return Axis::dynamic(name); }), py::arg("name"))
+        .def_static("default_batch_axis", &Axis::default_batch_axis)
+        .def_static("default_dynamic_axis", &Axis::default_dynamic_axis)
+        .def_static("all_static_axes", &Axis::all_static_axes)
+        .def_static("all_axes", &Axis::all_axes)
+        .def_static("default_input_variable_dynamic_axes", &default_batch_axes)
+        .def_static("new_unique_dynamic_axis", &Axis::new_unique_dynamic_axis, py::arg("name"),
+                    py::arg("ordered") = true)
+        .def_property_readonly("name", &Axis::name)
+        .def_property_readonly("is_static_axis", &Axis::is_static)
+        .def_property_readonly("is_ordered", &Axis::is_ordered)
+        .def(
+            "static_axis_index", [](const Axis& a, bool /*checked*/) { return a.static_index(); },
+            py::arg("checked") = true)
+        .def("__eq__", [](const Axis& a, const Axis& b) { return a == b; })
+        .def("__hash__", [](const Axis& a) { return py::hash(py::str(a.to_string())); })
+        .def("__repr__", &Axis::to_string);
+    py::implicitly_convertible<py::int_, Axis>();
+
+    // ---- Value ----
+    py::class_<Value>(m, "Value")
+        .def(py::init([](const py::handle& data) { return Value(tensor_from_numpy(data)); }),
+             py::arg("batch"))
+        .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.data().shape().dims()); })
+        .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.data().dtype()); })
+        .def("asarray", [](const Value& v) { return numpy_from_tensor(v.data()); })
+        .def("as_sequences",
+             [](const Value& v) {
+                 py::list out;
+                 if (!v.has_layout()) {
+                     for (int64_t i = 0; i < v.data().dim(0); ++i)
+                         out.append(numpy_from_tensor(v.data().select(0, i)));
+                 } else {
+                     for (int64_t i = 0; i < v.layout()->num_sequences(); ++i)
+                         out.append(numpy_from_tensor(v.sequence(i)));
+                 }
+                 return out;
+             })
+        .def("__repr__", [](const Value& v) { return "Value(" + v.data().to_string() + ")"; });
+
+    // ---- Initializers ----
+    py::class_<Initializer>(m, "Initializer").def("__repr__", &Initializer::to_string);
+    constexpr int kRank = kSentinelRank;
+    constexpr uint64_t kSeed = kSentinelSeed;
+    m.attr("SentinelValueForInferParamInitRank") = kRank;
+    m.attr("SentinelValueForAutoSelectRandomSeed") = kSeed;
+    m.def("uniform", &uniform, py::arg("scale"), py::arg("seed") = kSeed);
+    m.def("normal", &normal, py::arg("scale"), py::arg("output_rank") = kRank, py::arg("filter_rank") = kRank,
+          py::arg("seed") = kSeed);
+    m.def("truncated_normal", &truncated_normal, py::arg("stdev"), py::arg("seed") = kSeed);
+    m.def("xavier", &xavier, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
+          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
+    m.def("glorot_uniform", &glorot_uniform, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
+          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
+    m.def("glorot_normal", &glorot_normal, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
+          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
+    m.def("he_uniform", &he_uniform, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
+          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
+    m.def("he_normal", &he_normal, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
+          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
+    m.def("bilinear", &bilinear, py::arg("kernel_width"), py::arg("kernel_height"));
+    m.def("set_fixed_random_seed", &set_fixed_random_seed, py::arg("value"));
+
+    // ---- Variable ----
+    py::class_<Variable> var(m, "Variable");
+    var.def(py::init<const FunctionPtr&>())
+        .def_property_readonly("shape", [](const Variable& v) { return shape_tuple(v.shape()); })
+        .def_property_readonly("dtype", [](const Variable& v) { return numpy_dtype(v.dtype()); })
+        .def_property_readonly("name", &Variable::name)
+        .def_property_readonly("uid", &Variable::uid)
+        .def_property_readonly("dynamic_axes", [](const Variable& v) { return v.dynamic_axes(); })
+        .def_property_readonly("is_input", &Variable::is_input)
+        .def_property_readonly("is_output", &Variable::is_output)
+        .def_property_readonly("is_parameter", &Variable::is_parameter)
+        .def_property_readonly("is_constant", &Variable::is_constant)
+        .def_property_readonly("is_placeholder", &Variable::is_placeholder)
+        .def_property_readonly("is_sparse", &Variable::is_sparse)
+        .def_property_readonly("needs_gradient", &Variable::needs_gradient)
+        .def_property_readonly("owner",
+                               [](const Variable& v) -> py::object {
+                                   FunctionPtr f = v.owner();
+                                   return f ? py::cast(f) : py::none();
+                               })
+        .def_property(
+            "value", [](const Variable& v) { return numpy_from_tensor(v.value()); },
+            [](const Variable& v, const py::handle& data) {
+                v.set_value(tensor_from_numpy(data, v.dtype()));
+            })
+        .def("asarray", [](const Variable& v) { return numpy_from_tensor(v.value()); })
+        .def("__hash__", [](const Variable& v) { return reinterpret_cast<intptr_t>(v.impl()); })
+        .def("__eq__",
+             [](const Variable& a, const py::object& b) {
+                 return py::isinstance<Variable>(b) && a == b.cast<Variable>();
+             })
+        .def("__ne__",
+             [](const Variable& a, const py::object& b) {
+                 return !(py::isinstance<Variable>(b) && a == b.cast<Variable>());
+             })
+        .def("__repr__", &Variable::to_string);
+    def_operators(var);
+
+    // ---- Function ----
+    py::enum_<CloneMethod>(m, "CloneMethod")
+        .value("clone", CloneMethod::clone)
+        .value("share", CloneMethod::share)
+        .value("freeze", CloneMethod::freeze);
+    py::class_<Function, FunctionPtr> fn(m, "Function");
+    fn.def_property_readonly("name", &Function::name)
+        .def_property_readonly("uid", &Function::uid)
+        .def_property_readonly("op_name", &Function::op_name)
+        .def_property_readonly("is_block", &Function::is_block)
+        .def_property_readonly("is_primitive", &Function::is_primitive)
+        .def_property_readonly("is_composite", &Function::is_composite)
+        .def_property_readonly("block_root", &Function::block_root)
+        .def_property_readonly("inputs", &Function::inputs)
+        .def_property_readonly("outputs", &Function::outputs)
+        .def_property_readonly("output", &Function::output)
+        .def_property_readonly("arguments", &Function::arguments)
+        .def_property_readonly("parameters", &Function::parameters)
+        .def_property_readonly("constants", &Function::constants)
+        .def_property_readonly("placeholders", &Function::placeholders)
+        .def_property_readonly("shape", [](const Function& f) { return shape_tuple(f.output().shape()); })
+        .def_property_readonly("dtype", [](const Function& f) { return numpy_dtype(f.output().dtype()); })
+        .def_property_readonly("dynamic_axes", [](const Function& f) { return f.output().dynamic_axes(); })
+        .def_property_readonly("root_function", [](const FunctionPtr& f) { return f; })
+        .def(
+            "find_by_name",
+            [](const Function& f, const std::string& name, int depth) {
+                return f.find_by_name(name, depth != 0);
+            },
+            py::arg("name"), py::arg("depth") = 0)
+        .def(
+            "find_all_with_name",
+            [](const Function& f, const std::string& name, int depth) {
+                return f.find_all_with_name(name, depth != 0);
+            },
+            py::arg("name"), py::arg("depth") = 0)
+        .def(
+            "clone",
+            [](const Function& f, CloneMethod method, const py::object& substitutions) {
+                VariableMap subs;
+                if (!substitutions.is_none()) {
+                    for (auto item : substitutions.cast<py::dict>()) {
+                        subs[to_variable(item.first)] = to_variable(item.second);
+                    }
+                }
+                return f.clone(method, subs);
+            },
+            py::arg("method"), py::arg("substitutions") = py::none())
+        .def(
+            "replace_placeholders",
+            [](Function& f, const py::dict& map) {
+                VariableMap vm;
+                for (auto item : map) vm[to_variable(item.first)] = to_variable(item.second);
+                return f.replace_placeholders(vm);
+            },
+            py::arg("substitutions"))
+        .def(
+            "replace_placeholder",
+            [](Function& f, const py::object& substitution) {
+                auto ph = f.placeholders();
+                CTK_CHECK(ph.size() == 1, ValueError, "replace_placeholder: the function has ", ph.size(),
+                          " placeholders (use replace_placeholders)");
+                return f.replace_placeholders({{ph[0], to_variable(substitution)}});
+            },
+            py::arg("substitution"))
+        .def(
+            "eval",
+            [](const FunctionPtr& f, const py::object& arguments, const py::object& outputs,
+               const py::object& /*device*/, bool as_numpy) { return eval(f, arguments, outputs, as_numpy); },
+            py::arg("arguments") = py::none(), py::arg("outputs") = py::none(),
+            py::arg("device") = py::none(), py::arg("as_numpy") = true)
+        .def(
+            "forward",
+            [](const FunctionPtr& f, const py::object& arguments, const py::object& outputs,
+               const py::object& keep_for_backward, const py::object& /*device*/, bool as_numpy) {
+                std::vector<Variable> outs = outputs_arg(outputs, f);
+                std::vector<Variable> keep;
+                if (!keep_for_backward.is_none()) keep = to_variables(keep_for_backward);
+                ValueMap args = argument_map(arguments, f->arguments());
+                ValueMap result;
+                for (const Variable& v : outs) result[v] = Value();
+                std::shared_ptr<BackPropState> state;
+                {
+                    py::gil_scoped_release nogil;
+                    // CNTK runs in training mode when backward state is kept.
+                    state = f->forward(args, result, keep, !keep.empty());
+                }
+                return py::make_tuple(state, values_out(result, outs, as_numpy));
+            },
+            py::arg("arguments"), py::arg("outputs") = py::none(), py::arg("keep_for_backward") = py::none(),
+            py::arg("device") = py::none(), py::arg("as_numpy") = true)
+        .def(
+            "backward",
+            [](const FunctionPtr& f, const std::shared_ptr<BackPropState>& state,
+               const py::dict& root_gradients, const py::object& variables, bool as_numpy) {
+                ValueMap roots;
+                for (auto item : root_gradients) {
+                    Variable v = to_variable(item.first);
+                    roots[v] = value_for(v, item.second);
+                }
+                std::vector<Variable> wrt = to_variables(py::list(variables));
+                ValueMap grads;
+                {
+                    py::gil_scoped_release nogil;
+                    grads = f->backward(*state, roots, wrt);
+                }
+                return values_out(grads, wrt, as_numpy);
+            },
+            py::arg("state"), py::arg("root_gradients"), py::arg("variables"), py::arg("as_numpy") = true)
+        .def(
+            "grad",
+            [](const FunctionPtr& f, const py::object& at, const py::object& wrt, const py::object& outputs,
+               const py::object& /*device*/, bool as_numpy) { return grad(f, at, wrt, outputs, as_numpy); },
+            py::arg("at"), py::arg("wrt") = py::none(), py::arg("outputs") = py::none(),
+            py::arg("device") = py::none(), py::arg("as_numpy") = true)
+        .def("__call__",
+             [](const FunctionPtr& f, const py::args& args) -> py::object {
+                 // Variables compose (CNTK's __call__); data evaluates, mapped to the arguments in order.
+                 bool symbolic = true;
+                 for (const py::handle& a : args) {
+                     symbolic = symbolic && (py::isinstance<Variable>(a) || py::isinstance<Function>(a));
+                 }
+                 if (symbolic) return py::cast(compose(f, args));
+                 std::vector<Variable> fargs = f->arguments();
+                 CTK_CHECK(fargs.size() == args.size(), ValueError, "the function has ", fargs.size(),
+                           " arguments, called with ", args.size(), " values");
+                 py::dict map;
+                 for (size_t i = 0; i < fargs.size(); ++i) map[py::cast(fargs[i])] = args[i];
+                 return eval(f, map, py::none(), true);
+             })
+        .def("__getattr__",
+             [](const FunctionPtr& f, const std::string& name) -> py::object {
+                 // CNTK: members by name (a layer's W and b), then the single output's attributes.
+                 const FunctionPtr root = f->is_block() ? f->block_root() : f;
+                 for (const auto& list : {root->parameters(), root->constants()}) {
+                     for (const Variable& v : list) {
+                         if (v.name() == name) return py::cast(v);
+                     }
+                 }
+                 if (FunctionPtr found = f->find_by_name(name)) return py::cast(found);
+                 throw py::attribute_error("'Function' object has no attribute '" + name + "'");
+             })
+        .def("__hash__", [](const Function& f) { return reinterpret_cast<intptr_t>(&f); })
+        .def("__eq__",
+             [](const Function& a, const py::object& b) {
+                 return py::isinstance<Function>(b) && &a == b.cast<FunctionPtr>().get();
+             })
+        .def("__repr__", &Function::to_string);
+    def_operators(fn);
+    py::implicitly_convertible<Function, Variable>();
+    py::class_<BackPropState, std::shared_ptr<BackPropState>>(m, "BackPropState")
+        .def_property_readonly("is_training", &BackPropState::is_training);
+
+    // ---- factories ----
+    m.def(
+        "input_variable",
+        [](const py::object& shape, const py::object& dtype, bool needs_gradient, bool is_sparse,
+           const py::object& dynamic_axes, const std::string& name) {
+            std::vector<Axis> axes =
+                dynamic_axes.is_none() ? default_batch_axes() : dynamic_axes.cast<std::vector<Axis>>();
+            return input_variable(to_dims(shape), dtype_from_python(dtype), needs_gradient, is_sparse, axes,
+                                  name);
+        },
+        py::arg("shape"), py::arg("dtype") = py::none(), py::arg("needs_gradient") = false,
+        py::arg("is_sparse") = false, py::arg("dynamic_axes") = py::none(), py::arg("name") = "");
+    m.def(
+        "sequence_input_variable",
+        [](const py::object& shape, const py::object& dtype, bool needs_gradient, bool is_sparse,
+           const py::object& sequence_axis, const std::string& name) {
+            Axis axis = sequence_axis.is_none() ? Axis::default_dynamic_axis() : sequence_axis.cast<Axis>();
+            return sequence_input_variable(to_dims(shape), dtype_from_python(dtype), needs_gradient,
+                                           is_sparse, axis, name);
+        },
+        py::arg("shape"), py::arg("dtype") = py::none(), py::arg("needs_gradient") = false,
+        py::arg("is_sparse") = false, py::arg("sequence_axis") = py::none(), py::arg("name") = "");
+    m.def(
+        "parameter",
+        [](const py::object& shape, const py::object& init, const py::object& dtype,
+           const py::object& /*device*/, const std::string& name) {
+            const bool is_array = py::isinstance<py::array>(init) || py::isinstance<py::list>(init);
+            if (is_array) {
+                return parameter_from(tensor_from_numpy(init, dtype.is_none() ? std::optional<DataType>()
+                                                                              : dtype_from_python(dtype)),
+                                      name);
+            }
+            // CNTK's default: 0 when no initializer is given.
+            Initializer i = init.is_none() ? constant_initializer(0.0) : init_from(init);
+            return parameter(to_dims(shape), i, dtype_from_python(dtype), name);
+        },
+        py::arg("shape") = py::none(), py::arg("init") = py::none(), py::arg("dtype") = py::none(),
+        py::arg("device") = py::none(), py::arg("name") = "");
+    m.def(
+        "constant",
+        [](const py::object& value, const py::object& shape, const py::object& dtype,
+           const py::object& /*device*/, const std::string& name) {
+            const DataType dt = dtype_from_python(dtype);
+            if (value.is_none()) return constant(to_dims(shape), 0.0, dt, name);
+            if (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value)) {
+                if (shape.is_none()) return constant(value.cast<double>(), dt, name);
+                return constant(to_dims(shape), value.cast<double>(), dt, name);
+            }
+            std::optional<DataType> want;
+            if (!dtype.is_none()) want = dt;
+            return constant(tensor_from_numpy(value, want), name);
+        },
+        py::arg("value") = py::none(), py::arg("shape") = py::none(), py::arg("dtype") = py::none(),
+        py::arg("device") = py::none(), py::arg("name") = "");
+    m.def(
+        "placeholder",
+        [](const py::object& shape, const py::object& dynamic_axes, const std::string& name) {
+            if (shape.is_none()) return placeholder(name);
+            std::vector<Axis> axes =
+                dynamic_axes.is_none() ? default_batch_axes() : dynamic_axes.cast<std::vector<Axis>>();
+            return placeholder(to_dims(shape), axes, name);
+        },
+        py::arg("shape") = py::none(), py::arg("dynamic_axes") = py::none(), py::arg("name") = "");
+    m.def(
+        "combine",
+        [](const py::args& operands, const std::string& name) {
+            py::object list = operands.size() == 1 && (py::isinstance<py::list>(operands[0]) ||
+                                                       py::isinstance<py::tuple>(operands[0]))
+                                  ? py::object(operands[0])
+                                  : py::object(operands);
+            return combine(to_variables(list), name);
+        },
+        py::kw_only(), py::arg("name") = "");
+    m.def(
+        "as_block",
+        [](const FunctionPtr& composite, const py::object& block_arguments_map,
+           const std::string& block_op_name, const std::string& block_instance_name) {
+            std::vector<std::pair<Variable, Variable>> args;
+            for (const py::handle& pair : block_arguments_map) {
+                auto t = pair.cast<py::tuple>();
+                args.emplace_back(to_variable(t[0]), to_variable(t[1]));
+            }
+            return as_block(composite, args, block_op_name, block_instance_name);
+        },
+        py::arg("composite"), py::arg("block_arguments_map"), py::arg("block_op_name"),
+        py::arg("block_instance_name") = "");
+    m.def("as_function", &as_function);
+}
+
+}  // namespace ctk::python

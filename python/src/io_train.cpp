@@ -1,0 +1,447 @@
+// Bindings of cntk.io (MinibatchSource, CTFDeserializer, StreamDef, stream infos, MinibatchData) and
+// cntk.train / cntk.logging (Trainer, Evaluator, training_session and its configs, ProgressPrinter,
+// log_number_of_parameters). Reading and training run with the GIL released; Python's and C's stdout
+// are flushed around everything that prints, so the log lines keep their order.
+#include <cstdio>
+
+#include "convert.h"
+
+namespace ctk::python {
+
+namespace {
+
+// Flushes Python's sys.stdout before C++ prints, and C's stdout after.
+struct StdoutSync {
+    StdoutSync() { py::module_::import("sys").attr("stdout").attr("flush")(); }
+    ~StdoutSync() { std::fflush(stdout); }
+};
+
+Dims dims_arg(const py::handle& d) {
+    if (d.is_none()) return {};
+    if (py::isinstance<py::int_>(d)) return {d.cast<int64_t>()};
+    return d.cast<Dims>();
+}
+
+// {Variable: StreamInformation or stream name} -> StreamMap.
+StreamMap stream_map(const py::handle& map) {
+    StreamMap out;
+    if (map.is_none()) return out;
+    for (auto item : py::reinterpret_borrow<py::dict>(map)) {
+        Variable v = to_variable(item.first);
+        out[v] = py::isinstance<StreamInformation>(item.second) ? item.second.cast<StreamInformation>().name
+                                                                : item.second.cast<std::string>();
+    }
+    return out;
+}
+
+// Trainer arguments: {Variable: MinibatchData or data}; the sweep ends when some MinibatchData says so.
+MinibatchArguments minibatch_arguments(const py::handle& arguments, const FunctionPtr& f, bool* sweep_end) {
+    if (sweep_end && py::isinstance<py::dict>(arguments)) {
+        for (auto item : py::reinterpret_borrow<py::dict>(arguments)) {
+            if (py::isinstance<MinibatchData>(item.second))
+                *sweep_end |= item.second.cast<const MinibatchData&>().sweep_end;
+        }
+    }
+    ValueMap m = argument_map(arguments, f->arguments());
+    return MinibatchArguments(m.begin(), m.end());
+}
+
+Frequency frequency_arg(const py::handle& f) {
+    if (f.is_none()) return {};
+    if (py::isinstance<py::tuple>(f)) {
+        auto t = f.cast<py::tuple>();
+        return {t[0].cast<int64_t>(), t[1].cast<DataUnit>()};
+    }
+    return {f.cast<int64_t>(), DataUnit::sample};
+}
+
+std::shared_ptr<MinibatchSource> source_arg(const py::object& a, const py::object& b) {
+    const py::object& s = a.is_none() ? b : a;
+    return s.is_none() ? nullptr : s.cast<std::shared_ptr<MinibatchSource>>();
+}
+
+std::vector<ProgressWriterPtr> writers_arg(const py::object& w) {
+    if (w.is_none()) return {};
+    if (py::isinstance<ProgressWriter>(w)) return {w.cast<ProgressWriterPtr>()};
+    return w.cast<std::vector<ProgressWriterPtr>>();
+}
+
+}  // namespace
+
+void bind_io_train(py::module_& m) {
+    using py::arg;
+
+    // ---- io ----
+    py::module_ io = m.def_submodule("io", "cntk.io");
+    io.attr("INFINITELY_REPEAT") = kInfinitelyRepeat;
+    io.attr("FULL_DATA_SWEEP") = kFullDataSweep;
+    io.attr("DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS") = kDefaultRandomizationWindowInChunks;
+    py::class_<StreamDef>(io, "StreamDef")
+        .def(py::init([](const py::object& field, const py::object& shape, bool is_sparse,
+                         const py::object& transforms, const py::object& context, const py::object& scp,
+                         const py::object& mlf, const py::object& broadcast, bool defines_mb_size,
+                         int64_t /*max_sequence_length*/) {
+                 for (const py::object* o : {&transforms, &context, &scp, &mlf, &broadcast}) {
+                     CTK_CHECK(o->is_none(), NotImplementedError,
+                               "StreamDef: transforms, context, scp, mlf and broadcast are not supported by "
+                               "ctk yet");
+                 }
+                 StreamDef d;
+                 d.field = field.is_none() ? "" : field.cast<std::string>();
+                 d.shape = dims_arg(shape);
+                 d.is_sparse = is_sparse;
+                 d.defines_mb_size = defines_mb_size;
+                 return d;
+             }),
+             arg("field") = py::none(), arg("shape") = py::none(), arg("is_sparse") = false,
+             arg("transforms") = py::none(), arg("context") = py::none(), arg("scp") = py::none(),
+             arg("mlf") = py::none(), arg("broadcast") = py::none(), arg("defines_mb_size") = false,
+             arg("max_sequence_length") = 65535)
+        .def_readwrite("field", &StreamDef::field)
+        .def_readwrite("shape", &StreamDef::shape)
+        .def_readwrite("is_sparse", &StreamDef::is_sparse)
+        .def_readwrite("defines_mb_size", &StreamDef::defines_mb_size);
+    py::class_<StreamInformation>(io, "StreamInformation")
+        .def_readonly("name", &StreamInformation::name)
+        .def_readonly("m_name", &StreamInformation::name)
+        .def_readonly("stream_id", &StreamInformation::id)
+        .def_property_readonly("shape",
+                               [](const StreamInformation& s) { return py::tuple(py::cast(s.sample_shape)); })
+        .def_readonly("sample_shape", &StreamInformation::sample_shape)
+        .def_property_readonly("dtype", [](const StreamInformation& s) { return numpy_dtype(s.dtype); })
+        .def_readonly("is_sparse", &StreamInformation::is_sparse)
+        .def("__hash__", [](const StreamInformation& s) { return py::hash(py::str(s.name)); })
+        .def("__eq__",
+             [](const StreamInformation& a, const py::object& b) {
+                 return py::isinstance<StreamInformation>(b) && a.name == b.cast<StreamInformation>().name &&
+                        a.id == b.cast<StreamInformation>().id;
+             })
+        .def("__repr__", [](const StreamInformation& s) { return "StreamInformation('" + s.name + "')"; });
+    py::class_<MinibatchData>(io, "MinibatchData")
+        .def_readonly("data", &MinibatchData::data)
+        .def_readonly("num_samples", &MinibatchData::num_samples)
+        .def_readonly("num_sequences", &MinibatchData::num_sequences)
+        .def_readonly("end_of_sweep", &MinibatchData::sweep_end)
+        .def_readonly("sweep_end", &MinibatchData::sweep_end)
+        .def_property_readonly(
+            "shape", [](const MinibatchData& d) { return py::tuple(py::cast(d.data.data().shape().dims())); })
+        .def("asarray", [](const MinibatchData& d) { return numpy_from_tensor(d.data.data()); })
+        .def("as_sequences",
+             [](const MinibatchData& d) {
+                 py::list out;
+                 for (int64_t i = 0; i < d.num_sequences; ++i)
+                     out.append(numpy_from_tensor(d.data.sequence(i)));
+                 return out;
+             })
+        .def("__len__", [](const MinibatchData& d) { return d.num_sequences; });
+    py::class_<Deserializer, DeserializerPtr>(io, "Deserializer").def("__repr__", &Deserializer::description);
+    io.def(
+        "CTFDeserializer",
+        [](const std::string& filename, const py::dict& streams) {
+            std::vector<StreamDef> defs;
+            for (auto item : streams) {
+                StreamDef d = item.second.cast<StreamDef>();
+                d.name = py::str(item.first);
+                if (d.field.empty()) d.field = d.name;
+                defs.push_back(d);
+            }
+            return ctf_deserializer(filename, defs);
+        },
+        arg("filename"), arg("streams"));
+    py::class_<MinibatchSource, std::shared_ptr<MinibatchSource>>(io, "MinibatchSource")
+        .def(py::init([](const py::object& deserializers, int64_t max_samples, int64_t max_sweeps,
+                         int64_t window_chunks, int64_t window_samples, uint64_t seed,
+                         const py::object& /*trace*/, const py::object& multithreaded, bool frame_mode,
+                         int64_t truncation_length, bool randomize, int64_t /*max_errors*/) {
+                 CTK_CHECK(!frame_mode && truncation_length == 0, NotImplementedError,
+                           "MinibatchSource: frame_mode and truncation_length are not supported by ctk yet");
+                 MinibatchSourceConfig c;
+                 if (py::isinstance<Deserializer>(deserializers)) {
+                     c.deserializers = {deserializers.cast<DeserializerPtr>()};
+                 } else {
+                     c.deserializers = deserializers.cast<std::vector<DeserializerPtr>>();
+                 }
+                 c.max_samples = max_samples;
+                 c.max_sweeps = max_sweeps;
+                 c.randomization_window_in_chunks = window_chunks;
+                 c.randomization_window_in_samples = window_samples;
+                 c.randomization_seed = seed;
+                 c.randomize = randomize;
+                 if (!multithreaded.is_none()) c.multithreaded_deserializer = multithreaded.cast<bool>();
+                 return std::make_shared<MinibatchSource>(std::move(c));
+             }),
+             arg("deserializers"), arg("max_samples") = kInfinitelyRepeat,
+             arg("max_sweeps") = kInfinitelyRepeat,
+             arg("randomization_window_in_chunks") = kDefaultRandomizationWindowInChunks,
+             arg("randomization_window_in_samples") = 0, arg("randomization_seed") = 0,
+             arg("trace_level") = py::none(), arg("multithreaded_deserializer") = py::none(),
+             arg("frame_mode") = false, arg("truncation_length") = 0, arg("randomize") = true,
+             arg("max_errors") = 0)
+        .def_property_readonly("streams",
+                               [](const MinibatchSource& s) {
+                                   py::dict d;
+                                   for (const auto& info : s.stream_infos()) d[py::str(info.name)] = info;
+                                   return py::module_::import("types").attr("SimpleNamespace")(**d);
+                               })
+        .def("stream_infos", &MinibatchSource::stream_infos)
+        .def("stream_info", &MinibatchSource::stream_info, arg("name"))
+        .def("__getitem__", &MinibatchSource::stream_info, arg("name"))
+        .def(
+            "next_minibatch",
+            [](MinibatchSource& s, int64_t size, const py::object& input_map, const py::object& /*device*/,
+               const py::object& partitions, const py::object& index) {
+                const int64_t n = partitions.is_none() ? 1 : partitions.cast<int64_t>();
+                const int64_t i = index.is_none() ? 0 : index.cast<int64_t>();
+                std::unordered_map<std::string, MinibatchData> mb;
+                {
+                    py::gil_scoped_release nogil;
+                    mb = s.next_minibatch(size, n, i);
+                }
+                py::dict out;
+                if (mb.empty()) return out;
+                if (input_map.is_none()) {
+                    for (const auto& info : s.stream_infos()) {
+                        auto it = mb.find(info.name);
+                        if (it != mb.end()) out[py::cast(info)] = it->second;
+                    }
+                } else {
+                    for (auto item : input_map.cast<py::dict>()) {
+                        const std::string name = py::isinstance<StreamInformation>(item.second)
+                                                     ? item.second.cast<StreamInformation>().name
+                                                     : item.second.cast<std::string>();
+                        out[item.first] = mb.at(name);
+                    }
+                }
+                return out;
+            },
+            arg("minibatch_size_in_samples"), arg("input_map") = py::none(), arg("device") = py::none(),
+            arg("num_data_partitions") = py::none(), arg("partition_index") = py::none())
+        .def_property_readonly("total_samples_delivered", &MinibatchSource::total_samples_delivered);
+
+    // ---- logging ----
+    py::module_ lg = m.def_submodule("logging", "cntk.logging");
+    py::class_<ProgressWriter, ProgressWriterPtr>(lg, "ProgressWriter")
+        .def_property_readonly("total_training_updates", &ProgressWriter::total_training_updates)
+        .def_property_readonly("total_test_updates", &ProgressWriter::total_test_updates);
+    py::class_<ProgressPrinter, ProgressWriter, std::shared_ptr<ProgressPrinter>>(lg, "ProgressPrinter")
+        .def(py::init([](const py::object& freq, int64_t first, const std::string& tag,
+                         const py::object& log_to_file, const py::object& rank, bool gen_heartbeat,
+                         const py::object& num_epochs, const py::object& test_freq, int64_t test_first,
+                         bool metric_is_pct) {
+                 StdoutSync sync;
+                 ProgressPrinterOptions o;
+                 if (!freq.is_none()) o.freq = freq.cast<int64_t>();
+                 o.first = first;
+                 o.tag = tag;
+                 if (!log_to_file.is_none()) o.log_to_file = log_to_file.cast<std::string>();
+                 if (!rank.is_none()) o.rank = rank.cast<int>();
+                 o.gen_heartbeat = gen_heartbeat;
+                 if (!num_epochs.is_none()) o.num_epochs = num_epochs.cast<int64_t>();
+                 if (!test_freq.is_none()) o.test_freq = test_freq.cast<int64_t>();
+                 o.test_first = test_first;
+                 o.metric_is_pct = metric_is_pct;
+                 return std::make_shared<ProgressPrinter>(o);
+             }),
+             arg("freq") = py::none(), arg("first") = 0, arg("tag") = "", arg("log_to_file") = py::none(),
+             arg("rank") = py::none(), arg("gen_heartbeat") = false, arg("num_epochs") = py::none(),
+             arg("test_freq") = py::none(), arg("test_first") = 0, arg("metric_is_pct") = true)
+        .def(
+            "log",
+            [](ProgressPrinter& p, const std::string& msg) {
+                StdoutSync s;
+                p.log(msg);
+            },
+            arg("message"))
+        .def(
+            "end_progress_print",
+            [](ProgressPrinter& p, const std::string& msg) {
+                StdoutSync s;
+                p.end_progress_print(msg);
+            },
+            arg("msg") = "");
+    lg.def(
+        "log_number_of_parameters",
+        [](const FunctionPtr& model, int /*trace_level*/) {
+            StdoutSync s;
+            log_number_of_parameters(model, true);
+        },
+        arg("model"), arg("trace_level") = 0);
+
+    // ---- train ----
+    py::module_ tr = m.def_submodule("train", "cntk.train");
+    py::class_<Trainer, std::shared_ptr<Trainer>>(tr, "Trainer")
+        .def(py::init([](const FunctionPtr& model, const py::object& criterion, const py::object& learners,
+                         const py::object& writers) {
+                 FunctionPtr loss, metric;
+                 if (py::isinstance<py::tuple>(criterion) || py::isinstance<py::list>(criterion)) {
+                     auto t = criterion.cast<py::sequence>();
+                     loss = as_function(to_variable(t[0]));
+                     if (t.size() > 1 && !t[1].is_none()) metric = as_function(to_variable(t[1]));
+                 } else {
+                     loss = as_function(to_variable(criterion));
+                 }
+                 std::vector<LearnerPtr> ls = py::isinstance<Learner>(learners)
+                                                  ? std::vector<LearnerPtr>{learners.cast<LearnerPtr>()}
+                                                  : learners.cast<std::vector<LearnerPtr>>();
+                 StdoutSync s;
+                 return std::make_shared<Trainer>(model, loss, metric, ls, writers_arg(writers));
+             }),
+             arg("model"), arg("criterion"), arg("parameter_learners"), arg("progress_writers") = py::none())
+        .def(
+            "train_minibatch",
+            [](Trainer& t, const py::object& arguments, const py::object& outputs,
+               const py::object& /*device*/, const py::object& is_sweep_end) {
+                CTK_CHECK(outputs.is_none(), NotImplementedError,
+                          "train_minibatch: outputs= is not supported yet");
+                bool sweep_end = false;
+                MinibatchArguments args = minibatch_arguments(arguments, t.loss_function(), &sweep_end);
+                if (!is_sweep_end.is_none()) sweep_end = is_sweep_end.cast<bool>();
+                StdoutSync s;
+                py::gil_scoped_release nogil;
+                return t.train_minibatch(args, sweep_end);
+            },
+            arg("arguments"), arg("outputs") = py::none(), arg("device") = py::none(),
+            arg("is_sweep_end") = py::none())
+        .def(
+            "test_minibatch",
+            [](Trainer& t, const py::object& arguments, const py::object& /*device*/) {
+                FunctionPtr f = t.evaluation_function() ? t.evaluation_function() : t.loss_function();
+                MinibatchArguments args = minibatch_arguments(arguments, f, nullptr);
+                StdoutSync s;
+                py::gil_scoped_release nogil;
+                return t.test_minibatch(args);
+            },
+            arg("arguments"), arg("device") = py::none())
+        .def("summarize_training_progress",
+             [](Trainer& t) {
+                 StdoutSync s;
+                 t.summarize_training_progress();
+             })
+        .def("summarize_test_progress",
+             [](Trainer& t) {
+                 StdoutSync s;
+                 t.summarize_test_progress();
+             })
+        .def_property_readonly("previous_minibatch_loss_average", &Trainer::previous_minibatch_loss_average)
+        .def_property_readonly("previous_minibatch_evaluation_average",
+                               &Trainer::previous_minibatch_evaluation_average)
+        .def_property_readonly("previous_minibatch_sample_count", &Trainer::previous_minibatch_sample_count)
+        .def_property_readonly("total_number_of_samples_seen", &Trainer::total_number_of_samples_seen)
+        .def_property_readonly("model", &Trainer::model)
+        .def_property_readonly("loss_function", &Trainer::loss_function)
+        .def_property_readonly("evaluation_function", &Trainer::evaluation_function)
+        .def_property_readonly("parameter_learners", &Trainer::parameter_learners)
+        .def(
+            "save_checkpoint",
+            [](const Trainer& t, const std::string& filename) { t.save_checkpoint(filename); },
+            arg("filename"))
+        .def(
+            "restore_from_checkpoint",
+            [](Trainer& t, const std::string& filename) { t.restore_from_checkpoint(filename); },
+            arg("filename"));
+    py::class_<Evaluator, std::shared_ptr<Evaluator>>(tr, "Evaluator")
+        .def(py::init([](const py::object& eval_function, const py::object& writers) {
+                 return std::make_shared<Evaluator>(as_function(to_variable(eval_function)),
+                                                    writers_arg(writers));
+             }),
+             arg("eval_function"), arg("progress_writers") = py::none())
+        .def(
+            "test_minibatch",
+            [](Evaluator& e, const py::object& arguments, const py::object& /*device*/) {
+                MinibatchArguments args = minibatch_arguments(arguments, e.evaluation_function(), nullptr);
+                StdoutSync s;
+                py::gil_scoped_release nogil;
+                return e.test_minibatch(args);
+            },
+            arg("arguments"), arg("device") = py::none())
+        .def("summarize_test_progress", [](Evaluator& e) {
+            StdoutSync s;
+            e.summarize_test_progress();
+        });
+
+    py::enum_<DataUnit>(tr, "DataUnit")
+        .value("sample", DataUnit::sample)
+        .value("minibatch", DataUnit::minibatch)
+        .value("sweep", DataUnit::sweep);
+    py::class_<CheckpointConfig>(tr, "CheckpointConfig")
+        .def(py::init([](const std::string& filename, const py::object& frequency, bool restore,
+                         bool preserve_all) {
+                 return CheckpointConfig{filename, frequency_arg(frequency), restore, preserve_all};
+             }),
+             arg("filename"), arg("frequency") = py::none(), arg("restore") = true,
+             arg("preserve_all") = false);
+    py::class_<CrossValidationConfig>(tr, "CrossValidationConfig")
+        .def(py::init([](const py::object& minibatch_source, const py::object& frequency,
+                         int64_t minibatch_size, const py::object& callback, const py::object& max_samples,
+                         const py::object& model_inputs_to_streams, const py::object& source,
+                         const py::object& mb_size) {
+                 CrossValidationConfig c;
+                 c.source = source_arg(minibatch_source, source);
+                 c.frequency = frequency_arg(frequency);
+                 c.minibatch_size = mb_size.is_none() ? minibatch_size : mb_size.cast<int64_t>();
+                 if (!max_samples.is_none()) c.max_samples = max_samples.cast<int64_t>();
+                 c.model_inputs_to_streams = stream_map(model_inputs_to_streams);
+                 if (!callback.is_none()) {
+                     auto fn = std::shared_ptr<py::object>(new py::object(callback), [](py::object* p) {
+                         if (!Py_IsInitialized()) return;
+                         py::gil_scoped_acquire gil;
+                         delete p;
+                     });
+                     c.callback = [fn](int64_t index, double average) {
+                         py::gil_scoped_acquire gil;
+                         py::object r = (*fn)(index, average);
+                         return r.is_none() || r.cast<bool>();
+                     };
+                 }
+                 return c;
+             }),
+             arg("minibatch_source") = py::none(), arg("frequency") = py::none(), arg("minibatch_size") = 32,
+             arg("callback") = py::none(), arg("max_samples") = py::none(),
+             arg("model_inputs_to_streams") = py::none(), arg("source") = py::none(),
+             arg("mb_size") = py::none());
+    py::class_<TestConfig>(tr, "TestConfig")
+        .def(py::init([](const py::object& minibatch_source, int64_t minibatch_size,
+                         const py::object& model_inputs_to_streams, const py::object& source,
+                         const py::object& mb_size) {
+                 TestConfig c;
+                 c.source = source_arg(minibatch_source, source);
+                 c.minibatch_size = mb_size.is_none() ? minibatch_size : mb_size.cast<int64_t>();
+                 c.model_inputs_to_streams = stream_map(model_inputs_to_streams);
+                 return c;
+             }),
+             arg("minibatch_source") = py::none(), arg("minibatch_size") = 32,
+             arg("model_inputs_to_streams") = py::none(), arg("source") = py::none(),
+             arg("mb_size") = py::none());
+    py::class_<TrainingSession, std::shared_ptr<TrainingSession>>(tr, "TrainingSession")
+        .def(
+            "train",
+            [](TrainingSession& s, const py::object& /*device*/) {
+                StdoutSync sync;
+                py::gil_scoped_release nogil;
+                s.train();
+            },
+            arg("device") = py::none());
+    tr.def(
+        "training_session",
+        [](const std::shared_ptr<Trainer>& trainer, const std::shared_ptr<MinibatchSource>& mb_source,
+           int64_t mb_size, const py::object& model_inputs_to_streams, const py::object& progress_frequency,
+           const py::object& max_samples, const py::object& checkpoint_config, const py::object& cv_config,
+           const py::object& test_config) {
+            std::optional<CheckpointConfig> ck;
+            std::optional<CrossValidationConfig> cv;
+            std::optional<TestConfig> test;
+            if (!checkpoint_config.is_none()) ck = checkpoint_config.cast<CheckpointConfig>();
+            if (!cv_config.is_none()) cv = cv_config.cast<CrossValidationConfig>();
+            if (!test_config.is_none()) test = test_config.cast<TestConfig>();
+            return std::make_shared<TrainingSession>(
+                trainer, mb_source, mb_size, stream_map(model_inputs_to_streams),
+                frequency_arg(progress_frequency),
+                max_samples.is_none() ? kInfinitelyRepeat : max_samples.cast<int64_t>(), ck, cv, test);
+        },
+        arg("trainer"), arg("mb_source"), arg("mb_size"), arg("model_inputs_to_streams"),
+        arg("progress_frequency") = py::none(), arg("max_samples") = py::none(),
+        arg("checkpoint_config") = py::none(), arg("cv_config") = py::none(),
+        arg("test_config") = py::none());
+}
+
+}  // namespace ctk::python

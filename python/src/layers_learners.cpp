@@ -1,0 +1,464 @@
+// Bindings of cntk.layers (Dense, Convolution*, pooling, Dropout, normalisation, Embedding, Sequential,
+// default_options) and cntk.learners (schedules and every learner, with CNTK's Python argument names).
+// Python callables become ActivationFns that take the GIL to call back into Python.
+#include <memory>
+
+#include "convert.h"
+
+namespace ctk::python {
+
+namespace {
+
+using layers::ActivationFn;
+
+// A Python object owned from C++: released with the GIL held, whatever thread drops the last copy.
+std::shared_ptr<py::object> hold(const py::object& obj) {
+    return std::shared_ptr<py::object>(new py::object(obj), [](py::object* p) {
+        if (!Py_IsInitialized()) return;
+        py::gil_scoped_acquire gil;
+        delete p;
+    });
+}
+
+// CNTK's default_override_or: an argument left at this sentinel takes default_options' value.
+// (Leaked on purpose: a static py::object would be released after the interpreter is gone.)
+py::object& unset() {
+    static auto* sentinel = new py::object();
+    return *sentinel;
+}
+bool is_unset(const py::handle& h) {
+    return h.is(unset());
+}
+
+ActivationFn activation_fn(const py::object& f) {
+    if (f.is_none()) return ActivationFn();  // CNTK: activation=None is the identity
+    auto fn = hold(f);
+    return [fn](const Variable& x) -> FunctionPtr {
+        py::gil_scoped_acquire gil;
+        py::object r = (*fn)(x);
+        if (py::isinstance<Function>(r)) return r.cast<FunctionPtr>();
+        return as_function(to_variable(r));
+    };
+}
+
+std::optional<ActivationFn> opt_activation(const py::object& f) {
+    if (is_unset(f)) return std::nullopt;
+    return activation_fn(f);
+}
+
+std::optional<Initializer> opt_init(const py::object& init) {
+    if (is_unset(init)) return std::nullopt;
+    if (py::isinstance<Initializer>(init)) return init.cast<Initializer>();
+    return constant_initializer(init.cast<double>());
+}
+
+template <typename T>
+std::optional<T> opt(const py::object& v) {
+    if (is_unset(v) || v.is_none()) return std::nullopt;
+    return v.cast<T>();
+}
+
+Dims dims_arg(const py::handle& d) {
+    if (d.is_none()) return {};
+    if (py::isinstance<py::int_>(d)) return {d.cast<int64_t>()};
+    return d.cast<Dims>();
+}
+
+// CNTK's Sequential: Functions as they are, Python callables as activations, nested lists in order.
+std::vector<FunctionPtr> layer_list(const py::handle& layers) {
+    std::vector<FunctionPtr> out;
+    if (py::isinstance<Function>(layers)) return {layers.cast<FunctionPtr>()};
+    if (py::isinstance<py::list>(layers) || py::isinstance<py::tuple>(layers)) {
+        for (const py::handle& h : layers) {
+            auto inner = layer_list(h);
+            out.insert(out.end(), inner.begin(), inner.end());
+        }
+        return out;
+    }
+    CTK_CHECK(PyCallable_Check(layers.ptr()), TypeError, "Sequential: expected Functions or callables");
+    return {layers::Activation(activation_fn(py::reinterpret_borrow<py::object>(layers)))};
+}
+
+// The context manager behind cntk.layers.default_options(...).
+struct DefaultOptions {
+    layers::LayerDefaults defaults;
+    std::unique_ptr<layers::default_options> scope;
+};
+
+// A learning rate or momentum as CNTK's learners take it: a schedule, a number or a list.
+TrainingParameterSchedule schedule_arg(const py::object& v, std::optional<int64_t> minibatch_size,
+                                       std::optional<int64_t> epoch_size) {
+    if (py::isinstance<TrainingParameterSchedule>(v)) return v.cast<TrainingParameterSchedule>();
+    if (py::isinstance<py::list>(v)) {
+        return learning_parameter_schedule(v.cast<std::vector<double>>(), minibatch_size.value_or(0),
+                                           epoch_size.value_or(0));
+    }
+    return learning_parameter_schedule(v.cast<double>(), minibatch_size.value_or(0), epoch_size.value_or(0));
+}
+
+// A schedule from CNTK's forms: a number, a list of numbers, or a list of (count, value) pairs.
+template <typename ScalarFn, typename ListFn, typename PairsFn>
+TrainingParameterSchedule make_schedule(const py::object& s, ScalarFn scalar, ListFn list, PairsFn pairs) {
+    if (py::isinstance<py::list>(s) || py::isinstance<py::tuple>(s)) {
+        py::sequence seq = s;
+        if (seq.size() > 0 && (py::isinstance<py::tuple>(seq[0]) || py::isinstance<py::list>(seq[0]))) {
+            return pairs(s.cast<std::vector<std::pair<int64_t, double>>>());
+        }
+        return list(s.cast<std::vector<double>>());
+    }
+    return scalar(s.cast<double>());
+}
+
+LearnerOptions learner_options(const py::kwargs& kw) {
+    LearnerOptions o;
+    for (auto item : kw) {
+        const std::string key = py::str(item.first);
+        const py::handle v = item.second;
+        if (v.is_none()) continue;
+        if (key == "l1_regularization_weight")
+            o.l1_regularization_weight = v.cast<double>();
+        else if (key == "l2_regularization_weight")
+            o.l2_regularization_weight = v.cast<double>();
+        else if (key == "gaussian_noise_injection_std_dev")
+            o.gaussian_noise_injection_std_dev = py::isinstance<TrainingParameterSchedule>(v)
+                                                     ? v.cast<TrainingParameterSchedule>()
+                                                     : TrainingParameterSchedule(v.cast<double>());
+        else if (key == "gradient_clipping_threshold_per_sample")
+            o.gradient_clipping_threshold_per_sample = v.cast<double>();
+        else if (key == "gradient_clipping_with_truncation")
+            o.gradient_clipping_with_truncation = v.cast<bool>();
+        else if (key == "use_mean_gradient")
+            o.use_mean_gradient = v.cast<bool>();
+        else if (key != "minibatch_size" && key != "epoch_size")
+            CTK_THROW(TypeError, "learner got an unexpected keyword argument '", key, "'");
+    }
+    return o;
+}
+
+std::optional<int64_t> kw_int(const py::kwargs& kw, const char* key) {
+    if (!kw.contains(key) || kw[key].is_none()) return std::nullopt;
+    return kw[key].cast<int64_t>();
+}
+
+TrainingParameterSchedule lr_arg(const py::object& lr, const py::kwargs& kw) {
+    return schedule_arg(lr, kw_int(kw, "minibatch_size"), kw_int(kw, "epoch_size"));
+}
+
+TrainingParameterSchedule momentum_arg(const py::object& m, const py::kwargs& kw) {
+    if (py::isinstance<TrainingParameterSchedule>(m)) return m.cast<TrainingParameterSchedule>();
+    const int64_t mb = kw_int(kw, "minibatch_size").value_or(0), epoch = kw_int(kw, "epoch_size").value_or(0);
+    if (py::isinstance<py::list>(m)) return momentum_schedule(m.cast<std::vector<double>>(), mb, epoch);
+    return momentum_schedule(m.cast<double>(), mb, epoch);
+}
+
+}  // namespace
+
+void bind_layers_learners(py::module_& m) {
+    using py::arg;
+    unset() = py::module_::import("builtins").attr("object")();
+
+    // ---- layers ----
+    py::module_ l = m.def_submodule("layers", "cntk.layers");
+    l.attr("_UNSET") = unset();
+    l.def("identity", &layers::identity, arg("keep"));
+    py::class_<DefaultOptions>(l, "default_options")
+        .def(py::init([](py::kwargs kw) {
+            DefaultOptions d;
+            for (auto item : kw) {
+                const std::string key = py::str(item.first);
+                py::object v = py::reinterpret_borrow<py::object>(item.second);
+                if (key == "activation")
+                    d.defaults.activation = activation_fn(v);
+                else if (key == "init")
+                    d.defaults.init = opt_init(v);
+                else if (key == "pad")
+                    d.defaults.pad = v.cast<bool>();
+                else if (key == "bias")
+                    d.defaults.bias = v.cast<bool>();
+                else if (key == "init_bias")
+                    d.defaults.init_bias = v.cast<double>();
+                else if (key == "enable_self_stabilization")
+                    d.defaults.enable_self_stabilization = v.cast<bool>();
+                else
+                    CTK_THROW(NotImplementedError, "default_options: '", key,
+                              "' is not supported by ctk yet");
+            }
+            return d;
+        }))
+        .def(
+            "__enter__",
+            [](DefaultOptions& d) {
+                d.scope = std::make_unique<layers::default_options>(d.defaults);
+                return &d;
+            },
+            py::return_value_policy::reference)
+        .def("__exit__", [](DefaultOptions& d, const py::args&) {
+            d.scope.reset();
+            return false;
+        });
+    const py::object U = unset();
+    l.def(
+        "Dense",
+        [](const py::object& shape, const py::object& activation, const py::object& init,
+           const py::object& input_rank, const py::object& map_rank, const py::object& bias,
+           const py::object& init_bias, const std::string& name) {
+            CTK_CHECK(map_rank.is_none(), NotImplementedError, "Dense: map_rank is not supported by ctk yet");
+            return layers::Dense(dims_arg(shape), opt_activation(activation), opt_init(init),
+                                 opt<int>(input_rank), opt<bool>(bias), opt<double>(init_bias), name);
+        },
+        arg("shape"), arg("activation") = U, arg("init") = U, arg("input_rank") = py::none(),
+        arg("map_rank") = py::none(), arg("bias") = U, arg("init_bias") = U, arg("name") = "");
+    auto conv = [U, &l](const char* pyname,
+                        FunctionPtr (*make)(const Dims&, int64_t, const layers::ConvolutionOptions&)) {
+        l.def(
+            pyname,
+            [make, pyname](const py::object& filter_shape, int64_t num_filters, const py::object& activation,
+                           const py::object& init, const py::object& pad, const py::object& strides,
+                           const py::object& bias, const py::object& init_bias, int reduction_rank,
+                           const py::object& dilation, int64_t groups, const std::string& name) {
+                CTK_CHECK(reduction_rank == 1, NotImplementedError, pyname, ": reduction_rank must be 1");
+                layers::ConvolutionOptions o;
+                o.activation = opt_activation(activation);
+                o.init = opt_init(init);
+                o.pad = opt<bool>(pad);
+                o.strides = dims_arg(strides);
+                o.bias = opt<bool>(bias);
+                o.init_bias = opt<double>(init_bias);
+                o.dilation = dims_arg(dilation);
+                o.groups = groups;
+                o.name = name;
+                return make(dims_arg(filter_shape), num_filters, o);
+            },
+            arg("filter_shape"), arg("num_filters"), arg("activation") = U, arg("init") = U, arg("pad") = U,
+            arg("strides") = 1, arg("bias") = U, arg("init_bias") = U, arg("reduction_rank") = 1,
+            arg("dilation") = 1, arg("groups") = 1, arg("name") = "");
+    };
+    conv("Convolution", &layers::Convolution);
+    conv("Convolution1D", &layers::Convolution1D);
+    conv("Convolution2D", &layers::Convolution2D);
+    conv("Convolution3D", &layers::Convolution3D);
+    for (const char* pyname : {"MaxPooling", "AveragePooling"}) {
+        const bool is_max = std::string(pyname) == "MaxPooling";
+        l.def(
+            pyname,
+            [is_max](const py::object& filter_shape, const py::object& strides, const py::object& pad,
+                     const std::string& name) {
+                // default_options' pad does not reach pooling in ctk's C++; CNTK's default is False.
+                const bool p = is_unset(pad) ? false : pad.cast<bool>();
+                return is_max ? layers::MaxPooling(dims_arg(filter_shape), dims_arg(strides), p, name)
+                              : layers::AveragePooling(dims_arg(filter_shape), dims_arg(strides), p, name);
+            },
+            arg("filter_shape"), arg("strides") = 1, arg("pad") = U, arg("name") = "");
+    }
+    l.def("GlobalMaxPooling", &layers::GlobalMaxPooling, arg("name") = "");
+    l.def("GlobalAveragePooling", &layers::GlobalAveragePooling, arg("name") = "");
+    l.def("Dropout", &layers::Dropout, arg("dropout_rate") = py::none(), arg("keep_prob") = py::none(),
+          arg("seed") = kSentinelSeed, arg("name") = "");
+    l.def(
+        "BatchNormalization",
+        [](const py::object& map_rank, double init_scale, double ntc, double btc, double epsilon,
+           const py::object& /*use_cntk_engine*/, const py::object& /*disable_regularization*/,
+           const std::string& name) {
+            return layers::BatchNormalization(opt<int>(map_rank), init_scale, ntc, btc, epsilon, name);
+        },
+        arg("map_rank") = py::none(), arg("init_scale") = 1.0, arg("normalization_time_constant") = 5000.0,
+        arg("blend_time_constant") = 0.0, arg("epsilon") = 1e-5, arg("use_cntk_engine") = py::none(),
+        arg("disable_regularization") = py::none(), arg("name") = "");
+    l.def("LayerNormalization", &layers::LayerNormalization, arg("initial_scale") = 1.0,
+          arg("initial_bias") = 0.0, arg("epsilon") = 1e-5, arg("name") = "");
+    l.def(
+        "Embedding",
+        [](const py::object& shape, const py::object& init, const py::object& weights,
+           const std::string& name) {
+            Tensor w = weights.is_none() ? Tensor() : tensor_from_numpy(weights);
+            return layers::Embedding(dims_arg(shape), opt_init(init), w, name);
+        },
+        arg("shape") = py::none(), arg("init") = U, arg("weights") = py::none(), arg("name") = "");
+    l.def(
+        "Activation",
+        [](const py::object& activation, const std::string& name) {
+            return layers::Activation(activation_fn(activation), name);
+        },
+        arg("activation") = py::none(), arg("name") = "");
+    l.def(
+        "Stabilizer",
+        [](double steepness, const py::object& enable, const std::string& name) {
+            return layers::Stabilizer(steepness, opt<bool>(enable), name);
+        },
+        arg("steepness") = 4.0, arg("enable_self_stabilization") = U, arg("name") = "");
+    l.def("Label", &layers::Label, arg("name"));
+    l.def(
+        "Sequential",
+        [](const py::object& layers_, const std::string& name) {
+            return layers::Sequential(layer_list(layers_), name);
+        },
+        arg("layers"), arg("name") = "");
+    l.def(
+        "ResNetBlock",
+        [](const FunctionPtr& f, const std::string& name) { return layers::ResNetBlock(f, name); }, arg("f"),
+        arg("name") = "");
+    l.def(
+        "SequentialClique",
+        [](const py::object& fs, const std::string& name) {
+            return layers::SequentialClique(layer_list(fs), name);
+        },
+        arg("functions"), arg("name") = "");
+
+    // ---- learners ----
+    py::module_ ln = m.def_submodule("learners", "cntk.learners");
+    py::class_<TrainingParameterSchedule>(ln, "TrainingParameterSchedule")
+        .def(
+            "__call__", [](const TrainingParameterSchedule& s, int64_t n) { return s.at(n); }, arg("count"))
+        .def("__getitem__", [](const TrainingParameterSchedule& s, int64_t n) { return s.at(n); })
+        .def("at", &TrainingParameterSchedule::at, arg("samples_seen"), arg("sweeps_seen") = 0)
+        .def_property_readonly("minibatch_size", &TrainingParameterSchedule::minibatch_size)
+        .def_property_readonly("epoch_size", &TrainingParameterSchedule::epoch_size)
+        .def("__repr__", &TrainingParameterSchedule::to_string);
+    ln.attr("IGNORE") = TrainingParameterSchedule::kIgnoreMinibatchSize;
+    ln.def(
+        "learning_parameter_schedule",
+        [](const py::object& s, const py::object& mb, const py::object& epoch) {
+            const int64_t m_ = mb.is_none() ? 0 : mb.cast<int64_t>(),
+                          e = epoch.is_none() ? 0 : epoch.cast<int64_t>();
+            return make_schedule(
+                s, [&](double v) { return learning_parameter_schedule(v, m_, e); },
+                [&](const std::vector<double>& v) { return learning_parameter_schedule(v, m_, e); },
+                [&](std::vector<std::pair<int64_t, double>> v) {
+                    return learning_parameter_schedule(std::move(v), m_, e);
+                });
+        },
+        arg("schedule"), arg("minibatch_size") = py::none(), arg("epoch_size") = py::none());
+    ln.def(
+        "learning_parameter_schedule_per_sample",
+        [](const py::object& s, const py::object& epoch) {
+            const int64_t e = epoch.is_none() ? 0 : epoch.cast<int64_t>();
+            return make_schedule(
+                s, [&](double v) { return learning_parameter_schedule_per_sample(v, e); },
+                [&](const std::vector<double>& v) { return learning_parameter_schedule_per_sample(v, e); },
+                [&](std::vector<std::pair<int64_t, double>> v) {
+                    return learning_parameter_schedule(std::move(v), 1, e);
+                });
+        },
+        arg("schedule"), arg("epoch_size") = py::none());
+    ln.def(
+        "momentum_schedule",
+        [](const py::object& s, const py::object& mb, const py::object& epoch) {
+            const int64_t m_ = mb.is_none() ? 0 : mb.cast<int64_t>(),
+                          e = epoch.is_none() ? 0 : epoch.cast<int64_t>();
+            return make_schedule(
+                s, [&](double v) { return momentum_schedule(v, m_, e); },
+                [&](const std::vector<double>& v) { return momentum_schedule(v, m_, e); },
+                [&](std::vector<std::pair<int64_t, double>> v) {
+                    return TrainingParameterSchedule(std::move(v), e == 0 ? 1 : e, m_);
+                });
+        },
+        arg("momentum"), arg("minibatch_size") = py::none(), arg("epoch_size") = py::none());
+    ln.def(
+        "momentum_schedule_per_sample",
+        [](const py::object& s, const py::object& epoch) {
+            const int64_t e = epoch.is_none() ? 0 : epoch.cast<int64_t>();
+            return make_schedule(
+                s, [&](double v) { return momentum_schedule_per_sample(v, e); },
+                [&](const std::vector<double>& v) { return momentum_schedule(v, 1, e); },
+                [&](std::vector<std::pair<int64_t, double>> v) {
+                    return TrainingParameterSchedule(std::move(v), e == 0 ? 1 : e, 1);
+                });
+        },
+        arg("momentum"), arg("epoch_size") = py::none());
+    ln.def(
+        "momentum_as_time_constant_schedule",
+        [](double t, const py::object& epoch) {
+            return momentum_as_time_constant_schedule(t, epoch.is_none() ? 0 : epoch.cast<int64_t>());
+        },
+        arg("momentum"), arg("epoch_size") = py::none());
+    ln.def("set_default_unit_gain_value", &set_default_unit_gain_value, arg("value"));
+    ln.def("default_unit_gain_value", &default_unit_gain_value);
+
+    py::class_<Learner, LearnerPtr>(ln, "Learner")
+        .def_property_readonly("parameters", &Learner::parameters)
+        .def("learning_rate", &Learner::learning_rate)
+        .def("reset_learning_rate", &Learner::reset_learning_rate, arg("learning_rate"))
+        .def_property_readonly("total_number_of_samples_seen", &Learner::total_number_of_samples_seen)
+        .def(
+            "update",
+            [](Learner& l, const py::dict& gradient_values, int64_t training_sample_count,
+               bool is_sweep_end) {
+                GradientMap g;
+                for (auto item : gradient_values) {
+                    Variable p = to_variable(item.first);
+                    g[p] = tensor_from_numpy(item.second, p.dtype());
+                }
+                py::gil_scoped_release nogil;
+                return l.update(g, training_sample_count, is_sweep_end);
+            },
+            arg("gradient_values"), arg("training_sample_count"), arg("is_sweep_end") = false);
+
+    ln.def(
+        "sgd",
+        [](const std::vector<Variable>& params, const py::object& lr, const py::kwargs& kw) {
+            return sgd(params, lr_arg(lr, kw), learner_options(kw));
+        },
+        arg("parameters"), arg("lr"));
+    for (const char* name : {"momentum_sgd", "nesterov"}) {
+        const bool nest = std::string(name) == "nesterov";
+        ln.def(
+            name,
+            [nest](const std::vector<Variable>& params, const py::object& lr, const py::object& momentum,
+                   bool unit_gain, const py::kwargs& kw) {
+                auto l = lr_arg(lr, kw);
+                auto mm = momentum_arg(momentum, kw);
+                return nest ? nesterov(params, l, mm, unit_gain, learner_options(kw))
+                            : momentum_sgd(params, l, mm, unit_gain, learner_options(kw));
+            },
+            arg("parameters"), arg("lr"), arg("momentum"), arg("unit_gain") = default_unit_gain_value());
+    }
+    ln.def(
+        "adagrad",
+        [](const std::vector<Variable>& params, const py::object& lr, bool need_ave_multiplier,
+           const py::kwargs& kw) {
+            return adagrad(params, lr_arg(lr, kw), need_ave_multiplier, learner_options(kw));
+        },
+        arg("parameters"), arg("lr"), arg("need_ave_multiplier") = true);
+    ln.def(
+        "fsadagrad",
+        [](const std::vector<Variable>& params, const py::object& lr, const py::object& momentum,
+           bool unit_gain, const py::object& variance_momentum, const py::kwargs& kw) {
+            auto vm = variance_momentum.is_none() ? momentum_schedule_per_sample(0.9999986111120757)
+                                                  : momentum_arg(variance_momentum, kw);
+            return fsadagrad(params, lr_arg(lr, kw), momentum_arg(momentum, kw), unit_gain, vm,
+                             learner_options(kw));
+        },
+        arg("parameters"), arg("lr"), arg("momentum"), arg("unit_gain") = default_unit_gain_value(),
+        arg("variance_momentum") = py::none());
+    ln.def(
+        "adam",
+        [](const std::vector<Variable>& params, const py::object& lr, const py::object& momentum,
+           bool unit_gain, const py::object& variance_momentum, double epsilon, bool adamax,
+           const py::kwargs& kw) {
+            auto vm = variance_momentum.is_none() ? momentum_schedule_per_sample(0.9999986111120757)
+                                                  : momentum_arg(variance_momentum, kw);
+            return adam(params, lr_arg(lr, kw), momentum_arg(momentum, kw), unit_gain, vm, epsilon, adamax,
+                        learner_options(kw));
+        },
+        arg("parameters"), arg("lr"), arg("momentum"), arg("unit_gain") = default_unit_gain_value(),
+        arg("variance_momentum") = py::none(), arg("epsilon") = 1e-8, arg("adamax") = false);
+    ln.def(
+        "rmsprop",
+        [](const std::vector<Variable>& params, const py::object& lr, double gamma, double inc, double dec,
+           double max, double min, bool need_ave_multiplier, const py::kwargs& kw) {
+            return rmsprop(params, lr_arg(lr, kw), gamma, inc, dec, max, min, need_ave_multiplier,
+                           learner_options(kw));
+        },
+        arg("parameters"), arg("lr"), arg("gamma"), arg("inc"), arg("dec"), arg("max"), arg("min"),
+        arg("need_ave_multiplier") = true);
+    ln.def(
+        "adadelta",
+        [](const std::vector<Variable>& params, const py::object& lr, double rho, double epsilon,
+           const py::kwargs& kw) {
+            auto l = lr.is_none() ? learning_parameter_schedule_per_sample(1.0) : lr_arg(lr, kw);
+            return adadelta(params, l, rho, epsilon, learner_options(kw));
+        },
+        arg("parameters"), arg("lr") = py::none(), arg("rho") = 0.95, arg("epsilon") = 1e-8);
+}
+
+}  // namespace ctk::python

@@ -1,0 +1,33 @@
+// The _ctk extension: registers the bindings of each area and maps ctk's errors to Python's exceptions
+// (ShapeError and ValueError -> ValueError, TypeError -> TypeError, IOError -> OSError, IndexError ->
+// IndexError, NotImplementedError -> NotImplementedError, the rest -> RuntimeError; messages kept).
+#include "convert.h"
+
+PYBIND11_MODULE(_ctk, m) {
+    using namespace ctk;
+    m.doc() = "ctk: CNTK 2.7's API over ctk's C++ library";
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const ShapeError& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const ValueError& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const TypeError& e) {
+            PyErr_SetString(PyExc_TypeError, e.what());
+        } catch (const IOError& e) {
+            PyErr_SetString(PyExc_OSError, e.what());
+        } catch (const IndexError& e) {
+            PyErr_SetString(PyExc_IndexError, e.what());
+        } catch (const NotImplementedError& e) {
+            PyErr_SetString(PyExc_NotImplementedError, e.what());
+        } catch (const Error& e) {
+            PyErr_SetString(PyExc_RuntimeError, e.what());
+        }
+    });
+    python::bind_graph(m);
+    python::bind_ops(m);
+    python::bind_layers_learners(m);
+    python::bind_io_train(m);
+    m.attr("__version__") = build_info().version;
+}

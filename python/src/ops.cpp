@@ -1,0 +1,419 @@
+// Bindings of the graph ops (graph_ops.h) with CNTK 2.7's Python names, argument order and defaults:
+// cntk.ops.* at the top of _ctk, cntk.ops.sequence.* in _ctk.sequence. Operands may be Variables,
+// Functions, numbers or arrays (constants, as CNTK's sanitize_input).
+#include "convert.h"
+
+namespace ctk::python {
+
+namespace {
+
+// Two operands with the dtype of whichever is a graph node.
+std::pair<Variable, Variable> operands(const py::handle& a, const py::handle& b) {
+    DataType dt = DataType::f32;
+    for (const py::handle& h : {a, b}) {
+        if (py::isinstance<Variable>(h) || py::isinstance<Function>(h)) {
+            dt = to_variable(h).dtype();
+            break;
+        }
+    }
+    return {to_variable(a, dt), to_variable(b, dt)};
+}
+
+// CNTK's axis arguments: None (all static axes), an int or Axis, or a list of them.
+std::vector<Axis> axes_arg(const py::handle& axis) {
+    if (axis.is_none()) return {Axis::all_static_axes()};
+    if (py::isinstance<py::list>(axis) || py::isinstance<py::tuple>(axis))
+        return axis.cast<std::vector<Axis>>();
+    return {axis.cast<Axis>()};
+}
+
+std::optional<Axis> optional_axis(const py::handle& axis) {
+    if (axis.is_none()) return std::nullopt;
+    return axis.cast<Axis>();
+}
+
+// An int or a tuple of ints (CNTK's strides, shapes).
+Dims dims_arg(const py::handle& d) {
+    if (d.is_none()) return {};
+    if (py::isinstance<py::int_>(d)) return {d.cast<int64_t>()};
+    return d.cast<Dims>();
+}
+
+std::vector<bool> bools_arg(const py::handle& b) {
+    if (py::isinstance<py::bool_>(b)) return {b.cast<bool>()};
+    return b.cast<std::vector<bool>>();
+}
+
+}  // namespace
+
+void bind_ops(py::module_& m) {
+    using py::arg;
+    const auto name = arg("name") = "";
+
+    // ---- element-wise ----
+#define CTK_BIND_UNARY(op, attrs) \
+    m.def(                        \
+        #op, [](const Variable& x, const std::string& n) { return op(x, n); }, arg("x"), name);
+    CTK_UNARY_OPS(CTK_BIND_UNARY)
+#undef CTK_BIND_UNARY
+    m.def(
+        "elu", [](const Variable& x, double alpha, const std::string& n) { return elu(x, alpha, n); },
+        arg("x"), arg("alpha") = 1.0, name);
+    m.def(
+        "leaky_relu",
+        [](const Variable& x, double alpha, const std::string& n) { return leaky_relu(x, alpha, n); },
+        arg("x"), arg("alpha") = 0.01, name);
+    m.def(
+        "clip",
+        [](const Variable& x, double lo, double hi, const std::string& n) { return clip(x, lo, hi, n); },
+        arg("x"), arg("min_value"), arg("max_value"), name);
+    m.def(
+        "hard_sigmoid",
+        [](const Variable& x, double alpha, double beta, const std::string& n) {
+            return hard_sigmoid(x, alpha, beta, n);
+        },
+        arg("x"), arg("alpha") = 0.2, arg("beta") = 0.5, name);
+#define CTK_BIND_BINARY(op, attrs)                                                  \
+    m.def(                                                                          \
+        #op,                                                                        \
+        [](const py::object& left, const py::object& right, const std::string& n) { \
+            auto [a, b] = operands(left, right);                                    \
+            return op(a, b, n);                                                     \
+        },                                                                          \
+        arg("left"), arg("right"), name);
+    CTK_BINARY_OPS(CTK_BIND_BINARY)
+#undef CTK_BIND_BINARY
+    m.def(
+        "element_select",
+        [](const Variable& flag, const py::object& t, const py::object& f, const std::string& n) {
+            auto [a, b] = operands(t, f);
+            return element_select(flag, a, b, n);
+        },
+        arg("flag"), arg("value_if_true"), arg("value_if_false"), name);
+    m.def(
+        "sum", [](const py::args& ops, const std::string& n) { return sum(to_variables(ops), n); },
+        py::kw_only(), name);
+
+    // ---- products ----
+    m.def(
+        "times",
+        [](const py::object& left, const py::object& right, int output_rank, int infer,
+           const std::string& n) {
+            auto [a, b] = operands(left, right);
+            return times(a, b, output_rank, infer, n);
+        },
+        arg("left"), arg("right"), arg("output_rank") = 1, arg("infer_input_rank_to_map") = -1, name);
+    m.def(
+        "times_transpose",
+        [](const py::object& left, const py::object& right, const std::string& n) {
+            auto [a, b] = operands(left, right);
+            return times_transpose(a, b, n);
+        },
+        arg("left"), arg("right"), name);
+
+    // ---- reductions ----
+#define CTK_BIND_REDUCE(op)                                                                  \
+    m.def(                                                                                   \
+        #op,                                                                                 \
+        [](const Variable& x, const py::object& axis, bool keepdims, const std::string& n) { \
+            return op(x, axes_arg(axis), keepdims, n);                                       \
+        },                                                                                   \
+        arg("x"), arg("axis") = py::none(), arg("keepdims") = true, name);
+    CTK_BIND_REDUCE(reduce_sum)
+    CTK_BIND_REDUCE(reduce_mean)
+    CTK_BIND_REDUCE(reduce_max)
+    CTK_BIND_REDUCE(reduce_min)
+    CTK_BIND_REDUCE(reduce_prod)
+    CTK_BIND_REDUCE(reduce_log_sum_exp)
+    CTK_BIND_REDUCE(reduce_l1)
+    CTK_BIND_REDUCE(reduce_l2)
+    CTK_BIND_REDUCE(reduce_sum_square)
+#undef CTK_BIND_REDUCE
+#define CTK_BIND_AXIS_OP(op)                                                  \
+    m.def(                                                                    \
+        #op,                                                                  \
+        [](const Variable& x, const py::object& axis, const std::string& n) { \
+            return op(x, optional_axis(axis), n);                             \
+        },                                                                    \
+        arg("x"), arg("axis") = py::none(), name);
+    CTK_BIND_AXIS_OP(argmax)
+    CTK_BIND_AXIS_OP(argmin)
+    CTK_BIND_AXIS_OP(softmax)
+    CTK_BIND_AXIS_OP(log_softmax)
+    CTK_BIND_AXIS_OP(hardmax)
+#undef CTK_BIND_AXIS_OP
+
+    // ---- shape ----
+    m.def(
+        "reshape",
+        [](const Variable& x, const py::object& shape, std::optional<int> begin, std::optional<int> end,
+           const std::string& n) { return reshape(x, dims_arg(shape), begin, end, n); },
+        arg("x"), arg("shape"), arg("begin_axis") = py::none(), arg("end_axis") = py::none(), name);
+    m.def(
+        "flatten",
+        [](const Variable& x, std::optional<int> axis, const std::string& n) {
+            return flatten(x, axis.value_or(0), n);
+        },
+        arg("x"), arg("axis") = py::none(), name);
+    m.def(
+        "squeeze",
+        [](const Variable& x, const py::object& axes, const std::string& n) {
+            std::optional<std::vector<int>> a;
+            if (py::isinstance<py::int_>(axes))
+                a = std::vector<int>{axes.cast<int>()};
+            else if (!axes.is_none())
+                a = axes.cast<std::vector<int>>();
+            return squeeze(x, a, n);
+        },
+        arg("x"), arg("axes") = py::none(), name);
+    m.def(
+        "expand_dims",
+        [](const Variable& x, int axis, const std::string& n) { return expand_dims(x, axis, n); }, arg("x"),
+        arg("axis"), name);
+    m.def(
+        "slice",
+        [](const Variable& x, const py::object& axis, const py::object& begin, const py::object& end,
+           const py::object& strides, const std::string& n) {
+            std::vector<Axis> axes = (py::isinstance<py::list>(axis) || py::isinstance<py::tuple>(axis))
+                                         ? axis.cast<std::vector<Axis>>()
+                                         : std::vector<Axis>{axis.cast<Axis>()};
+            return slice(x, axes, dims_arg(begin), dims_arg(end), dims_arg(strides), n);
+        },
+        arg("x"), arg("axis"), arg("begin_index"), arg("end_index"), arg("strides") = py::none(), name);
+    m.def(
+        "splice",
+        [](const py::args& inputs, const py::object& axis, const std::string& n) {
+            py::object list = inputs.size() == 1 && (py::isinstance<py::list>(inputs[0]) ||
+                                                     py::isinstance<py::tuple>(inputs[0]))
+                                  ? py::object(inputs[0])
+                                  : py::object(inputs);
+            return splice(to_variables(list), axis.cast<Axis>(), n);
+        },
+        py::kw_only(), arg("axis") = -1, name);
+    m.def(
+        "transpose",
+        [](const Variable& x, const py::object& perm, const std::string& n) {
+            std::vector<int> p;
+            if (perm.is_none()) {
+                for (int i = x.rank() - 1; i >= 0; --i) p.push_back(i);  // reversed, as NumPy
+            } else {
+                p = perm.cast<std::vector<int>>();
+            }
+            return transpose(x, p, n);
+        },
+        arg("x"), arg("perm") = py::none(), name);
+    m.def(
+        "swapaxes",
+        [](const Variable& x, int a1, int a2, const std::string& n) { return swapaxes(x, a1, a2, n); },
+        arg("x"), arg("axis1") = 0, arg("axis2") = 1, name);
+    py::enum_<PadMode>(m, "PadMode")
+        .value("CONSTANT", PadMode::constant)
+        .value("REFLECT", PadMode::reflect)
+        .value("SYMMETRIC", PadMode::symmetric);
+    m.attr("CONSTANT_PAD") = PadMode::constant;
+    m.attr("REFLECT_PAD") = PadMode::reflect;
+    m.attr("SYMMETRIC_PAD") = PadMode::symmetric;
+    m.def(
+        "pad",
+        [](const Variable& x, const std::vector<std::pair<int64_t, int64_t>>& pattern, PadMode mode,
+           double value, const std::string& n) { return pad(x, pattern, mode, value, n); },
+        arg("x"), arg("pattern"), arg("mode") = PadMode::constant, arg("constant_value") = 0.0, name);
+    m.def(
+        "gather",
+        [](const Variable& ref, const Variable& idx, const std::string& n) { return gather(ref, idx, n); },
+        arg("reference"), arg("indices"), name);
+    m.def(
+        "one_hot",
+        [](const Variable& x, int64_t num_classes, bool sparse, int axis, const std::string& n) {
+            return one_hot(x, num_classes, sparse, axis, n);
+        },
+        arg("x"), arg("num_classes"), arg("sparse_output") = false, arg("axis") = -1, name);
+    m.def(
+        "top_k",
+        [](const Variable& x, int64_t k, int axis, const std::string& n) { return top_k(x, k, axis, n); },
+        arg("x"), arg("k"), arg("axis") = -1, name);
+    m.def(
+        "cast",
+        [](const Variable& x, const py::object& dtype, const std::string& n) {
+            return cast(x, dtype_from_python(dtype), n);
+        },
+        arg("node_input"), arg("dtype"), name);
+    m.def(
+        "stop_gradient", [](const Variable& x, const std::string& n) { return stop_gradient(x, n); },
+        arg("input"), name);
+    m.def(
+        "alias", [](const Variable& x, const std::string& n) { return alias(x, n); }, arg("x"), name);
+
+    // ---- convolution, pooling, dropout ----
+    m.def(
+        "convolution",
+        [](const Variable& w, const Variable& x, const py::object& strides, const py::object& /*sharing*/,
+           const py::object& auto_padding, bool sequential, const py::object& dilation, int reduction_rank,
+           int64_t groups, int64_t /*max_temp_mem*/, const std::string& n) {
+            CTK_CHECK(!sequential, NotImplementedError, "convolution: sequential=True is not supported");
+            CTK_CHECK(reduction_rank == 1, NotImplementedError, "convolution: reduction_rank must be 1");
+            return convolution(w, x, dims_arg(strides), bools_arg(auto_padding), dims_arg(dilation), groups,
+                               n);
+        },
+        arg("convolution_map"), arg("operand"), arg("strides") = py::make_tuple(1),
+        arg("sharing") = py::make_tuple(true), arg("auto_padding") = py::make_tuple(true),
+        arg("sequential") = false, arg("dilation") = py::make_tuple(1), arg("reduction_rank") = 1,
+        arg("groups") = 1, arg("max_temp_mem_size_in_samples") = 0, name);
+    m.def(
+        "convolution_transpose",
+        [](const Variable& w, const Variable& x, const py::object& strides, const py::object& /*sharing*/,
+           const py::object& auto_padding, const py::object& output_shape, const py::object& dilation,
+           const std::string& n) {
+            return convolution_transpose(w, x, dims_arg(strides), bools_arg(auto_padding),
+                                         dims_arg(output_shape), dims_arg(dilation), n);
+        },
+        arg("convolution_map"), arg("operand"), arg("strides") = py::make_tuple(1),
+        arg("sharing") = py::make_tuple(true), arg("auto_padding") = py::make_tuple(true),
+        arg("output_shape") = py::none(), arg("dilation") = py::make_tuple(1), name);
+    py::enum_<PoolingType>(m, "PoolingType")
+        .value("MAX", PoolingType::max)
+        .value("AVERAGE", PoolingType::average);
+    m.attr("MAX_POOLING") = PoolingType::max;
+    m.attr("AVG_POOLING") = PoolingType::average;
+    m.def(
+        "pooling",
+        [](const Variable& x, PoolingType type, const py::object& window, const py::object& strides,
+           const py::object& auto_padding, bool ceil_out_dim, bool include_pad, const std::string& n) {
+            return pooling(x, type, dims_arg(window), dims_arg(strides), bools_arg(auto_padding),
+                           ceil_out_dim, include_pad, n);
+        },
+        arg("operand"), arg("pooling_type"), arg("pooling_window_shape"), arg("strides") = py::make_tuple(1),
+        arg("auto_padding") = py::make_tuple(false), arg("ceil_out_dim") = false, arg("include_pad") = false,
+        name);
+    m.def(
+        "dropout",
+        [](const Variable& x, double rate, std::optional<double> keep_prob, uint64_t seed,
+           const std::string& n) {
+            if (keep_prob) {
+                CTK_CHECK(rate == 0.0, ValueError, "dropout: give dropout_rate or keep_prob, not both");
+                rate = 1.0 - *keep_prob;
+            }
+            return dropout(x, rate, seed, n);
+        },
+        arg("x"), arg("dropout_rate") = 0.0, arg("keep_prob") = py::none(), arg("seed") = kSentinelSeed,
+        name);
+
+    // ---- losses and metrics ----
+    m.def(
+        "squared_error",
+        [](const Variable& o, const Variable& t, const std::string& n) { return squared_error(o, t, n); },
+        arg("output"), arg("target"), name);
+    m.def(
+        "cross_entropy_with_softmax",
+        [](const Variable& o, const Variable& t, const Axis& axis, const std::string& n) {
+            return cross_entropy_with_softmax(o, t, axis, n);
+        },
+        arg("output_vector"), arg("target_vector"), arg("axis") = -1, name);
+    m.def(
+        "classification_error",
+        [](const Variable& o, const Variable& t, const Axis& axis, int64_t top_n, const std::string& n) {
+            return classification_error(o, t, top_n, axis, n);
+        },
+        arg("output_vector"), arg("target_vector"), arg("axis") = -1, arg("topN") = 1, name);
+    m.def(
+        "binary_cross_entropy",
+        [](const Variable& o, const Variable& t, const std::string& n) {
+            return binary_cross_entropy(o, t, n);
+        },
+        arg("output"), arg("target"), name);
+    m.def(
+        "weighted_binary_cross_entropy",
+        [](const Variable& o, const Variable& t, const Variable& w, const std::string& n) {
+            return weighted_binary_cross_entropy(o, t, w, n);
+        },
+        arg("output"), arg("target"), arg("weight"), name);
+    m.def(
+        "cosine_distance",
+        [](const Variable& x, const Variable& y, const std::string& n) { return cosine_distance(x, y, n); },
+        arg("x"), arg("y"), name);
+
+    // ---- random ----
+    m.def(
+        "uniform_random",
+        [](const py::object& shape, const py::object& dtype, double low, double high, uint64_t seed,
+           const std::string& n) {
+            return uniform_random(dims_arg(shape), dtype_from_python(dtype), low, high, seed, n);
+        },
+        arg("shape"), arg("dtype") = py::none(), arg("low") = 0.0, arg("high") = 1.0,
+        arg("seed") = kSentinelSeed, name);
+    m.def(
+        "normal_random",
+        [](const py::object& shape, const py::object& dtype, double mean, double scale, uint64_t seed,
+           const std::string& n) {
+            return normal_random(dims_arg(shape), dtype_from_python(dtype), mean, scale, seed, n);
+        },
+        arg("shape"), arg("dtype") = py::none(), arg("mean") = 0.0, arg("scale") = 1.0,
+        arg("seed") = kSentinelSeed, name);
+
+    // ---- cntk.ops.sequence ----
+    py::module_ s = m.def_submodule("sequence", "cntk.ops.sequence");
+    s.def(
+        "past_value",
+        [](const Variable& x, const py::object& init, int64_t t, const std::string& n) {
+            return sequence::past_value(x, init.is_none() ? Variable() : to_variable(init, x.dtype()), t, n);
+        },
+        arg("x"), arg("initial_state") = py::none(), arg("time_step") = 1, name);
+    s.def(
+        "future_value",
+        [](const Variable& x, const py::object& init, int64_t t, const std::string& n) {
+            return sequence::future_value(x, init.is_none() ? Variable() : to_variable(init, x.dtype()), t,
+                                          n);
+        },
+        arg("x"), arg("initial_state") = py::none(), arg("time_step") = 1, name);
+    s.def(
+        "delay",
+        [](const Variable& x, const py::object& init, int64_t t, const std::string& n) {
+            return sequence::delay(x, init.is_none() ? Variable() : to_variable(init, x.dtype()), t, n);
+        },
+        arg("x"), arg("initial_state") = py::none(), arg("time_step") = 1, name);
+#define CTK_BIND_SEQ_UNARY(op) \
+    s.def(                     \
+        #op, [](const Variable& x, const std::string& n) { return sequence::op(x, n); }, arg("seq"), name);
+    CTK_BIND_SEQ_UNARY(first)
+    CTK_BIND_SEQ_UNARY(last)
+    CTK_BIND_SEQ_UNARY(reduce_sum)
+    CTK_BIND_SEQ_UNARY(reduce_max)
+    CTK_BIND_SEQ_UNARY(softmax)
+    CTK_BIND_SEQ_UNARY(is_first)
+    CTK_BIND_SEQ_UNARY(is_last)
+#undef CTK_BIND_SEQ_UNARY
+    s.def(
+        "broadcast_as",
+        [](const Variable& x, const Variable& like, const std::string& n) {
+            return sequence::broadcast_as(x, like, n);
+        },
+        arg("operand"), arg("broadcast_as_operand"), name);
+    s.def(
+        "slice",
+        [](const Variable& x, int64_t b, int64_t e, const std::string& n) {
+            return sequence::slice(x, b, e, n);
+        },
+        arg("seq"), arg("begin_index"), arg("end_index"), name);
+    s.def(
+        "gather",
+        [](const Variable& x, const Variable& c, const std::string& n) { return sequence::gather(x, c, n); },
+        arg("seq"), arg("condition"), name);
+    s.def(
+        "where", [](const Variable& c, const std::string& n) { return sequence::where(c, n); },
+        arg("condition"), name);
+    s.def(
+        "scatter",
+        [](const Variable& x, const Variable& c, const std::string& n) { return sequence::scatter(x, c, n); },
+        arg("seq"), arg("condition"), name);
+    s.def(
+        "unpack",
+        [](const Variable& x, double padding_value, bool /*no_mask_output*/, const std::string& n) {
+            return sequence::unpack(x, padding_value, n);
+        },
+        arg("x"), arg("padding_value"), arg("no_mask_output") = false, name);
+    s.def("input_variable", [m](py::args args, py::kwargs kwargs) {
+        return m.attr("sequence_input_variable")(*args, **kwargs);
+    });
+}
+
+}  // namespace ctk::python

@@ -1,0 +1,103 @@
+# Readers and training from Python: a CTF file written by the test, next_minibatch with and without an
+# input map, Trainer steps with NumPy and reader data, training_session, ProgressPrinter (its C++ stdout read
+# with capfd) and the error mapping of C++ exceptions.
+import numpy as np
+import pytest
+
+import cntk as C
+from cntk.io import MinibatchSource, CTFDeserializer, StreamDef, StreamDefs, INFINITELY_REPEAT, FULL_DATA_SWEEP
+from cntk.logging import ProgressPrinter
+
+
+@pytest.fixture
+def ctf_file(tmp_path):
+    rng = np.random.default_rng(1)
+    lines = []
+    for i in range(40):
+        label = i % 2
+        x = rng.standard_normal(2) + (2 if label else -2)
+        onehot = ' '.join('1' if j == label else '0' for j in range(2))
+        lines.append('|labels %s |features %f %f' % (onehot, x[0], x[1]))
+    path = tmp_path / 'data.ctf'
+    path.write_text('\n'.join(lines) + '\n')
+    return str(path)
+
+
+def make_source(path, sweeps=1, randomize=False):
+    return MinibatchSource(CTFDeserializer(path, StreamDefs(
+        features=StreamDef(field='features', shape=2), labels=StreamDef(field='labels', shape=2))),
+        randomize=randomize, max_sweeps=sweeps)
+
+
+def test_ctf_reading(ctf_file):
+    src = make_source(ctf_file)
+    assert src.streams.features.name == 'features'
+    mb = src.next_minibatch(16)
+    assert mb[src.streams.features].num_samples == 16
+    assert mb[src.streams.labels].asarray().shape[0] == 16
+    x = C.input_variable(2)
+    mb = src.next_minibatch(100, input_map={x: src.streams.features})
+    assert list(mb.keys()) == [x] and mb[x].num_samples == 24 and mb[x].end_of_sweep
+    assert src.next_minibatch(10) == {}
+    assert INFINITELY_REPEAT > FULL_DATA_SWEEP > 0
+
+
+def model_and_criteria():
+    x = C.input_variable(2)
+    y = C.input_variable(2)
+    z = C.layers.Dense(2, activation=None)(x)
+    return x, y, z, C.cross_entropy_with_softmax(z, y), C.classification_error(z, y)
+
+
+def test_trainer_step_with_numpy():
+    x, y, z, ce, pe = model_and_criteria()
+    trainer = C.Trainer(z, (ce, pe), [C.sgd(z.parameters, C.learning_parameter_schedule(0.1))])
+    xs = np.array([[1, 0], [0, 1]], np.float32)
+    ys = np.array([[1, 0], [0, 1]], np.float32)
+    w_before = z.W.value
+    assert trainer.train_minibatch({x: xs, y: ys})
+    assert trainer.previous_minibatch_sample_count == 2
+    assert not np.allclose(w_before, z.W.value)
+    assert 0 <= trainer.test_minibatch({x: xs, y: ys}) <= 1
+
+
+def test_trainer_on_reader_data_learns(ctf_file, capfd):
+    x, y, z, ce, pe = model_and_criteria()
+    src = make_source(ctf_file, sweeps=INFINITELY_REPEAT, randomize=True)
+    printer = ProgressPrinter(tag='Training', num_epochs=2)
+    trainer = C.Trainer(z, (ce, pe), C.sgd(z.parameters, C.learning_parameter_schedule_per_sample(0.1)), [printer])
+    input_map = {x: src.streams.features, y: src.streams.labels}
+    for epoch in range(2):
+        for _ in range(4):
+            trainer.train_minibatch(src.next_minibatch(10, input_map=input_map))
+        trainer.summarize_training_progress()
+    out = capfd.readouterr().out
+    assert 'Finished Epoch[2 of 2]: [Training] loss = ' in out
+    test = make_source(ctf_file)
+    assert trainer.test_minibatch(test.next_minibatch(40, input_map={x: test.streams.features,
+                                                                     y: test.streams.labels})) < 0.2
+
+
+def test_training_session(ctf_file, capfd):
+    x, y, z, ce, pe = model_and_criteria()
+    src = make_source(ctf_file, sweeps=INFINITELY_REPEAT, randomize=True)
+    trainer = C.Trainer(z, (ce, pe), C.adadelta(z.parameters), [ProgressPrinter(tag='Training', num_epochs=2)])
+    C.train.training_session(trainer=trainer, mb_source=src, mb_size=8,
+                             model_inputs_to_streams={x: src.streams.features, y: src.streams.labels},
+                             max_samples=80, progress_frequency=40).train()
+    assert trainer.total_number_of_samples_seen == 80
+    assert 'Finished Epoch[2 of 2]' in capfd.readouterr().out
+
+
+def test_error_mapping(tmp_path):
+    x = C.input_variable(3)
+    with pytest.raises(ValueError, match='3'):
+        C.plus(x, C.input_variable(4))  # shapes that do not broadcast
+    with pytest.raises(ValueError):
+        C.relu(x).eval({x: np.ones((2, 5), np.float32)})
+    with pytest.raises(OSError):
+        make_source(str(tmp_path / 'missing.ctf'))
+    with pytest.raises(TypeError):
+        C.relu('not a variable')
+    with pytest.raises(NotImplementedError):
+        C.layers.default_options(no_such_default=1)

@@ -1,0 +1,63 @@
+# The layers library from Python: shapes after inference, default_options, Python activations,
+# Sequential/For, and parameter values as NumPy arrays.
+import numpy as np
+
+import cntk as C
+from cntk.layers import *  # noqa: F401,F403
+
+
+def test_dense_shapes_and_values():
+    x = C.input_variable(5)
+    z = Dense(3, activation=C.relu)(x)
+    assert z.shape == (3,)
+    assert z.W.shape == (5, 3) and z.b.shape == (3,)
+    assert isinstance(z.W.value, np.ndarray)
+    np.testing.assert_allclose(z.b.value, 0)
+    data = np.ones((2, 5), np.float32)
+    np.testing.assert_allclose(z.eval({x: data}), np.maximum(data @ z.W.value, 0), rtol=1e-5)
+
+
+def test_python_activation_and_identity():
+    x = C.input_variable(2)
+    calls = []
+
+    def act(v):
+        calls.append(v)
+        return C.tanh(v)
+
+    z = Dense(2, activation=act, init=C.glorot_uniform())(x)
+    assert calls, 'the Python activation was called while the layer was applied'
+    assert z.shape == (2,)
+    lin = Dense(2, activation=None)(x)
+    data = np.ones((1, 2), np.float32)
+    np.testing.assert_allclose(lin.eval({x: data}), data @ lin.W.value, rtol=1e-5)
+
+
+def test_sequential_for_and_default_options():
+    x = C.input_variable((1, 12, 12))
+    with default_options(activation=C.relu, pad=True):
+        model = Sequential([For(range(2), lambda i: Convolution2D((3, 3), 4)), MaxPooling((2, 2), (2, 2)),
+                            Dense(10, activation=None)])
+    z = model(x)
+    assert z.shape == (10,)
+    assert len(z.parameters) == 6
+
+
+def test_convnet_shapes():
+    x = C.input_variable((1, 28, 28))
+    with default_options(activation=C.relu, pad=False):
+        c1 = Convolution2D((5, 5), 32, pad=True)(x)
+        p1 = MaxPooling((3, 3), (2, 2))(c1)
+        c2 = Convolution2D((3, 3), 48)(p1)
+    assert c1.shape == (32, 28, 28) and p1.shape == (32, 13, 13) and c2.shape == (48, 11, 11)
+
+
+def test_dropout_batchnorm_layernorm_embedding():
+    x = C.input_variable(4)
+    assert Dropout(0.5)(x).shape == (4,)
+    assert BatchNormalization()(x).shape == (4,)
+    assert LayerNormalization()(x).shape == (4,)
+    assert Embedding(3)(x).shape == (3,)
+    data = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_allclose(Dropout(0.5)(x).eval({x: data}), data)  # inference: no drops
+    np.testing.assert_allclose(identity(x).eval({x: data}), data)

@@ -1,0 +1,122 @@
+# Graph ops from Python against NumPy: element-wise, times, reductions, softmax, shape ops, losses,
+# operator overloads, numbers and arrays as operands, and float64 graphs.
+import numpy as np
+import pytest
+
+import cntk as C
+
+
+def test_elementwise_ops_match_numpy(rng):
+    x = C.input_variable(5)
+    data = rng.standard_normal((3, 5)).astype(np.float32)
+    for op, ref in [(C.relu, lambda a: np.maximum(a, 0)), (C.sigmoid, lambda a: 1 / (1 + np.exp(-a))),
+                    (C.tanh, np.tanh), (C.exp, np.exp), (C.abs, np.abs), (C.negate, np.negative)]:
+        np.testing.assert_allclose(op(x).eval({x: data}), ref(data), rtol=1e-5, atol=1e-6)
+
+
+def test_operator_overloads(rng):
+    x = C.input_variable(4)
+    y = C.input_variable(4)
+    a = rng.standard_normal((2, 4)).astype(np.float32)
+    b = rng.standard_normal((2, 4)).astype(np.float32) + 3
+    f = (x + y) * 2 - x / y
+    assert f.op_name == 'Minus'
+    np.testing.assert_allclose(f.eval({x: a, y: b}), (a + b) * 2 - a / b, rtol=1e-5)
+    np.testing.assert_allclose((-x).eval({x: a}), -a)
+    np.testing.assert_allclose((1 - x).eval({x: a}), 1 - a, rtol=1e-6)
+
+
+def test_times_reductions_softmax(rng):
+    x = C.input_variable(3)
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    W = C.parameter(init=w)
+    data = rng.standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_allclose(C.times(x, W).eval({x: data}), data @ w, rtol=1e-5)
+    np.testing.assert_allclose((x @ W).eval({x: data}), data @ w, rtol=1e-5)
+    np.testing.assert_allclose(C.reduce_sum(x).eval({x: data}).ravel(), data.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(C.reduce_mean(x, axis=0).eval({x: data}), data.mean(1, keepdims=True), rtol=1e-5)
+    e = np.exp(data - data.max(1, keepdims=True))
+    np.testing.assert_allclose(C.softmax(x).eval({x: data}), e / e.sum(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(C.log_softmax(x).eval({x: data}), np.log(e / e.sum(1, keepdims=True)),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_shape_ops(rng):
+    x = C.input_variable((2, 3))
+    data = rng.standard_normal((4, 2, 3)).astype(np.float32)
+    assert C.reshape(x, (3, 2)).shape == (3, 2)
+    np.testing.assert_allclose(C.reshape(x, (6,)).eval({x: data}), data.reshape(4, 6))
+    np.testing.assert_allclose(C.slice(x, 1, 1, 3).eval({x: data}), data[:, :, 1:3])
+    np.testing.assert_allclose(C.splice(x, x, axis=0).eval({x: data}), np.concatenate([data, data], 1))
+    np.testing.assert_allclose(C.transpose(x, (1, 0)).eval({x: data}), data.transpose(0, 2, 1))
+
+
+def test_losses_and_metrics():
+    z = C.input_variable(3)
+    t = C.input_variable(3)
+    zs = np.array([[1, 2, 3], [3, 0, 0]], np.float32)
+    ts = np.array([[0, 0, 1], [0, 1, 0]], np.float32)
+    lse = np.log(np.exp(zs).sum(1))
+    ce = C.cross_entropy_with_softmax(z, t).eval({z: zs, t: ts})
+    np.testing.assert_allclose(ce.ravel(), lse - (zs * ts).sum(1), rtol=1e-5)
+    err = C.classification_error(z, t).eval({z: zs, t: ts})
+    np.testing.assert_allclose(err.ravel(), [0, 1])
+    se = C.squared_error(z, t).eval({z: zs, t: ts})
+    np.testing.assert_allclose(se.ravel(), ((zs - ts) ** 2).sum(1), rtol=1e-5)
+
+
+def test_convolution_and_pooling_shapes():
+    x = C.input_variable((1, 8, 8))
+    W = C.parameter((4, 1, 3, 3), init=C.glorot_uniform())
+    c = C.convolution(W, x)
+    assert c.shape == (4, 8, 8)
+    p = C.pooling(c, C.MAX_POOLING, (2, 2), strides=(2, 2))
+    assert p.shape == (4, 4, 4)
+    a = C.pooling(c, C.AVG_POOLING, (2, 2), strides=(2, 2))
+    data = np.ones((2, 1, 8, 8), np.float32)
+    assert a.eval({x: data}).shape == (2, 4, 4, 4)
+
+
+def test_float64_graph_and_scalar_operands(rng):
+    x = C.input_variable(3, dtype=np.float64)
+    f = x * 2.0 + 1
+    assert f.dtype == np.float64
+    data = rng.standard_normal((2, 3))
+    out = f.eval({x: data})
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, data * 2 + 1)
+
+
+def test_eval_single_argument_and_one_sample():
+    x = C.input_variable(3)
+    f = C.relu(x)
+    np.testing.assert_allclose(f.eval(np.array([[-1, 0, 2]], np.float32)), [[0, 0, 2]])
+    np.testing.assert_allclose(f.eval(np.array([-1, 0, 2], np.float32)), [[0, 0, 2]])  # one sample
+
+
+def test_sequence_input_round_trip():
+    x = C.sequence.input_variable(2)
+    s = C.sequence.reduce_sum(x)
+    seqs = [np.ones((3, 2), np.float32), 2 * np.ones((1, 2), np.float32)]
+    np.testing.assert_allclose(s.eval({x: seqs}), [[3, 3], [2, 2]])
+    out = (x * 1).eval({x: seqs})
+    assert isinstance(out, list) and [o.shape for o in out] == [(3, 2), (1, 2)]
+
+
+def test_graph_queries_and_composition():
+    x = C.input_variable(3, name='x')
+    model = C.layers.Dense(2, name='d')
+    assert len(model.placeholders) == 1
+    z = model(x)
+    assert z.shape == (2,)
+    assert {p.name for p in z.parameters} == {'W', 'b'}
+    assert z.arguments == [x]
+    assert z.find_by_name('d') is not None
+    c = C.combine([z, x])
+    assert len(c.outputs) == 2
+    clone = z.clone(C.CloneMethod.freeze)
+    assert len(clone.parameters) == 0
+    p = C.placeholder()
+    g = C.relu(p)
+    h = g(x)
+    assert h.arguments == [x]
