@@ -17,9 +17,9 @@
 
 namespace ctk {
 
-inline constexpr int64_t kInfinitelyRepeat = std::numeric_limits<int64_t>::max();  // INFINITELY_REPEAT
-inline constexpr int64_t kFullDataSweep = std::numeric_limits<int64_t>::max() - 2;   // FULL_DATA_SWEEP
-inline constexpr int64_t kDefaultRandomizationWindowInChunks = 128;                   // 4 GB / 32 MB
+inline constexpr int64_t kInfinitelyRepeat = std::numeric_limits<int64_t>::max();   // INFINITELY_REPEAT
+inline constexpr int64_t kFullDataSweep = std::numeric_limits<int64_t>::max() - 2;  // FULL_DATA_SWEEP
+inline constexpr int64_t kDefaultRandomizationWindowInChunks = 128;                 // 4 GB / 32 MB
 
 // One stream of a deserializer (CNTK's StreamDef): `field` is the name in the file (CTF's |name), `name`
 // the key the stream is known by (defaults to field); `shape` the sample shape (a dim for CTF).

@@ -47,26 +47,14 @@ ChunkPtr ChunkLoader::get(int64_t chunk) {
     if (it == entries_.end() || it->second.state == State::queued) {
         // Not started: read it here rather than wait behind the worker's queue.
         if (it != entries_.end()) queue_.erase(std::find(queue_.begin(), queue_.end(), chunk));
-        entries_[chunk].state = State::loading;
-        lock.unlock();
-        ChunkPtr data;
-        std::exception_ptr error;
-        try {
-            data = load(chunk);
-        } catch (...) {
-            error = std::current_exception();
-        }
-        lock.lock();
-        if (error) {
+        load_into_entry(lock, chunk);
+        Entry& e = entries_[chunk];
+        if (e.state == State::failed) {
+            std::exception_ptr error = e.error;
             entries_.erase(chunk);
-            done_cv_.notify_all();
             std::rethrow_exception(error);
         }
-        Entry& e = entries_[chunk];
-        e.state = State::ready;
-        e.data = data;
-        done_cv_.notify_all();
-        return data;
+        return e.data;
     }
     done_cv_.wait(lock, [&] {
         auto e = entries_.find(chunk);
@@ -116,22 +104,26 @@ void ChunkLoader::run_worker() {
         if (stop_) return;
         const int64_t chunk = queue_.front();
         queue_.pop_front();
-        entries_[chunk].state = State::loading;
-        lock.unlock();
-        ChunkPtr data;
-        std::exception_ptr error;
-        try {
-            data = load(chunk);
-        } catch (...) {
-            error = std::current_exception();
-        }
-        lock.lock();
-        Entry& e = entries_[chunk];
-        e.state = error ? State::failed : State::ready;
-        e.data = std::move(data);
-        e.error = error;
-        done_cv_.notify_all();
+        load_into_entry(lock, chunk);
     }
+}
+
+void ChunkLoader::load_into_entry(std::unique_lock<std::mutex>& lock, int64_t chunk) {
+    entries_[chunk].state = State::loading;
+    lock.unlock();
+    ChunkPtr data;
+    std::exception_ptr error;
+    try {
+        data = load(chunk);
+    } catch (...) {
+        error = std::current_exception();
+    }
+    lock.lock();
+    Entry& e = entries_[chunk];
+    e.state = error ? State::failed : State::ready;
+    e.data = std::move(data);
+    e.error = error;
+    done_cv_.notify_all();
 }
 
 }  // namespace ctk::detail

@@ -45,6 +45,8 @@ private:
     };
 
     ChunkPtr load(int64_t chunk) const;
+    // Loads `chunk` with the lock released, then records it as ready or failed and wakes the waiters.
+    void load_into_entry(std::unique_lock<std::mutex>& lock, int64_t chunk);
     void run_worker();
 
     std::vector<DeserializerPtr> deserializers_;

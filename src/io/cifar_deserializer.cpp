@@ -61,11 +61,7 @@ public:
             l[i * kClasses + rec[0]] = 1.0f;
             for (int64_t k = 0; k < kPixels; ++k) f[i * kPixels + k] = static_cast<float>(rec[1 + k]);
         }
-        std::vector<std::vector<SequenceData>> out(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i)
-            out[size_t(i)] = {SequenceData{features.slice(0, i, i + 1)},
-                              SequenceData{labels.slice(0, i, i + 1)}};
-        return out;
+        return detail::one_sample_sequences(features, labels);
     }
 
 private:

@@ -52,11 +52,7 @@ public:
         const uint8_t* src = images_.pixels.data() + first * pixels;
         for (int64_t i = 0; i < n * pixels; ++i) f[i] = static_cast<float>(src[i]);
         for (int64_t i = 0; i < n; ++i) l[i * num_classes_ + labels_.labels[size_t(first + i)]] = 1.0f;
-        std::vector<std::vector<SequenceData>> out(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i)
-            out[size_t(i)] = {SequenceData{features.slice(0, i, i + 1)},
-                              SequenceData{labels.slice(0, i, i + 1)}};
-        return out;
+        return detail::one_sample_sequences(features, labels);
     }
 
 private:

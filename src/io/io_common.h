@@ -37,6 +37,9 @@ IdxImages read_idx_images(const std::string& path);
 IdxLabels read_idx_labels(const std::string& path, int64_t num_classes);
 
 // Fills in defaults (name from field and back) and checks names are unique and shapes positive.
+// Image data sets: one single-sample sequence per row of batched features and one-hot labels (views).
+std::vector<std::vector<SequenceData>> one_sample_sequences(const Tensor& features, const Tensor& labels);
+
 std::vector<StreamDef> normalize_stream_defs(const std::vector<StreamDef>& defs, const char* who);
 StreamInformation make_stream_info(const StreamDef& def, int id);
 

@@ -220,8 +220,9 @@ DictionaryValue::List names_of(const std::vector<Variable>& vars) {
     for (const Variable& v : vars) out.emplace_back(v.name().empty() ? v.uid() : v.name());
     return out;
 }
-void restore_values(const std::vector<Variable>& vars, const Dictionary& d, const char* what,
-                    const std::string& path) {
+// The checkpoint's tensors for `vars`, shapes checked (nothing is changed yet).
+const DictionaryValue::List& checked_values(const std::vector<Variable>& vars, const Dictionary& d,
+                                            const char* what, const std::string& path) {
     const auto& values = d.at(what).as_list();
     CTK_CHECK(values.size() == vars.size(), ValueError, path, ": the checkpoint holds ", values.size(), " ",
               what, ", the model has ", vars.size());
@@ -230,6 +231,9 @@ void restore_values(const std::vector<Variable>& vars, const Dictionary& d, cons
         CTK_CHECK(t.shape() == vars[i].value().shape(), ValueError, path, ": ", what, " ", i, " (",
                   vars[i].to_string(), ") has shape ", t.shape().to_string(), " in the checkpoint");
     }
+    return values;
+}
+void set_values(const std::vector<Variable>& vars, const DictionaryValue::List& values) {
     for (size_t i = 0; i < vars.size(); ++i) vars[i].set_value(values[i].as_tensor());
 }
 }  // namespace
@@ -266,8 +270,10 @@ Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
     std::vector<uint64_t> streams;
     for (const auto& s : d.at("RandomStreams").as_list())
         streams.push_back(static_cast<uint64_t>(s.as_int()));
-    restore_values(params, d, "Parameters", path);
-    restore_values(consts, d, "Constants", path);
+    const auto& param_values = checked_values(params, d, "Parameters", path);
+    const auto& const_values = checked_values(consts, d, "Constants", path);
+    set_values(params, param_values);
+    set_values(consts, const_values);
     for (size_t i = 0; i < learners_.size(); ++i)
         learners_[i]->restore_from_checkpoint(learner_states[i].as_dictionary());
     combined_->set_random_stream_positions(streams);
