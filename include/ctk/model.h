@@ -1,0 +1,38 @@
+// Model files: CNTK v2 models (read and written), CNTK v1 models (cntk.exe / BrainScript, read only) and
+// ONNX (read and written). save_model/load_model are the one entry point; load_model finds the format
+// from the file's first bytes. CNTK v2 Dictionaries (the `.ckp` checkpoint and learner state, written in
+// the same protobuf format) are read and written here too.
+//
+// Every reader checks each length and count against the bytes left, so a truncated, corrupt or hostile
+// file throws IOError naming the file and what is wrong, never crashes or allocates unbounded memory.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ctk/dictionary.h"
+#include "ctk/function.h"
+
+namespace ctk {
+
+// CNTK's ModelFormat (CNTKv2 = 0, ONNX = 1), plus the legacy v1 format ctk reads.
+enum class ModelFormat : uint8_t { cntk_v2, onnx, cntk_v1 };
+const char* model_format_name(ModelFormat format);  // "CNTKv2", "ONNX", "CNTKv1"
+
+// The format of a model file from its first bytes; throws IOError naming the file when it is none of them.
+ModelFormat detect_model_format(const std::string& path);
+
+// Writes `model` atomically (a temporary file, then rename). CNTK v1 cannot be written.
+void save_model(const FunctionPtr& model, const std::string& path, ModelFormat format = ModelFormat::cntk_v2);
+// Reads a model; without `format` it is detected. The result is a composite whose outputs are the
+// model's outputs, with its parameters, constants and inputs as in the file.
+FunctionPtr load_model(const std::string& path, std::optional<ModelFormat> format = std::nullopt);
+
+// ---- the individual formats (load_model/save_model dispatch to these) ----
+FunctionPtr load_cntk_v2_model(const std::string& path);
+void save_cntk_v2_model(const FunctionPtr& model, const std::string& path);
+FunctionPtr load_cntk_v1_model(const std::string& path);
+FunctionPtr load_onnx_model(const std::string& path);
+void save_onnx_model(const FunctionPtr& model, const std::string& path);
+
+}  // namespace ctk
