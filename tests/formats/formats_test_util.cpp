@@ -1,0 +1,38 @@
+#include "formats/formats_test_util.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <unistd.h>
+
+namespace ctk::test {
+
+std::string cntk_testdata(const std::string& relative) {
+    const std::string path = std::string(CTK_CNTK_TESTDATA) + "/" + relative;
+    return std::filesystem::exists(path) ? path : std::string();
+}
+
+std::string read_file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void write_file_bytes(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::string temp_dir(const std::string& tag) {
+    auto dir = std::filesystem::temp_directory_path() /
+               ("ctk_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
+    std::filesystem::create_directories(dir);
+    return dir.string();
+}
+
+}  // namespace ctk::test

@@ -1,0 +1,15 @@
+// Shared helpers for the model-file tests.
+#pragma once
+
+#include <string>
+
+namespace ctk::test {
+
+// The path of a real CNTK file under ../shared/testdata/cntk, or "" when the shared folder is absent.
+std::string cntk_testdata(const std::string& relative);
+std::string read_file_bytes(const std::string& path);
+void write_file_bytes(const std::string& path, const std::string& bytes);
+// A fresh temporary directory for one test (removed by the OS's tmp cleaning, not by the test).
+std::string temp_dir(const std::string& tag);
+
+}  // namespace ctk::test
