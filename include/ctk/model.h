@@ -28,6 +28,13 @@ void save_model(const FunctionPtr& model, const std::string& path, ModelFormat f
 // model's outputs, with its parameters, constants and inputs as in the file.
 FunctionPtr load_model(const std::string& path, std::optional<ModelFormat> format = std::nullopt);
 
+// CNTK v2 Dictionary files (a Trainer's `.ckp`, a learner's state): CNTK's protobuf, written
+// atomically. SizeT and Int become ints (a SizeT above 2^63 keeps its bits), Float and Double doubles,
+// NDShape a list of dims (row-major), Axis a Dictionary {static_axis_idx, name, is_ordered_dynamic_axis};
+// value types newer than this reader become None, as in CNTK.
+Dictionary load_cntk_dictionary(const std::string& path);
+void save_cntk_dictionary(const Dictionary& d, const std::string& path);
+
 // ---- the individual formats (load_model/save_model dispatch to these) ----
 FunctionPtr load_cntk_v2_model(const std::string& path);
 void save_cntk_v2_model(const FunctionPtr& model, const std::string& path);

@@ -29,8 +29,8 @@ ModelFormat detect_model_format(const std::string& path) {
     // v1: UTF-16LE "BCN\0" (CNTK's BackCompat IsLegacyModel).
     static const unsigned char kV1[8] = {'B', 0, 'C', 0, 'N', 0, 0, 0};
     if (got == 8 && std::memcmp(head, kV1, 8) == 0) return ModelFormat::cntk_v1;
-    // v2 larger than 2 GB: the magic 0x636e746b little-endian ("kntc").
-    if (got >= 4 && std::memcmp(head, "kntc", 4) == 0) return ModelFormat::cntk_v2;
+    // v2 larger than 2 GB: the magic 0x636e746b little-endian ("ktnc" on disk).
+    if (got >= 4 && std::memcmp(head, "ktnc", 4) == 0) return ModelFormat::cntk_v2;
     // v2 plain: a Dictionary starting with version = 1 (field 1, varint: 08 01), then its data (field 2).
     // ONNX ModelProto also starts with field 1 (ir_version), but ONNX IR versions 1 and 2 predate every
     // opset ctk reads, so "08 01" is CNTK v2 and "08 n" with n >= 3 is ONNX.
