@@ -1,0 +1,32 @@
+// Shared pieces of ONNX import and export (src/formats/onnx_*.cpp): element-type mapping, tensor
+// conversion with bounds checks, and the opset range ctk reads and writes.
+#pragma once
+
+#include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
+
+#include <string>
+
+#include "ctk/function.h"
+
+namespace ctk::detail::onnx_io {
+
+inline constexpr int64_t kExportOpset = 17;
+inline constexpr int64_t kExportIrVersion = 8;
+inline constexpr int64_t kMinImportOpset = 13;
+inline constexpr int64_t kMaxImportOpset = 17;
+
+// The ctk dtype that holds an ONNX element type. Booleans become f32 0/1 (ctk's logic ops compute on
+// floats); narrow integers widen. Throws NotImplementedError for strings, complex and unknown types.
+DataType dtype_of_onnx(int32_t elem_type, const std::string& where);
+int32_t onnx_of_dtype(DataType dtype);
+
+// A ctk tensor from a TensorProto: the data size is checked against the dims before anything is
+// allocated; external data is refused. Throws IOError naming `where`.
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where);
+void tensor_to_proto(const Tensor& value, const std::string& name, onnx::TensorProto& out);
+
+// The graph of a model: export builds a ModelProto, import reads one.
+void export_model(const FunctionPtr& model, onnx::ModelProto& out);
+FunctionPtr import_model(const onnx::ModelProto& model, const std::string& source);
+
+}  // namespace ctk::detail::onnx_io

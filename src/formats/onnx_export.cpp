@@ -1,0 +1,761 @@
+// ONNX export: walks the graph upstream of a model's outputs (blocks inlined, placeholders resolved to
+// the block operands they stand for) and writes one ONNX node group per ctk primitive at opset 17.
+// Dynamic axes become leading symbolic dims ("batch", "sequence"), so ctk's static axis a is ONNX axis
+// a + (number of dynamic axes).
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "ctk/error.h"
+#include "ctk/graph_ops.h"
+#include "ctk/ops.h"
+#include "formats/onnx_common.h"
+
+namespace ctk::detail::onnx_io {
+namespace {
+
+using TP = onnx::TensorProto;
+
+class Exporter {
+public:
+    explicit Exporter(onnx::GraphProto& g) : g_(g) { scopes_.emplace_back(); }
+
+    // The ONNX name of variable v seen from block scope `scope` (0: the top level).
+    std::string value(const Variable& v, int scope) {
+        if (v.is_placeholder()) {
+            auto& map = scopes_[static_cast<size_t>(scope)];
+            auto it = map.find(v.impl());
+            CTK_CHECK(it != map.end(), NotImplementedError, "save_onnx_model: unbound placeholder ",
+                      v.to_string(), " cannot be exported");
+            return value(it->second.first, it->second.second);
+        }
+        const int key_scope = v.is_output() ? scope : -1;
+        auto key = std::make_pair(static_cast<const void*>(v.impl()), key_scope);
+        if (auto it = names_.find(key); it != names_.end()) return it->second;
+        std::string name;
+        if (v.is_input()) {
+            name = unique(v.name().empty() ? v.uid() : v.name());
+            add_value_info(*g_.add_input(), name, v);
+        } else if (v.is_parameter() || v.is_constant()) {
+            name = unique(v.name().empty() ? v.uid() : v.name());
+            tensor_to_proto(v.value(), name, *g_.add_initializer());
+        } else {
+            FunctionPtr f = v.owner();
+            CTK_CHECK(f != nullptr, NotImplementedError, "save_onnx_model: ", v.to_string(), " has no owner");
+            if (f->is_block()) {
+                const int inner = block_scope(f, scope);
+                name = value(f->block_root()->outputs().at(static_cast<size_t>(v.output_index())), inner);
+            } else {
+                export_primitive(*f, scope);
+                auto it = names_.find(key);
+                CTK_CHECK(it != names_.end(), NotImplementedError, "save_onnx_model: ", f->to_string(),
+                          " produced no ONNX value for ", v.to_string());
+                return it->second;
+            }
+        }
+        names_[key] = name;
+        return name;
+    }
+
+    void add_value_info(onnx::ValueInfoProto& info, const std::string& name, const Variable& v) {
+        info.set_name(name);
+        auto* tt = info.mutable_type()->mutable_tensor_type();
+        tt->set_elem_type(onnx_of_dtype(v.dtype()));
+        auto* shape = tt->mutable_shape();
+        for (const Axis& a : v.dynamic_axes())
+            shape->add_dim()->set_dim_param(a.is_batch() ? "batch" : "sequence");
+        int free = 0;
+        for (int64_t d : v.shape()) {
+            if (d >= 0)
+                shape->add_dim()->set_dim_value(d);
+            else
+                shape->add_dim()->set_dim_param("free" + std::to_string(free++));
+        }
+    }
+
+private:
+    onnx::GraphProto& g_;
+    std::map<std::pair<const void*, int>, std::string> names_;
+    std::vector<std::unordered_map<const void*, std::pair<Variable, int>>> scopes_;
+    std::map<std::pair<const Function*, int>, int> block_scopes_;
+    std::map<std::string, int> used_;
+    int counter_ = 0;
+
+    std::string unique(const std::string& base) {
+        std::string b = base.empty() ? "v" : base;
+        int& n = used_[b];
+        std::string name = n == 0 ? b : b + "_" + std::to_string(n);
+        ++n;
+        while (n > 1 && used_.count(name)) name = b + "_" + std::to_string(n++);
+        used_[name] += 0;
+        return name;
+    }
+    std::string fresh(const std::string& base) { return unique(base + "_" + std::to_string(counter_++)); }
+
+    int block_scope(const FunctionPtr& f, int scope) {
+        auto key = std::make_pair(f.get(), scope);
+        if (auto it = block_scopes_.find(key); it != block_scopes_.end()) return it->second;
+        std::unordered_map<const void*, std::pair<Variable, int>> map;
+        for (const auto& [inside, outside] : f->block_arguments_mapping())
+            map[inside.impl()] = {outside, scope};
+        scopes_.push_back(std::move(map));
+        const int id = static_cast<int>(scopes_.size()) - 1;
+        block_scopes_[key] = id;
+        return id;
+    }
+
+    onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& ins,
+                          const std::vector<std::string>& outs) {
+        onnx::NodeProto* n = g_.add_node();
+        n->set_op_type(op);
+        n->set_name(outs.empty() ? op : outs[0]);
+        for (const auto& i : ins) n->add_input(i);
+        for (const auto& o : outs) n->add_output(o);
+        return n;
+    }
+    // A one-output node with a fresh output name; returns the name.
+    std::string emit(const std::string& op, const std::vector<std::string>& ins, const std::string& base,
+                     onnx::NodeProto** out = nullptr) {
+        std::string o = fresh(base);
+        onnx::NodeProto* n = node(op, ins, {o});
+        if (out) *out = n;
+        return o;
+    }
+    static void attr_i(onnx::NodeProto* n, const char* key, int64_t v) {
+        auto* a = n->add_attribute();
+        a->set_name(key);
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(v);
+    }
+    static void attr_f(onnx::NodeProto* n, const char* key, double v) {
+        auto* a = n->add_attribute();
+        a->set_name(key);
+        a->set_type(onnx::AttributeProto::FLOAT);
+        a->set_f(static_cast<float>(v));
+    }
+    static void attr_ints(onnx::NodeProto* n, const char* key, const Dims& v) {
+        auto* a = n->add_attribute();
+        a->set_name(key);
+        a->set_type(onnx::AttributeProto::INTS);
+        for (int64_t x : v) a->add_ints(x);
+    }
+    std::string const_i64(const Dims& v) {
+        std::string name = fresh("const");
+        Tensor t = Tensor::empty(Shape{static_cast<int64_t>(v.size())}, DataType::i64);
+        std::copy(v.begin(), v.end(), t.data<int64_t>());
+        tensor_to_proto(t, name, *g_.add_initializer());
+        return name;
+    }
+    std::string const_scalar(double v, DataType dtype) {
+        std::string name = fresh("const");
+        tensor_to_proto(Tensor::full(Shape{}, v, dtype), name, *g_.add_initializer());
+        return name;
+    }
+    std::string cast(const std::string& x, DataType to, const std::string& base) {
+        onnx::NodeProto* n;
+        std::string o = emit("Cast", {x}, base, &n);
+        attr_i(n, "to", onnx_of_dtype(to));
+        return o;
+    }
+    std::string to_bool(const std::string& x, const std::string& base) {
+        onnx::NodeProto* n;
+        std::string o = emit("Cast", {x}, base, &n);
+        attr_i(n, "to", TP::BOOL);
+        return o;
+    }
+    // [0 x dyn] + dims: a Reshape target that keeps the dynamic dims.
+    std::string reshape(const std::string& x, int dyn, const Dims& dims, const std::string& base) {
+        Dims t(static_cast<size_t>(dyn), 0);
+        int free = 0;
+        for (int64_t d : dims) {
+            CTK_CHECK(d >= 0 || free++ == 0, NotImplementedError, "save_onnx_model: ", base,
+                      ": a reshape to a shape with several free dims ", dims_to_string(dims));
+            t.push_back(d >= 0 ? d : -1);
+        }
+        return emit("Reshape", {x, const_i64(t)}, base);
+    }
+    // Operand i of an element-wise op, unsqueezed so that NumPy broadcasting in ONNX matches ctk's
+    // (ctk aligns static axes after the dynamic ones).
+    std::string aligned(const Variable& v, const std::string& name, int out_static, const std::string& base) {
+        if (v.dynamic_rank() == 0 || v.rank() >= out_static) return name;
+        Dims axes;
+        for (int i = 0; i < out_static - v.rank(); ++i) axes.push_back(v.dynamic_rank() + i);
+        return emit("Unsqueeze", {name, const_i64(axes)}, base);
+    }
+
+    [[noreturn]] static void unsupported(const Function& f, const std::string& why) {
+        CTK_THROW(NotImplementedError, "save_onnx_model: op ", primitive_op_name(f.op()), " (Function '",
+                  f.name().empty() ? f.uid() : f.name(), "') has no ONNX form", why.empty() ? "" : ": ", why);
+    }
+
+    void export_primitive(const Function& f, int scope);
+    void export_conv_like(const Function& f, const std::vector<std::string>& in, const std::string& base,
+                          std::string& out);
+};
+
+const char* unary_onnx_name(PrimitiveOp op) {
+    switch (op) {
+        case PrimitiveOp::negate:
+            return "Neg";
+        case PrimitiveOp::abs:
+            return "Abs";
+        case PrimitiveOp::sqrt:
+            return "Sqrt";
+        case PrimitiveOp::exp:
+            return "Exp";
+        case PrimitiveOp::log:
+            return "Log";
+        case PrimitiveOp::floor:
+            return "Floor";
+        case PrimitiveOp::ceil:
+            return "Ceil";
+        case PrimitiveOp::sin:
+            return "Sin";
+        case PrimitiveOp::cos:
+            return "Cos";
+        case PrimitiveOp::tan:
+            return "Tan";
+        case PrimitiveOp::asin:
+            return "Asin";
+        case PrimitiveOp::acos:
+            return "Acos";
+        case PrimitiveOp::atan:
+            return "Atan";
+        case PrimitiveOp::sinh:
+            return "Sinh";
+        case PrimitiveOp::cosh:
+            return "Cosh";
+        case PrimitiveOp::tanh:
+            return "Tanh";
+        case PrimitiveOp::asinh:
+            return "Asinh";
+        case PrimitiveOp::atanh:
+            return "Atanh";
+        case PrimitiveOp::reciprocal:
+            return "Reciprocal";
+        case PrimitiveOp::sigmoid:
+            return "Sigmoid";
+        case PrimitiveOp::relu:
+            return "Relu";
+        case PrimitiveOp::softplus:
+            return "Softplus";
+        case PrimitiveOp::softsign:
+            return "Softsign";
+        default:
+            return nullptr;
+    }
+}
+
+const char* binary_onnx_name(PrimitiveOp op) {
+    switch (op) {
+        case PrimitiveOp::plus:
+            return "Add";
+        case PrimitiveOp::minus:
+            return "Sub";
+        case PrimitiveOp::element_times:
+            return "Mul";
+        case PrimitiveOp::element_divide:
+            return "Div";
+        case PrimitiveOp::pow:
+            return "Pow";
+        case PrimitiveOp::element_max:
+            return "Max";
+        case PrimitiveOp::element_min:
+            return "Min";
+        case PrimitiveOp::equal:
+            return "Equal";
+        case PrimitiveOp::less:
+            return "Less";
+        case PrimitiveOp::less_equal:
+            return "LessOrEqual";
+        case PrimitiveOp::greater:
+            return "Greater";
+        case PrimitiveOp::greater_equal:
+            return "GreaterOrEqual";
+        case PrimitiveOp::element_and:
+            return "And";
+        case PrimitiveOp::element_or:
+            return "Or";
+        case PrimitiveOp::element_xor:
+            return "Xor";
+        default:
+            return nullptr;
+    }
+}
+
+const char* reduce_onnx_name(const std::string& cntk) {
+    static const std::map<std::string, const char*> names = {
+        {"Sum", "ReduceSum"}, {"Mean", "ReduceMean"}, {"Max", "ReduceMax"},
+        {"Min", "ReduceMin"}, {"Prod", "ReduceProd"}, {"LogSum", "ReduceLogSumExp"},
+        {"L1", "ReduceL1"},   {"L2", "ReduceL2"},     {"SumSquare", "ReduceSumSquare"}};
+    auto it = names.find(cntk);
+    return it == names.end() ? nullptr : it->second;
+}
+
+// CNTK's per-axis lists (strides, auto_padding, dilation) for the `spatial` trailing axes of a sample of
+// rank `rank`: a shorter list is extended at the front with its first value.
+Dims spatial_list(Dims list, int rank, int spatial) {
+    if (list.empty()) list.push_back(1);
+    while (static_cast<int>(list.size()) < rank) list.insert(list.begin(), list.front());
+    return Dims(list.end() - spatial, list.end());
+}
+
+void Exporter::export_primitive(const Function& f, int scope) {
+    const PrimitiveOp op = f.op();
+    const std::vector<Variable> inputs = f.inputs();
+    const std::vector<Variable> outputs = f.outputs();
+    const Variable& y = outputs.at(0);
+    const std::string base = f.name().empty() ? f.uid() : f.name();
+    std::vector<std::string> in;
+    for (const Variable& v : inputs) in.push_back(value(v, scope));
+    const Attributes& a = f.attributes();
+    const int dyn = inputs.empty() ? 0 : inputs[0].dynamic_rank();
+    std::vector<std::string> out_names;
+    std::string o;
+    onnx::NodeProto* n = nullptr;
+
+    if (is_elementwise_unary(op)) {
+        const double alpha = a.get_or<double>("alpha", 0.0), beta = a.get_or<double>("beta", 0.0);
+        if (const char* name = unary_onnx_name(op)) {
+            o = emit(name, in, base);
+        } else {
+            switch (op) {
+                case PrimitiveOp::square:
+                    o = emit("Mul", {in[0], in[0]}, base);
+                    break;
+                case PrimitiveOp::round:  // CNTK rounds halves up: floor(x + 0.5)
+                    o = emit("Floor", {emit("Add", {in[0], const_scalar(0.5, y.dtype())}, base)}, base);
+                    break;
+                case PrimitiveOp::elu:
+                    o = emit("Elu", in, base, &n);
+                    attr_f(n, "alpha", alpha);
+                    break;
+                case PrimitiveOp::selu:  // ctk: alpha = scale (ONNX gamma), beta = the ELU alpha
+                    o = emit("Selu", in, base, &n);
+                    attr_f(n, "alpha", beta);
+                    attr_f(n, "gamma", alpha);
+                    break;
+                case PrimitiveOp::leaky_relu:
+                    o = emit("LeakyRelu", in, base, &n);
+                    attr_f(n, "alpha", alpha);
+                    break;
+                case PrimitiveOp::hard_sigmoid:
+                    o = emit("HardSigmoid", in, base, &n);
+                    attr_f(n, "alpha", alpha);
+                    attr_f(n, "beta", beta);
+                    break;
+                case PrimitiveOp::element_not:
+                    o = cast(emit("Equal", {in[0], const_scalar(0.0, y.dtype())}, base), y.dtype(), base);
+                    break;
+                case PrimitiveOp::clip:
+                    o = emit("Clip",
+                             {in[0], std::isinf(alpha) ? std::string() : const_scalar(alpha, y.dtype()),
+                              std::isinf(beta) ? std::string() : const_scalar(beta, y.dtype())},
+                             base);
+                    break;
+                default:
+                    unsupported(f, "");
+            }
+        }
+    } else if (is_elementwise_binary(op) || op == PrimitiveOp::element_select) {
+        std::vector<std::string> al;
+        for (size_t i = 0; i < inputs.size(); ++i) al.push_back(aligned(inputs[i], in[i], y.rank(), base));
+        const DataType dt = y.dtype();
+        if (op == PrimitiveOp::element_select) {
+            o = emit("Where", {to_bool(al[0], base), al[1], al[2]}, base);
+        } else if (op == PrimitiveOp::param_relu) {  // operands (x, alpha)
+            o = emit("PRelu", {al[0], al[1]}, base);
+        } else if (op == PrimitiveOp::log_add_exp) {  // max(a, b) + log(1 + exp(-|a - b|))
+            std::string d = emit("Abs", {emit("Sub", {al[0], al[1]}, base)}, base);
+            std::string l = emit(
+                "Log",
+                {emit("Add", {const_scalar(1.0, dt), emit("Exp", {emit("Neg", {d}, base)}, base)}, base)},
+                base);
+            o = emit("Add", {emit("Max", {al[0], al[1]}, base), l}, base);
+        } else if (op == PrimitiveOp::not_equal) {
+            o = cast(emit("Not", {emit("Equal", al, base)}, base), dt, base);
+        } else if (op == PrimitiveOp::element_and || op == PrimitiveOp::element_or ||
+                   op == PrimitiveOp::element_xor) {
+            o = cast(emit(binary_onnx_name(op), {to_bool(al[0], base), to_bool(al[1], base)}, base), dt,
+                     base);
+        } else if (const char* name = binary_onnx_name(op)) {
+            o = emit(name, al, base);
+            if (op == PrimitiveOp::equal || op == PrimitiveOp::less || op == PrimitiveOp::less_equal ||
+                op == PrimitiveOp::greater || op == PrimitiveOp::greater_equal)
+                o = cast(o, dt, base);
+        } else {
+            unsupported(f, "");
+        }
+    } else {
+        switch (op) {
+            case PrimitiveOp::times: {
+                const Variable &x = inputs[0], &w = inputs[1];
+                const int64_t out_rank = a.get<int64_t>("outputRank");
+                const size_t k = w.shape().size() - static_cast<size_t>(out_rank);
+                const Dims& ws = w.shape();
+                int64_t kk = 1, nn = 1;
+                for (size_t i = 0; i < ws.size(); ++i) (i < k ? kk : nn) *= ws[i];
+                std::string xm = in[0], wm = in[1];
+                const bool x_matrix_ready = k == 1;
+                if (!x_matrix_ready) {
+                    Dims xs(x.shape().begin(), x.shape().end() - static_cast<std::ptrdiff_t>(k));
+                    xs.push_back(kk);
+                    xm = reshape(in[0], dyn, xs, base);
+                }
+                if (ws.size() != 2 || k != 1)
+                    wm = reshape(in[1], 0, out_rank == 0 ? Dims{kk} : Dims{kk, nn}, base);
+                o = emit("MatMul", {xm, wm}, base);
+                if (out_rank > 1 || (out_rank == 0 && false)) o = reshape(o, dyn, y.shape(), base);
+                break;
+            }
+            case PrimitiveOp::transpose_times: {
+                CTK_CHECK(inputs[1].dynamic_rank() == 0 && inputs[1].rank() == 2, NotImplementedError,
+                          "save_onnx_model: transpose_times '", base, "' with a non-matrix right operand");
+                onnx::NodeProto* t;
+                std::string bt = emit("Transpose", {in[1]}, base, &t);
+                attr_ints(t, "perm", {1, 0});
+                o = emit("MatMul", {in[0], bt}, base);
+                break;
+            }
+            case PrimitiveOp::reduce: {
+                const char* name = reduce_onnx_name(a.get<std::string>("reductionOpName"));
+                if (!name) unsupported(f, "reduction " + a.get<std::string>("reductionOpName"));
+                Dims axes;
+                bool keep = a.get<bool>("keepdims");
+                const int rank = inputs[0].rank();
+                for (const Axis& ax : a.get<std::vector<Axis>>("axes")) {
+                    switch (ax.kind()) {
+                        case Axis::Kind::all:
+                            for (int i = 0; i < dyn + rank; ++i) axes.push_back(i);
+                            keep = false;
+                            break;
+                        case Axis::Kind::all_static:
+                            for (int i = 0; i < rank; ++i) axes.push_back(dyn + i);
+                            keep = false;
+                            break;
+                        case Axis::Kind::dynamic:
+                            if (dyn != 1 || !ax.is_batch())
+                                unsupported(f, "a reduction over a sequence axis");
+                            axes.push_back(0);
+                            break;
+                        case Axis::Kind::static_axis:
+                            axes.push_back(
+                                dyn + (ax.static_index() < 0 ? ax.static_index() + rank : ax.static_index()));
+                            break;
+                    }
+                }
+                std::sort(axes.begin(), axes.end());
+                axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+                if (axes.empty()) {
+                    o = emit("Identity", in, base);
+                } else if (std::string(name) == "ReduceSum") {
+                    o = emit(name, {in[0], const_i64(axes)}, base, &n);
+                    attr_i(n, "keepdims", keep ? 1 : 0);
+                } else {
+                    o = emit(name, in, base, &n);
+                    attr_ints(n, "axes", axes);
+                    attr_i(n, "keepdims", keep ? 1 : 0);
+                }
+                break;
+            }
+            case PrimitiveOp::argmax:
+            case PrimitiveOp::argmin: {
+                const char* name = op == PrimitiveOp::argmax ? "ArgMax" : "ArgMin";
+                if (a.has("axis")) {
+                    const Axis& ax = a.get<Axis>("axis");
+                    const int rank = inputs[0].rank();
+                    o = emit(name, in, base, &n);
+                    attr_i(n, "axis",
+                           dyn + (ax.static_index() < 0 ? ax.static_index() + rank : ax.static_index()));
+                    attr_i(n, "keepdims", 1);
+                } else {
+                    o = emit(name, {reshape(in[0], dyn, {-1}, base)}, base, &n);
+                    attr_i(n, "axis", dyn);
+                    attr_i(n, "keepdims", 0);
+                }
+                o = cast(o, y.dtype(), base);
+                break;
+            }
+            case PrimitiveOp::softmax:
+            case PrimitiveOp::log_softmax:
+            case PrimitiveOp::hardmax: {
+                const char* name = op == PrimitiveOp::softmax       ? "Softmax"
+                                   : op == PrimitiveOp::log_softmax ? "LogSoftmax"
+                                                                    : "Hardmax";
+                const int rank = inputs[0].rank();
+                if (a.has("axis")) {
+                    const Axis& ax = a.get<Axis>("axis");
+                    o = emit(name, in, base, &n);
+                    attr_i(n, "axis",
+                           dyn + (ax.static_index() < 0 ? ax.static_index() + rank : ax.static_index()));
+                } else if (rank <= 1) {
+                    o = emit(name, in, base, &n);
+                    attr_i(n, "axis", -1);
+                } else {
+                    o = emit(name, {reshape(in[0], dyn, {-1}, base)}, base, &n);
+                    attr_i(n, "axis", -1);
+                    o = reshape(o, dyn, inputs[0].shape(), base);
+                }
+                break;
+            }
+            case PrimitiveOp::reshape:
+                o = reshape(in[0], dyn, y.shape(), base);
+                break;
+            case PrimitiveOp::slice: {
+                const auto& axes = a.get<std::vector<Axis>>("axes");
+                const Dims &begin = a.get<Dims>("beginIndex"), &end = a.get<Dims>("endIndex"),
+                           &strides = a.get<Dims>("sliceStrides");
+                Dims st, en, ax, sp;
+                const Dims& xs = inputs[0].shape();
+                for (size_t i = 0; i < axes.size(); ++i) {
+                    if (!axes[i].is_static()) unsupported(f, "a slice along a dynamic axis");
+                    const int r = static_cast<int>(xs.size());
+                    const int k =
+                        axes[i].static_index() < 0 ? axes[i].static_index() + r : axes[i].static_index();
+                    const int64_t nd = xs[static_cast<size_t>(k)];
+                    int64_t b = begin[i], e = end[i];
+                    if (b < 0) b += nd;
+                    if (e <= 0) e += nd;
+                    st.push_back(b);
+                    en.push_back(e);
+                    ax.push_back(dyn + k);
+                    sp.push_back(strides.empty() ? 1 : strides[i]);
+                }
+                o = emit("Slice", {in[0], const_i64(st), const_i64(en), const_i64(ax), const_i64(sp)}, base);
+                break;
+            }
+            case PrimitiveOp::splice: {
+                for (const Variable& v : inputs)
+                    if (v.dynamic_rank() != dyn || v.rank() != inputs[0].rank())
+                        unsupported(f, "operands of different ranks or dynamic axes");
+                const Axis& ax = a.get<Axis>("axis");
+                const int rank = inputs[0].rank();
+                o = emit("Concat", in, base, &n);
+                attr_i(n, "axis",
+                       dyn + (ax.static_index() < 0 ? ax.static_index() + rank : ax.static_index()));
+                break;
+            }
+            case PrimitiveOp::transpose: {
+                Dims perm;
+                for (int i = 0; i < dyn; ++i) perm.push_back(i);
+                for (int64_t p : a.get<Dims>("axisPermutation")) perm.push_back(dyn + p);
+                o = emit("Transpose", in, base, &n);
+                attr_ints(n, "perm", perm);
+                break;
+            }
+            case PrimitiveOp::pad: {
+                const auto mode = static_cast<PadMode>(a.get<int64_t>("mode"));
+                if (mode == PadMode::symmetric) unsupported(f, "symmetric padding");
+                Dims pads(static_cast<size_t>(dyn), 0);
+                Dims lo = a.get<Dims>("padLo"), hi = a.get<Dims>("padHi");
+                Dims all = pads;
+                all.insert(all.end(), lo.begin(), lo.end());
+                all.insert(all.end(), pads.begin(), pads.end());
+                all.insert(all.end(), hi.begin(), hi.end());
+                o = emit("Pad",
+                         {in[0], const_i64(all), const_scalar(a.get<double>("constantValue"), y.dtype())},
+                         base, &n);
+                auto* m = n->add_attribute();
+                m->set_name("mode");
+                m->set_type(onnx::AttributeProto::STRING);
+                m->set_s(mode == PadMode::constant ? "constant" : "reflect");
+                break;
+            }
+            case PrimitiveOp::gather: {
+                if (inputs[0].dynamic_rank() != 0) unsupported(f, "a per-sample reference");
+                std::string idx = cast(in[1], DataType::i64, base);
+                o = emit("Gather", {in[0], idx}, base, &n);
+                attr_i(n, "axis", 0);
+                break;
+            }
+            case PrimitiveOp::one_hot: {
+                if (a.get_or<bool>("outputSparse", false)) unsupported(f, "sparse output");
+                const int64_t axis = a.get<int64_t>("axis");
+                const int64_t rank = inputs[0].rank() + 1;
+                const int64_t norm = axis < 0 ? axis + rank : axis;
+                Tensor values = Tensor::empty(Shape{2}, y.dtype());
+                values.set({0}, 0.0);
+                values.set({1}, 1.0);
+                std::string vname = fresh("const");
+                tensor_to_proto(values, vname, *g_.add_initializer());
+                Tensor depth =
+                    Tensor::full(Shape{}, static_cast<double>(a.get<int64_t>("numClass")), DataType::i64);
+                std::string dname = fresh("const");
+                tensor_to_proto(depth, dname, *g_.add_initializer());
+                o = emit("OneHot", {cast(in[0], DataType::i64, base), dname, vname}, base, &n);
+                attr_i(n, "axis", dyn + norm);
+                break;
+            }
+            case PrimitiveOp::top_k: {
+                const int rank = inputs[0].rank();
+                const int64_t axis = a.get<int64_t>("axis");
+                std::string v = fresh(base), idx = fresh(base);
+                n = node("TopK", {in[0], const_i64({a.get<int64_t>("numItems")})}, {v, idx});
+                attr_i(n, "axis", dyn + (axis < 0 ? axis + rank : axis));
+                out_names = {v, cast(idx, y.dtype(), base)};
+                break;
+            }
+            case PrimitiveOp::cast:
+                o = cast(in[0], y.dtype(), base);
+                break;
+            case PrimitiveOp::stop_gradient:
+            case PrimitiveOp::pass:
+            case PrimitiveOp::dropout:  // inference: the identity
+                o = emit("Identity", {in[0]}, base);
+                break;
+            case PrimitiveOp::convolution:
+            case PrimitiveOp::convolution_transpose:
+            case PrimitiveOp::pooling:
+            case PrimitiveOp::batch_normalization:
+                export_conv_like(f, in, base, o);
+                break;
+            default:
+                unsupported(f, "");
+        }
+    }
+    if (out_names.empty()) out_names.push_back(o);
+    CTK_CHECK(out_names.size() == outputs.size(), NotImplementedError, "save_onnx_model: ", f.to_string(),
+              " has ", outputs.size(), " outputs; ", out_names.size(), " exported");
+    for (size_t i = 0; i < outputs.size(); ++i) names_[{outputs[i].impl(), scope}] = out_names[i];
+}
+
+// convolution, convolution_transpose, pooling and batch_normalization work on [N, C, spatial...]: one
+// dynamic axis is the batch; a static operand gets a leading 1 added and removed.
+void Exporter::export_conv_like(const Function& f, const std::vector<std::string>& in,
+                                const std::string& base, std::string& out) {
+    const std::vector<Variable> inputs = f.inputs();
+    const PrimitiveOp op = f.op();
+    const bool data_second = op == PrimitiveOp::convolution || op == PrimitiveOp::convolution_transpose;
+    const Variable& x = inputs[data_second ? 1 : 0];
+    std::string xn = in[data_second ? 1 : 0];
+    const int dyn = x.dynamic_rank();
+    if (dyn > 1) unsupported(f, "a sequence axis");
+    for (int64_t d : x.shape())
+        if (d < 0) unsupported(f, "free spatial dims");
+    if (dyn == 0) xn = emit("Unsqueeze", {xn, const_i64({0})}, base);
+    const Attributes& a = f.attributes();
+    const int rank = x.rank(), spatial = rank - 1;
+    const Dims& xs = x.shape();
+    onnx::NodeProto* n = nullptr;
+    std::string o;
+    if (op == PrimitiveOp::batch_normalization) {
+        if (a.get<bool>("spatial")) {
+            o = emit("BatchNormalization", {xn, in[1], in[2], in[3], in[4]}, base, &n);
+            attr_f(n, "epsilon", a.get<double>("epsilon"));
+        } else {  // per activation: (x - mean) / sqrt(var + eps) * scale + bias, parameters as [1, sample]
+            auto shaped = [&](const std::string& p) {
+                return reshape(
+                    p, 0,
+                    [&] {
+                        Dims d{1};
+                        d.insert(d.end(), xs.begin(), xs.end());
+                        return d;
+                    }(),
+                    base);
+            };
+            std::string sd =
+                emit("Sqrt",
+                     {emit("Add", {shaped(in[4]), const_scalar(a.get<double>("epsilon"), x.dtype())}, base)},
+                     base);
+            std::string norm = emit("Div", {emit("Sub", {xn, shaped(in[3])}, base), sd}, base);
+            o = emit("Add", {emit("Mul", {norm, shaped(in[1])}, base), shaped(in[2])}, base);
+        }
+    } else if (op == PrimitiveOp::pooling) {
+        const Dims& window = a.get<Dims>("poolingWindowShape");
+        const bool is_max = a.get<int64_t>("poolingType") == 0;
+        if (window.empty()) {
+            o = emit(is_max ? "GlobalMaxPool" : "GlobalAveragePool", {xn}, base);
+        } else {
+            const Dims kernel = spatial_list(window, rank, spatial);
+            const Dims strides = spatial_list(a.get<Dims>("strides"), rank, spatial);
+            const Dims pad = spatial_list(a.get<Dims>("autoPadding"), rank, spatial);
+            const bool ceil_mode = a.get<bool>("ceilOutDim");
+            Dims lo, hi;
+            for (int i = 0; i < spatial; ++i) {
+                const size_t k = static_cast<size_t>(i);
+                int64_t l = 0, h = 0;
+                if (pad[k]) cntk_auto_pad(xs[k + 1], kernel[k], strides[k], 1, l, h);
+                const int64_t span = xs[k + 1] + l + h - kernel[k];
+                if (ceil_mode && span % strides[k] != 0) h += strides[k] - span % strides[k];
+                if (l < 0 || h < 0) unsupported(f, "negative automatic padding");
+                lo.push_back(l);
+                hi.push_back(h);
+            }
+            o = emit(is_max ? "MaxPool" : "AveragePool", {xn}, base, &n);
+            attr_ints(n, "kernel_shape", kernel);
+            attr_ints(n, "strides", strides);
+            Dims pads = lo;
+            pads.insert(pads.end(), hi.begin(), hi.end());
+            attr_ints(n, "pads", pads);
+            if (!is_max) attr_i(n, "count_include_pad", a.get<bool>("includePad") ? 1 : 0);
+        }
+    } else {
+        const Variable& w = inputs[0];
+        const Dims& ws = w.shape();
+        const Dims strides = spatial_list(a.get<Dims>("strides"), rank, spatial);
+        const Dims dilation = spatial_list(a.get<Dims>("dilation"), rank, spatial);
+        const Dims pad = spatial_list(a.get<Dims>("autoPadding"), rank, spatial);
+        Dims pads_lo, pads_hi, out_pad;
+        const Dims& ys = f.outputs()[0].shape();
+        for (int i = 0; i < spatial; ++i) {
+            const size_t k = static_cast<size_t>(i);
+            const int64_t ext = (ws[k + 2] - 1) * dilation[k] + 1;
+            int64_t l = 0, h = 0;
+            if (op == PrimitiveOp::convolution) {
+                if (pad[k]) cntk_auto_pad(xs[k + 1], ws[k + 2], strides[k], dilation[k], l, h);
+                if (h < 0 && (xs[k + 1] + l - ext) / strides[k] == (xs[k + 1] + l + h - ext) / strides[k])
+                    h = 0;
+            } else {
+                if (pad[k]) cntk_auto_pad(ys[k + 1], ws[k + 2], strides[k], dilation[k], l, h);
+                if (h < 0) h = 0;
+                const int64_t full = strides[k] * (xs[k + 1] - 1) + ext - l - h;
+                out_pad.push_back(ys[k + 1] - full);
+                if (out_pad.back() < 0 || out_pad.back() >= std::max(strides[k], dilation[k]))
+                    unsupported(f, "its output shape needs an output_padding ONNX does not allow");
+            }
+            if (l < 0 || h < 0) unsupported(f, "negative automatic padding");
+            pads_lo.push_back(l);
+            pads_hi.push_back(h);
+        }
+        o = emit(op == PrimitiveOp::convolution ? "Conv" : "ConvTranspose", {xn, in[0]}, base, &n);
+        attr_ints(n, "kernel_shape", Dims(ws.begin() + 2, ws.end()));
+        attr_ints(n, "strides", strides);
+        attr_ints(n, "dilations", dilation);
+        Dims pads = pads_lo;
+        pads.insert(pads.end(), pads_hi.begin(), pads_hi.end());
+        attr_ints(n, "pads", pads);
+        if (op == PrimitiveOp::convolution)
+            attr_i(n, "group", a.get<int64_t>("groups"));
+        else if (std::any_of(out_pad.begin(), out_pad.end(), [](int64_t p) { return p != 0; }))
+            attr_ints(n, "output_padding", out_pad);
+    }
+    if (dyn == 0) o = emit("Squeeze", {o, const_i64({0})}, base);
+    out = o;
+}
+
+}  // namespace
+
+void export_model(const FunctionPtr& model, onnx::ModelProto& out) {
+    out.set_ir_version(kExportIrVersion);
+    out.set_producer_name("ctk");
+    out.set_producer_version("2.7");
+    out.set_model_version(1);
+    auto* opset = out.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(kExportOpset);
+    onnx::GraphProto& g = *out.mutable_graph();
+    g.set_name(model->name().empty() ? "ctk_model" : model->name());
+    Exporter e(g);
+    for (const Variable& v : model->outputs()) {
+        std::string name = e.value(v, 0);
+        onnx::NodeProto* n = g.add_node();
+        n->set_op_type("Identity");
+        const std::string out_name = name + "_output";
+        n->set_name(out_name);
+        n->add_input(name);
+        n->add_output(out_name);
+        e.add_value_info(*g.add_output(), out_name, v);
+    }
+}
+
+}  // namespace ctk::detail::onnx_io
