@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "ctk/error.h"
@@ -78,6 +79,7 @@ public:
     std::unordered_map<std::string, Variable> values_;
     std::unordered_map<std::string, Tensor> consts_;
     std::unordered_map<std::string, const onnx::TensorProto*> inits_;
+    std::set<const void*> integer_inputs_;  // graph inputs of integer ONNX types, fed as f64
 };
 
 // ---- attributes ----
@@ -643,7 +645,8 @@ std::map<std::string, Handler> make_handlers() {
     h["Sub"] = binary_handler(minus, false);
     h["Mul"] = binary_handler(element_times, false);
     h["Div"] = [](NodeCtx& c) -> std::vector<Variable> {
-        if (!is_floating(c.im.in(c, 0).dtype())) unsupported(c, "integer division");
+        if (!is_floating(c.im.in(c, 0).dtype()) || c.im.integer_inputs_.count(c.im.in(c, 0).impl()))
+            unsupported(c, "integer division");
         return binary_handler(element_divide, false)(c);
     };
     h["Pow"] = [](NodeCtx& c) -> std::vector<Variable> {
@@ -971,7 +974,8 @@ FunctionPtr Importer::run() {
         const auto& tt = vi.type().tensor_type();
         // ctk inputs are floating: integer inputs are fed as f64 (exact below 2^53).
         DataType d = dtype_of_onnx(tt.elem_type(), where + ": input '" + vi.name() + "'");
-        if (!is_floating(d)) d = DataType::f64;
+        const bool integer = !is_floating(d);
+        if (integer) d = DataType::f64;
         CTK_CHECK(tt.has_shape(), NotImplementedError, where, ": input '", vi.name(), "' has no shape");
         Dims dims;
         bool batch = false;
@@ -988,6 +992,7 @@ FunctionPtr Importer::run() {
         }
         values_[vi.name()] = input_variable(dims, d, false, false,
                                             batch ? default_batch_axes() : std::vector<Axis>{}, vi.name());
+        if (integer) integer_inputs_.insert(values_[vi.name()].impl());
     }
     static const std::map<std::string, Handler> handlers = make_handlers();
     int index = 0;
