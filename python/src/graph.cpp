@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "convert.h"
+#include "ctk/model.h"
 
 namespace ctk::python {
 
@@ -245,6 +246,10 @@ void bind_graph(py::module_& m) {
     def_operators(var);
 
     // ---- Function ----
+    py::enum_<ModelFormat>(m, "ModelFormat")
+        .value("CNTKv2", ModelFormat::cntk_v2)
+        .value("ONNX", ModelFormat::onnx)
+        .value("CNTKv1", ModelFormat::cntk_v1);
     py::enum_<CloneMethod>(m, "CloneMethod")
         .value("clone", CloneMethod::clone)
         .value("share", CloneMethod::share)
@@ -392,6 +397,26 @@ void bind_graph(py::module_& m) {
                  return py::isinstance<Function>(b) && &a == b.cast<FunctionPtr>().get();
              })
         .def("__repr__", &Function::to_string);
+    // CNTK's Function.save / Function.load; a legacy v1 file is recognised whatever `format` says, as
+    // CNTK's loader did.
+    fn.def(
+          "save",
+          [](const FunctionPtr& f, const std::string& filename, ModelFormat format,
+             bool /*use_external_files_to_store_parameters*/) {
+              py::gil_scoped_release release;
+              save_model(f, filename, format);
+          },
+          py::arg("filename"), py::arg("format") = ModelFormat::cntk_v2,
+          py::arg("use_external_files_to_store_parameters") = false)
+        .def_static(
+            "load",
+            [](const std::string& model, const py::object& /*device*/, ModelFormat format) {
+                py::gil_scoped_release release;
+                if (format == ModelFormat::cntk_v2 && detect_model_format(model) == ModelFormat::cntk_v1)
+                    format = ModelFormat::cntk_v1;
+                return load_model(model, format);
+            },
+            py::arg("model"), py::arg("device") = py::none(), py::arg("format") = ModelFormat::cntk_v2);
     def_operators(fn);
     py::implicitly_convertible<Function, Variable>();
     py::class_<BackPropState, std::shared_ptr<BackPropState>>(m, "BackPropState")
@@ -484,6 +509,17 @@ void bind_graph(py::module_& m) {
         py::arg("composite"), py::arg("block_arguments_map"), py::arg("block_op_name"),
         py::arg("block_instance_name") = "");
     m.def("as_function", &as_function);
+    m.def(
+        "load_model",
+        [](const std::string& model, const py::object& /*device*/, const py::object& format) {
+            py::gil_scoped_release release;
+            if (format.is_none()) return load_model(model);
+            ModelFormat f = format.cast<ModelFormat>();
+            if (f == ModelFormat::cntk_v2 && detect_model_format(model) == ModelFormat::cntk_v1)
+                f = ModelFormat::cntk_v1;
+            return load_model(model, f);
+        },
+        py::arg("model"), py::arg("device") = py::none(), py::arg("format") = py::none());
 }
 
 }  // namespace ctk::python

@@ -9,4 +9,4 @@ _NOT_OPS = {'layers', 'learners', 'io', 'logging', 'train', 'sequence', 'Value',
 __all__ = [n for n in dir(_ctk) if not n.startswith('_') and n not in _NOT_OPS]
 globals().update({n: getattr(_ctk, n) for n in __all__})
 
-from . import sequence  # noqa: E402
+from . import sequence, functions  # noqa: E402
