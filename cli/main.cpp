@@ -1,13 +1,21 @@
-// The `ctk` command. Each job is a subcommand with its own options; `info` is the first, and `train`,
-// `eval`, `convert` and `data` join the table below as they land.
+// The `ctk` command. Each job is a subcommand with its own options: info, data, convert and eval (train
+// joins the table below when it lands).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <map>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "ctk/build_info.h"
 #include "ctk/device_info.h"
+#include "ctk/error.h"
 #include "ctk/io.h"
+#include "ctk/model.h"
+#include "ctk/train.h"
 
 namespace {
 
@@ -19,11 +27,15 @@ struct Subcommand {
 
 int run_info(int argc, char** argv);
 int run_data(int argc, char** argv);
+int run_convert(int argc, char** argv);
+int run_eval(int argc, char** argv);
 
 constexpr Subcommand kSubcommands[] = {
     {"info", "the build banner, the GPUs, and whether this build runs on them (and the fix if not)",
      run_info},
     {"data", "prepare data sets (`ctk data mnist IN_DIR OUT_DIR`: IDX files to CNTK text format)", run_data},
+    {"convert", "convert a model between CNTK v2, CNTK v1 (read only) and ONNX", run_convert},
+    {"eval", "evaluate a model on a CNTK text format file and print its outputs", run_eval},
 };
 
 void print_usage(std::FILE* out) {
@@ -77,6 +89,199 @@ int run_data(int argc, char** argv) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("Wrote %lld training and %lld test samples to %s (%.1f s)\n", static_cast<long long>(train),
                 static_cast<long long>(test), argv[2], seconds);
+    return 0;
+}
+
+// ---- convert ----
+
+constexpr const char* kConvertUsage =
+    "usage: ctk convert IN OUT [--to CNTKv2|ONNX]\n\n"
+    "Reads the model IN (CNTK v2, CNTK v1 or ONNX, recognised from its first bytes) and writes it to OUT\n"
+    "as a CNTK v2 model, or as ONNX (opset 17) when OUT ends in .onnx or --to ONNX is given.\n";
+
+std::optional<ctk::ModelFormat> format_from_name(std::string_view name) {
+    if (name == "CNTKv2" || name == "cntkv2" || name == "v2") return ctk::ModelFormat::cntk_v2;
+    if (name == "ONNX" || name == "onnx") return ctk::ModelFormat::onnx;
+    return std::nullopt;
+}
+
+std::string model_summary(const ctk::FunctionPtr& model) {
+    int64_t values = 0;
+    for (const auto& p : model->parameters()) values += ctk::Shape(p.shape()).numel();
+    std::string out = std::to_string(model->arguments().size()) + " inputs, " +
+                      std::to_string(model->parameters().size()) + " parameter tensors (" +
+                      std::to_string(values) + " values), " + std::to_string(model->outputs().size()) +
+                      " outputs";
+    return out;
+}
+
+int run_convert(int argc, char** argv) {
+    if (argc >= 1 && is_help(argv[0])) {
+        std::fputs(kConvertUsage, stdout);
+        return 0;
+    }
+    std::vector<std::string> paths;
+    std::optional<ctk::ModelFormat> to;
+    for (int i = 0; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--to" && i + 1 < argc) {
+            to = format_from_name(argv[++i]);
+            if (!to) {
+                std::fprintf(stderr, "ctk convert: unknown output format '%s' (CNTKv2 or ONNX)\n", argv[i]);
+                return 2;
+            }
+        } else if (!a.empty() && a[0] == '-') {
+            std::fprintf(stderr, "ctk convert: unknown option '%s'\n%s", argv[i], kConvertUsage);
+            return 2;
+        } else {
+            paths.emplace_back(a);
+        }
+    }
+    if (paths.size() != 2) {
+        std::fprintf(stderr, "ctk convert: wrong arguments\n%s", kConvertUsage);
+        return 2;
+    }
+    const std::string &in = paths[0], &out = paths[1];
+    if (!to) {
+        const bool onnx = out.size() >= 5 && out.compare(out.size() - 5, 5, ".onnx") == 0;
+        to = onnx ? ctk::ModelFormat::onnx : ctk::ModelFormat::cntk_v2;
+    }
+    const ctk::ModelFormat from = ctk::detect_model_format(in);
+    ctk::FunctionPtr model = ctk::load_model(in, from);
+    ctk::save_model(model, out, *to);
+    std::printf("Converted %s (%s) to %s (%s): %s\n", in.c_str(), ctk::model_format_name(from), out.c_str(),
+                ctk::model_format_name(*to), model_summary(model).c_str());
+    return 0;
+}
+
+// ---- eval ----
+
+constexpr const char* kEvalUsage =
+    "usage: ctk eval MODEL --ctf FILE [--stream INPUT=FIELD]... [--output NAME] [--minibatch N]\n"
+    "                [--max-samples N]\n\n"
+    "Evaluates MODEL (any format `ctk convert` reads) on the samples of a CNTK text format file and\n"
+    "prints one line per sample and output: \"<sample> <output>: v1 v2 ...\" (a sequence's steps as\n"
+    "<sample>.<step>). Each model input reads\n"
+    "the CTF field of its name unless --stream maps it (by input name) to another field. --output\n"
+    "keeps one output (by name or uid); --minibatch sets the samples per evaluation (default 256).\n";
+
+int run_eval(int argc, char** argv) {
+    if (argc >= 1 && is_help(argv[0])) {
+        std::fputs(kEvalUsage, stdout);
+        return 0;
+    }
+    std::string model_path, ctf, output_name;
+    std::map<std::string, std::string> fields;
+    int64_t minibatch = 256, max_samples = ctk::kInfinitelyRepeat;
+    auto number = [&](int& i, const char* opt) {
+        if (i + 1 >= argc) throw ctk::ValueError(std::string(opt) + " needs a value");
+        char* end = nullptr;
+        const long long v = std::strtoll(argv[++i], &end, 10);
+        if (!end || *end || v <= 0)
+            throw ctk::ValueError(std::string(opt) + ": '" + argv[i] + "' is not a count");
+        return static_cast<int64_t>(v);
+    };
+    for (int i = 0; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--ctf" && i + 1 < argc) {
+            ctf = argv[++i];
+        } else if (a == "--stream" && i + 1 < argc) {
+            const std::string m = argv[++i];
+            const auto eq = m.find('=');
+            if (eq == std::string::npos || eq == 0 || eq + 1 == m.size()) {
+                std::fprintf(stderr, "ctk eval: --stream takes INPUT=FIELD, not '%s'\n", m.c_str());
+                return 2;
+            }
+            fields[m.substr(0, eq)] = m.substr(eq + 1);
+        } else if (a == "--output" && i + 1 < argc) {
+            output_name = argv[++i];
+        } else if (a == "--minibatch") {
+            minibatch = number(i, "--minibatch");
+        } else if (a == "--max-samples") {
+            max_samples = number(i, "--max-samples");
+        } else if (!a.empty() && a[0] == '-') {
+            std::fprintf(stderr, "ctk eval: unknown option '%s'\n%s", argv[i], kEvalUsage);
+            return 2;
+        } else if (model_path.empty()) {
+            model_path = a;
+        } else {
+            std::fprintf(stderr, "ctk eval: unexpected argument '%s'\n%s", argv[i], kEvalUsage);
+            return 2;
+        }
+    }
+    if (model_path.empty() || ctf.empty()) {
+        std::fprintf(stderr, "ctk eval: a MODEL and --ctf FILE are needed\n%s", kEvalUsage);
+        return 2;
+    }
+    ctk::FunctionPtr model = ctk::load_model(model_path);
+    std::vector<ctk::Variable> outputs;
+    for (const auto& o : model->outputs())
+        if (output_name.empty() || o.name() == output_name || o.uid() == output_name ||
+            (o.owner() && o.owner()->name() == output_name))
+            outputs.push_back(o);
+    if (outputs.empty()) throw ctk::ValueError("the model has no output named '" + output_name + "'");
+    // One CTF stream per model input.
+    std::vector<ctk::StreamDef> streams;
+    ctk::StreamMap input_map;
+    for (const auto& in : model->arguments()) {
+        if (in.is_placeholder())
+            throw ctk::ValueError("the model has an unbound placeholder " + in.to_string());
+        const std::string key = in.name().empty() ? in.uid() : in.name();
+        for (int64_t d : in.shape())
+            if (d < 0)
+                throw ctk::ValueError(
+                    "input " + in.to_string() +
+                    " has a free or inferred dimension; a CTF stream needs a fixed sample size");
+        auto it = fields.find(key);
+        const std::string field = it != fields.end() ? it->second : key;
+        streams.push_back({key, field, {ctk::Shape(in.shape()).numel()}, in.is_sparse(), false});
+        input_map[in] = key;
+    }
+    ctk::MinibatchSourceConfig config;
+    config.deserializers = {ctk::ctf_deserializer(ctf, streams)};
+    config.randomize = false;
+    if (max_samples != ctk::kInfinitelyRepeat)
+        config.max_samples = max_samples;
+    else
+        config.max_sweeps = 1;
+    ctk::MinibatchSource source(std::move(config));
+    int64_t sample = 0;
+    for (;;) {
+        auto mb = source.next_minibatch(minibatch);
+        if (mb.empty()) break;
+        ctk::ValueMap args;
+        for (auto& [var, value] : ctk::bind_minibatch(mb, input_map)) args.emplace(var, value);
+        ctk::ValueMap result = model->eval(args, outputs);
+        // One line per sample (a sequence's steps as "<sample>.<step>"), outputs in turn.
+        int64_t rows = 0;
+        for (const auto& o : outputs) {
+            const ctk::Value& v = result.at(o);
+            const std::string name = o.name().empty() ? o.uid() : o.name();
+            const int64_t per = ctk::Shape(o.shape()).numel();
+            auto print_row = [&](const float* p, const std::string& label) {
+                std::printf("%s %s:", label.c_str(), name.c_str());
+                for (int64_t k = 0; k < per; ++k) std::printf(" %.9g", static_cast<double>(p[k]));
+                std::putchar('\n');
+            };
+            if (v.has_layout() && o.has_sequence_axis()) {
+                rows = v.layout()->num_sequences();
+                for (int64_t i = 0; i < rows; ++i) {
+                    const ctk::Tensor seq = v.sequence(i).to(ctk::DataType::f32).contiguous();
+                    for (int64_t t = 0; t < seq.dim(0); ++t)
+                        print_row(seq.data<float>() + t * per,
+                                  std::to_string(sample + i) + "." + std::to_string(t));
+                }
+            } else {
+                const ctk::Tensor data = v.data().to(ctk::DataType::f32).contiguous();
+                rows = per ? data.numel() / per : 0;
+                for (int64_t r = 0; r < rows; ++r)
+                    print_row(data.data<float>() + r * per, std::to_string(sample + r));
+            }
+        }
+        sample += rows;
+    }
+    std::fprintf(stderr, "Evaluated %lld samples of %s with %s\n", static_cast<long long>(sample),
+                 ctf.c_str(), model_path.c_str());
     return 0;
 }
 

@@ -1169,6 +1169,7 @@ private:
                               " cannot be a graph input");
         }
         if (!variables_.emplace(uid, v).second) throw IOError(r.where + ": duplicate uid '" + uid + "'");
+        v.impl()->uid = uid;  // as CNTK: a loaded variable keeps its uid (unnamed inputs are known by it)
     }
 
     Variable variable(const std::string& uid, const std::string& where) {
