@@ -1,12 +1,360 @@
-// CNTK v1 (cntk.exe / BrainScript) model files: read only.
+// CNTK v1 (cntk.exe / BrainScript) model files: read only. Turns the parsed nodes (cntk_v1_file.h) into a
+// ctk graph as CNTK 2.x's LoadLegacyModel does (BackCompat.cpp): LearnableParameters with a learning-rate
+// multiplier of 0 become constants, inputs get the batch and default sequence axes, and the composite's
+// outputs are the criterion, evaluation and output nodes plus any other node nothing consumes.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
 #include "ctk/error.h"
+#include "ctk/graph_ops.h"
 #include "ctk/model.h"
+#include "formats/cntk_v1_file.h"
 
 namespace ctk {
+namespace {
+
+using detail::cntk_v1::ColDims;
+using detail::cntk_v1::Network;
+using detail::cntk_v1::Node;
+
+// CNTK's TensorShapes are column-major; ctk's shapes are row-major (as CNTK's Python API shows them).
+Dims row_major(const ColDims& d) {
+    return Dims(d.rbegin(), d.rend());
+}
+template <typename T>
+std::vector<T> reversed(const std::vector<T>& v) {
+    return std::vector<T>(v.rbegin(), v.rend());
+}
+int64_t numel(const Dims& d) {
+    int64_t n = 1;
+    for (int64_t v : d) n *= v;
+    return n;
+}
+
+class GraphBuilder {
+public:
+    explicit GraphBuilder(const Network& net) : net_(net), vars_(net.nodes.size()) {
+        // A Times or Convolution weight keeps its stored rank; elsewhere the trailing singleton dims of a
+        // v1 matrix ([n x 1] biases, [1 x 1] scalars) are dropped, so a bias [n x 1] is the vector [n]
+        // and broadcasting keeps the operand's shape (CNTK's Python API would show (1, n)).
+        for (const Node& n : net.nodes)
+            if ((n.op == "Times" || n.op == "Convolution") && !n.inputs.empty())
+                keep_rank_.insert(n.inputs[0]);
+    }
+
+    Variable get(size_t root) {
+        // Iterative post-order so that a deep (or hostile) graph cannot overflow the stack.
+        std::vector<std::pair<size_t, bool>> stack{{root, false}};
+        std::vector<uint8_t>& state = state_;
+        if (state.empty()) state.assign(net_.nodes.size(), 0);  // 0 new, 1 open, 2 done
+        while (!stack.empty()) {
+            auto [i, expanded] = stack.back();
+            stack.pop_back();
+            if (state[i] == 2) continue;
+            if (expanded) {
+                vars_[i] = convert(i);
+                state[i] = 2;
+                continue;
+            }
+            if (state[i] == 1)
+                CTK_THROW(IOError, "CNTK v1 model '", net_.path, "': node '", net_.nodes[i].name,
+                          "' depends on itself (recurrent loops need PastValue/FutureValue, which ctk does "
+                          "not read)");
+            state[i] = 1;
+            stack.push_back({i, true});
+            for (auto it = net_.nodes[i].inputs.rbegin(); it != net_.nodes[i].inputs.rend(); ++it) {
+                if (state[*it] == 1)
+                    CTK_THROW(IOError, "CNTK v1 model '", net_.path, "': node '", net_.nodes[i].name,
+                              "' is part of a cycle through '", net_.nodes[*it].name, "'");
+                if (state[*it] == 0) stack.push_back({*it, false});
+            }
+        }
+        return vars_[root];
+    }
+
+private:
+    [[noreturn]] void corrupt(const Node& n, const std::string& what) const {
+        CTK_THROW(IOError, "CNTK v1 model '", net_.path, "': node '", n.name, "' (", n.op, ", byte offset ",
+                  n.offset, "): ", what);
+    }
+    [[noreturn]] void unsupported(const Node& n, const std::string& what) const {
+        CTK_THROW(NotImplementedError, "CNTK v1 model '", net_.path, "': node '", n.name, "' (", n.op,
+                  "): ", what);
+    }
+    void arity(const Node& n, size_t lo, size_t hi) const {
+        if (n.inputs.size() < lo || n.inputs.size() > hi)
+            corrupt(n, detail::concat("has ", n.inputs.size(), " inputs, expected ", lo == hi ? "" : "from ",
+                                      lo, lo == hi ? "" : detail::concat(" to ", hi)));
+    }
+    const Variable& in(const Node& n, size_t k) const { return vars_[n.inputs[k]]; }
+    const Node& in_node(const Node& n, size_t k) const { return net_.nodes[n.inputs[k]]; }
+
+    Variable convert(size_t index) {
+        const Node& n = net_.nodes[index];
+        try {
+            return convert_node(index, n);
+        } catch (const NotImplementedError&) {
+            throw;
+        } catch (const IOError&) {
+            throw;
+        } catch (const Error& e) {
+            // A shape or value the ops refuse: the file does not describe a consistent network.
+            corrupt(n, e.what());
+        }
+    }
+
+    Tensor leaf_value(const Node& n, size_t index) const {
+        Dims dims = row_major(n.dims);
+        if (!keep_rank_.count(index))
+            while (!dims.empty() && dims.front() == 1) dims.erase(dims.begin());
+        return n.value.reshape(dims);
+    }
+
+    Variable convert_node(size_t index, const Node& n) {
+        const std::string& op = n.op;
+        const bool leaf = op == "LearnableParameter" || op == "InputValue" || op == "SparseInputValue";
+        if (leaf && !n.inputs.empty()) corrupt(n, "a leaf node with inputs");
+        if (op == "LearnableParameter") {
+            const Tensor v = leaf_value(n, index);
+            return n.learning_rate_multiplier == 0 ? constant(v, n.name) : parameter_from(v, n.name);
+        }
+        if (op == "InputValue" || op == "SparseInputValue") return make_input(n);
+        if (op == "Mean" || op == "InvStdDev") {
+            // Precomputed statistics: constants shaped like the node's operand when the sizes agree.
+            arity(n, 1, 1);
+            Dims dims{n.rows * n.cols};
+            if (in(n, 0).shape_known() && !in(n, 0).has_inferred_dims() && numel(in(n, 0).shape()) == dims[0])
+                dims = in(n, 0).shape();
+            return constant(n.value.reshape(dims), n.name);
+        }
+
+        if (FunctionPtr f = unary_op(n); f) return f;
+        if (FunctionPtr f = binary_op(n); f) return f;
+        if (op == "Softmax" || op == "LogSoftmax") {
+            arity(n, 1, 1);  // v1 normalizes over the whole sample
+            return op == "Softmax" ? softmax(in(n, 0), std::nullopt, n.name)
+                                   : log_softmax(in(n, 0), std::nullopt, n.name);
+        }
+        // The v1 criteria take (labels, prediction); ctk's (as CNTK 2.x's) take (prediction, labels).
+        if (op == "CrossEntropyWithSoftmax") {
+            arity(n, 2, 2);
+            return cross_entropy_with_softmax(in(n, 1), in(n, 0), Axis(-1), n.name);
+        }
+        if (op == "SquareError") {
+            arity(n, 2, 2);
+            return squared_error(in(n, 1), in(n, 0), n.name);
+        }
+        if (op == "ClassificationError") {
+            arity(n, 2, 3);
+            int64_t top_n = 1;
+            if (n.inputs.size() == 3) top_n = top_n_value(n);
+            return classification_error(in(n, 1), in(n, 0), top_n, Axis(-1), n.name);
+        }
+        if (op == "PerDimMeanVarNormalization") {
+            arity(n, 3, 3);
+            return element_times(minus(in(n, 0), in(n, 1)), in(n, 2), n.name);
+        }
+        if (op == "Times") return make_times(n);
+        if (op == "Convolution") return make_convolution(n);
+        if (op == "Pooling") return make_pooling(n);
+        if (op == "BatchNormalization") return make_batch_norm(n);
+        unsupported(n, "this node type is not mapped");
+    }
+
+    // The element-wise nodes; null when `n` is none of them.
+    FunctionPtr unary_op(const Node& n) const {
+        const std::string& op = n.op;
+        auto one = [&]() -> const Variable& {
+            arity(n, 1, 1);
+            return in(n, 0);
+        };
+        if (op == "RectifiedLinear") return relu(one(), n.name);
+        if (op == "Sigmoid") return sigmoid(one(), n.name);
+        if (op == "Tanh") return tanh(one(), n.name);
+        if (op == "Exp") return exp(one(), n.name);
+        if (op == "Log") return log(one(), n.name);
+        if (op == "Sqrt") return sqrt(one(), n.name);
+        if (op == "Abs") return abs(one(), n.name);
+        if (op == "Negate") return negate(one(), n.name);
+        if (op == "Reciprocal") return reciprocal(one(), n.name);
+        if (op == "Floor") return floor(one(), n.name);
+        return nullptr;
+    }
+    FunctionPtr binary_op(const Node& n) const {
+        const std::string& op = n.op;
+        if (op != "Plus" && op != "Minus" && op != "ElementTimes" && op != "ElementDivide" && op != "Scale")
+            return nullptr;
+        arity(n, 2, 2);
+        const Variable &a = in(n, 0), &b = in(n, 1);
+        if (op == "Plus") return plus(a, b, n.name);
+        if (op == "Minus") return minus(a, b, n.name);
+        if (op == "ElementDivide") return element_divide(a, b, n.name);
+        return element_times(a, b, n.name);  // ElementTimes, and Scale(scalar, x)
+    }
+
+    Variable make_input(const Node& n) const {
+        const Dims shape = row_major(n.dims);
+        const DataType dtype = n.precision == "double" ? DataType::f64 : DataType::f32;
+        const bool sparse = n.op == "SparseInputValue";
+        const bool needs_gradient = n.learning_rate_multiplier != 0;
+        // CNTK's internal axis names: "" or "*..." the default sequence axis, "__noSequenceAxis..." none.
+        const std::string& axis = n.dynamic_axis;
+        if (axis.rfind("__noSequenceAxis", 0) == 0)
+            return input_variable(shape, dtype, needs_gradient, sparse, default_batch_axes(), n.name);
+        const Axis seq = axis.empty() || axis[0] == '*' ? Axis::default_dynamic_axis() : Axis::dynamic(axis);
+        return sequence_input_variable(shape, dtype, needs_gradient, sparse, seq, n.name);
+    }
+
+    int64_t top_n_value(const Node& n) const {
+        const Node& k = in_node(n, 2);
+        if (k.op != "LearnableParameter" || k.value.numel() != 1)
+            unsupported(n, "the top-N input must be a one-element LearnableParameter");
+        const double v = k.value.to_vector<double>()[0];
+        if (!(v >= 1 && v <= 1e6) || v != std::floor(v))
+            corrupt(n, detail::concat("top-N value ", v, " is not a positive integer"));
+        return static_cast<int64_t>(v);
+    }
+
+    Variable make_times(const Node& n) {
+        arity(n, 2, 2);
+        const Variable& w = in(n, 0);
+        Variable x = in(n, 1);
+        // v1 Times(W, x) is x times W in ctk's (CNTK Python's) order: W [out x in] column-major is
+        // [in..., out...] row-major, with output_rank trailing output dims. Rank 0 meant a scalar product.
+        if (w.rank() == 0 || x.rank() == 0) return element_times(w, x, n.name);
+        if (n.output_rank < 1 || n.output_rank >= w.rank())
+            corrupt(
+                n, detail::concat("output rank ", n.output_rank, " does not fit the weight ", w.to_string()));
+        const Dims& ws = w.shape();
+        const Dims w_in(ws.begin(), ws.end() - n.output_rank);
+        const Dims& xs = x.shape();
+        const bool tail_matches =
+            xs.size() >= w_in.size() && std::equal(w_in.begin(), w_in.end(), xs.end() - w_in.size());
+        // A flattened v1 matrix column (e.g. an image fed to a dense weight): reshape x to W's input dims.
+        if (!tail_matches && !x.has_inferred_dims() && numel(xs) == numel(w_in))
+            x = reshape(x, w_in, std::nullopt, std::nullopt, n.name + ".reshape");
+        return times(x, w, static_cast<int>(n.output_rank), -1, n.name);
+    }
+
+    void check_geometry(const Node& n, const Variable& x) const {
+        const auto& g = n.conv;
+        if (g.image_layout != 1)
+            unsupported(n, "only the CHW image layout (cuDNN's, [W x H x C] column-major) is mapped");
+        for (bool s : g.sharing)
+            if (!s) unsupported(n, "unshared weights (sharing = false)");
+        for (int64_t p : g.lower_pad)
+            if (p != 0) unsupported(n, "explicit lowerPad (ctk pads only through autoPadding)");
+        for (int64_t p : g.upper_pad)
+            if (p != 0) unsupported(n, "explicit upperPad (ctk pads only through autoPadding)");
+        if (g.transpose) unsupported(n, "transposed convolution (deconvolution)");
+        if (g.kernel.empty() || g.kernel.size() != static_cast<size_t>(x.rank()))
+            corrupt(n, detail::concat("kernel of rank ", g.kernel.size(), " for operand ", x.to_string()));
+        if (g.strides.empty() || g.auto_pad.empty()) corrupt(n, "empty strides or autoPad list");
+        if (g.strides.size() > g.kernel.size() || g.auto_pad.size() > g.kernel.size())
+            corrupt(n, "more strides or autoPad entries than kernel axes");
+        for (int64_t s : g.strides)
+            if (s <= 0) corrupt(n, "a stride of 0");
+    }
+
+    Variable make_convolution(const Node& n) {
+        arity(n, 2, 2);
+        const auto& g = n.conv;
+        Variable w = in(n, 0);
+        const Variable& x = in(n, 1);
+        check_geometry(n, x);
+        if (g.kernel.back() != x.shape().front())
+            unsupported(n, detail::concat("a kernel spanning ", g.kernel.back(), " of the ",
+                                          x.shape().front(), " input channels (channel-axis convolution)"));
+        // Some v1 models store the kernel as a 2-D [out x kW*kH*C] matrix; its memory is the kernel tensor
+        // [kW x kH x C x out] (BackCompat.cpp reinterprets it the same way).
+        if (w.rank() == 2) {
+            const Node& wn = in_node(n, 0);
+            if (wn.op != "LearnableParameter")
+                unsupported(n, "a 2-D kernel that is not a LearnableParameter");
+            ColDims full = g.kernel;
+            full.push_back(w.shape()[1]);  // the column-major first dim, the output channels
+            if (numel(row_major(full)) != wn.value.numel())
+                corrupt(n, "the 2-D kernel's size does not match the kernel shape");
+            const Tensor v = wn.value.reshape(row_major(full));
+            w = wn.learning_rate_multiplier == 0 ? constant(v, wn.name) : parameter_from(v, wn.name);
+        }
+        Dims dilation = g.dilation.empty() ? Dims{1} : row_major(g.dilation);
+        if (dilation.size() > g.kernel.size()) corrupt(n, "more dilation entries than kernel axes");
+        return convolution(w, x, row_major(g.strides), reversed(g.auto_pad), dilation, 1, n.name);
+    }
+
+    Variable make_pooling(const Node& n) {
+        arity(n, 1, 1);
+        const auto& g = n.conv;
+        const Variable& x = in(n, 0);
+        check_geometry(n, x);
+        if (g.pool_kind != 1 && g.pool_kind != 2) corrupt(n, detail::concat("pool kind ", g.pool_kind));
+        // The window and stride on the channel axis (column-major last) must be 1: pooling per channel.
+        if (g.kernel.back() != 1 || (g.strides.size() == g.kernel.size() && g.strides.back() != 1))
+            unsupported(n, "pooling across channels");
+        for (int64_t k : g.kernel)
+            if (k <= 0) corrupt(n, "a pooling window of 0");
+        const PoolingType type = g.pool_kind == 1 ? PoolingType::max : PoolingType::average;
+        return pooling(x, type, row_major(g.kernel), row_major(g.strides), reversed(g.auto_pad),
+                       g.ceil_out_dim, g.include_pad, n.name);
+    }
+
+    Variable make_batch_norm(const Node& n) {
+        const auto& b = n.bn;
+        // Before version 19 the running sample count was a field of the node; CNTK then adds it as a
+        // sixth input (a constant named <node>.run_sample_count).
+        if (b.has_sample_count) {
+            arity(n, 5, 5);
+        } else {
+            arity(n, 6, 6);
+        }
+        Variable count = b.has_sample_count ? constant(Dims{1}, static_cast<double>(b.sample_count),
+                                                       in(n, 0).dtype(), n.name + ".run_sample_count")
+                                            : in(n, 5);
+        if (!std::isfinite(b.epsilon) || b.epsilon < 0) corrupt(n, detail::concat("epsilon ", b.epsilon));
+        if (std::isnan(b.normalization_time_constant)) corrupt(n, "a NaN normalization time constant");
+        // The blend time constant only mixes batch and running statistics in training; ctk's op does not
+        // take one, so inference is exact and training from a loaded model uses batch statistics.
+        return batch_normalization(in(n, 0), in(n, 1), in(n, 2), in(n, 3), in(n, 4), count, b.spatial,
+                                   b.normalization_time_constant, 0.0, b.epsilon, n.name);
+    }
+
+    const Network& net_;
+    std::vector<Variable> vars_;
+    std::vector<uint8_t> state_;
+    std::set<size_t> keep_rank_;
+};
+
+bool is_leaf_op(const std::string& op) {
+    return op == "LearnableParameter" || op == "InputValue" || op == "SparseInputValue";
+}
+
+}  // namespace
 
 FunctionPtr load_cntk_v1_model(const std::string& path) {
-    throw NotImplementedError("load_cntk_v1_model: reading CNTK v1 models is not implemented yet (" + path +
-                              ")");
+    const Network net = detail::cntk_v1::read_network(path);
+
+    // CNTK's roots (ComputationNetwork::DetermineSetOfAllRoots): the criterion, evaluation and output
+    // nodes, and every node nothing consumes; leaves are skipped (BackCompat.cpp). ctk orders them.
+    std::vector<size_t> roots;
+    std::vector<bool> taken(net.nodes.size(), false), consumed(net.nodes.size(), false);
+    auto add = [&](size_t i) {
+        if (!taken[i] && !is_leaf_op(net.nodes[i].op)) roots.push_back(i);
+        taken[i] = true;
+    };
+    for (const auto* group : {&net.criteria, &net.evaluation, &net.outputs})
+        for (size_t i : *group) add(i);
+    for (const Node& n : net.nodes)
+        for (size_t i : n.inputs) consumed[i] = true;
+    for (size_t i = 0; i < net.nodes.size(); ++i)
+        if (!consumed[i]) add(i);
+    if (roots.empty()) CTK_THROW(IOError, "CNTK v1 model '", path, "' has no computation nodes");
+
+    GraphBuilder builder(net);
+    std::vector<Variable> outputs;
+    for (size_t i : roots) outputs.push_back(builder.get(i));
+    return combine(outputs, "");
 }
 
 }  // namespace ctk

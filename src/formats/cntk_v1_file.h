@@ -1,0 +1,73 @@
+// The byte layer of CNTK v1 model files (cntk.exe / BrainScript `.dnn`, `.cmf`): a bounds-checked parse
+// of the marker-delimited stream into nodes, their payloads, the input relation and the node groups.
+// Every count and size is checked against the bytes left; nothing here builds graph objects.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ctk/tensor.h"
+
+namespace ctk::detail::cntk_v1 {
+
+// The model versions this reader knows (CNTK_MODEL_VERSION_7 added the per-node precision tag; 25 is the
+// newest layout of the nodes ctk maps).
+inline constexpr uint64_t kMinVersion = 7;
+inline constexpr uint64_t kMaxVersion = 25;
+
+// A TensorShape as stored: column-major (first dim fastest).
+using ColDims = std::vector<int64_t>;
+
+// Convolution and Pooling geometry (ConvolutionNodeBase's fields), all column-major.
+struct ConvGeometry {
+    ColDims kernel, map_count, strides, lower_pad, upper_pad, output_shape, dilation;
+    std::vector<bool> sharing, auto_pad;
+    int32_t pool_kind = 0;     // 0 none (convolution), 1 max, 2 average
+    int32_t image_layout = 1;  // 0 HWC (legacy), 1 CHW
+    bool transpose = false, ceil_out_dim = false, include_pad = false, convolution_2d = false;
+};
+
+struct BatchNormSettings {
+    bool spatial = false;
+    double normalization_time_constant = 0, blend_time_constant = 0, epsilon = 0;
+    int32_t image_layout = 1;
+    uint64_t sample_count = 0;  // before version 19 the running count lived in the node
+    bool has_sample_count = false;
+};
+
+struct Node {
+    std::string precision;  // "float" or "double"
+    std::string op, name;
+    uint64_t offset = 0;  // where the node's entry starts (its precision tag)
+
+    // LearnableParameter, Mean, InvStdDev: the stored value (shape from `dims`, or [rows x cols]).
+    float learning_rate_multiplier = 0;
+    ColDims dims;  // LearnableParameter and InputValue sample layout
+    Tensor value;
+    int64_t rows = 0, cols = 0;
+    // InputValue / SparseInputValue
+    std::string dynamic_axis;
+    // Times
+    int64_t output_rank = 1;
+    int32_t infer_input_rank = -1;
+    ConvGeometry conv;
+    BatchNormSettings bn;
+
+    std::vector<size_t> inputs;  // indices into Network::nodes, from the BRelation section
+};
+
+struct Network {
+    std::string path;
+    uint64_t version = 0;
+    std::vector<Node> nodes;  // file order
+    std::map<std::string, size_t> by_name;
+    std::vector<size_t> features, labels, criteria, evaluation, outputs;
+};
+
+// Parses the file at `path`. Throws IOError (path and byte offset) for a truncated or corrupt file and
+// NotImplementedError (node type and name) for node types or versions whose layout ctk does not know.
+Network read_network(const std::string& path);
+
+}  // namespace ctk::detail::cntk_v1
