@@ -38,6 +38,10 @@ void save_cntk_dictionary(const Dictionary& d, const std::string& path);
 // ---- the individual formats (load_model/save_model dispatch to these) ----
 FunctionPtr load_cntk_v2_model(const std::string& path);
 void save_cntk_v2_model(const FunctionPtr& model, const std::string& path);
+// The bytes of a CNTK v2 model file, and a model from them (CNTK's Function::Load from a buffer);
+// `source` names the bytes in errors.
+std::string serialize_cntk_v2_model(const FunctionPtr& model);
+FunctionPtr deserialize_cntk_v2_model(const std::string& bytes, const std::string& source = "<buffer>");
 FunctionPtr load_cntk_v1_model(const std::string& path);
 FunctionPtr load_onnx_model(const std::string& path);
 void save_onnx_model(const FunctionPtr& model, const std::string& path);

@@ -174,8 +174,9 @@ public:
     const std::vector<LearnerPtr>& parameter_learners() const { return learners_; }
     const std::vector<ProgressWriterPtr>& progress_writers() const { return writers_; }
 
-    // Parameter and constant values, learner states, counters and random-stream positions in one
-    // file, written atomically (`path.tmp`, then rename): a crash never loses the previous checkpoint.
+    // CNTK's layout: the model (parameter and constant values) as a CNTK v2 model file at `path`, and
+    // the learner states, counters, random-stream positions and external state in `path.ckp` (a CNTK
+    // Dictionary). Written so that a crash at any point leaves one whole checkpoint (see trainer.cpp).
     void save_checkpoint(const std::string& path, const Dictionary& external_state = {}) const;
     // Restores everything save_checkpoint wrote; returns the external state. Throws IOError naming the
     // file, or ValueError naming the parameter whose shape differs.

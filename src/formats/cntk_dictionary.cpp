@@ -430,9 +430,8 @@ proto::DictionaryValue to_proto_value(const DictionaryValue& v) {
     if (v.is<bool>()) return dv_bool(v.as_bool());
     if (v.is<int64_t>()) {
         const int64_t i = v.as_int();
-        if (i >= 0) return dv_size_t(static_cast<uint64_t>(i));
-        if (i >= std::numeric_limits<int32_t>::min()) return dv_int(static_cast<int32_t>(i));
-        return dv_double(static_cast<double>(i));
+        if (i < 0 && i >= std::numeric_limits<int32_t>::min()) return dv_int(static_cast<int32_t>(i));
+        return dv_size_t(static_cast<uint64_t>(i));  // below -2^31: the same bits, read back exactly
     }
     if (v.is<double>()) return dv_double(v.as_double());
     if (v.is<std::string>()) return dv_string(v.as_string());

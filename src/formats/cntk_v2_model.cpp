@@ -1253,6 +1253,15 @@ FunctionPtr load_cntk_v2_model(const std::string& path) {
     return formats::cntk_v2_model_from_dictionary(formats::read_cntk_dictionary_file(path), "'" + path + "'");
 }
 
+std::string serialize_cntk_v2_model(const FunctionPtr& model) {
+    if (!model) throw ValueError("serialize_cntk_v2_model: null Function");
+    return formats::serialize_cntk_dictionary(formats::cntk_v2_model_dictionary(model));
+}
+
+FunctionPtr deserialize_cntk_v2_model(const std::string& bytes, const std::string& source) {
+    return formats::cntk_v2_model_from_dictionary(formats::parse_cntk_dictionary(bytes, source), source);
+}
+
 void save_cntk_v2_model(const FunctionPtr& model, const std::string& path) {
     if (!model) throw ValueError("save_model: null Function");
     formats::write_cntk_dictionary_file(formats::cntk_v2_model_dictionary(model), path);

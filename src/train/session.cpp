@@ -52,9 +52,13 @@ bool TrainingSession::due(const Frequency& f, int64_t samples_before, int64_t sa
 void TrainingSession::checkpoint(int64_t index) {
     Dictionary external{{"TrainingMinibatchSource", source_->checkpoint_state()}, {"CheckpointIndex", index}};
     trainer_->save_checkpoint(checkpoint_->filename, external);
-    if (checkpoint_->preserve_all)
-        std::filesystem::copy_file(checkpoint_->filename, checkpoint_->filename + "." + std::to_string(index),
+    if (checkpoint_->preserve_all) {
+        const std::string kept = checkpoint_->filename + "." + std::to_string(index);
+        std::filesystem::copy_file(checkpoint_->filename, kept,
                                    std::filesystem::copy_options::overwrite_existing);
+        std::filesystem::copy_file(checkpoint_->filename + ".ckp", kept + ".ckp",
+                                   std::filesystem::copy_options::overwrite_existing);
+    }
     ++checkpoints_written_;
 }
 

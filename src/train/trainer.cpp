@@ -2,9 +2,12 @@
 // one forward/backward per step, learner updates, progress accounting and checkpoints.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <unordered_set>
 
 #include "ctk/graph_ops.h"
+#include "ctk/model.h"
 #include "ctk/train.h"
 
 namespace ctk {
@@ -208,76 +211,104 @@ void Evaluator::summarize_test_progress() {
 }
 
 // ---- checkpoints ----
+// CNTK's layout: the combined training function as a CNTK v2 model at `path`, and the trainer state in
+// `path.ckp`, a CNTK Dictionary {Version, Learners, ExternalState, DistributedState} with ctk's additions
+// (ctkRandomStreams, ctkTotalSamples, ctkModelChecksum). Two files cannot be replaced at once, so a save
+// writes the model to `path.new` first, then replaces `path.ckp`, then renames `path.new` over `path`; a
+// restore that finds the model's checksum different from the state's finishes the interrupted save from
+// `path.new`. A crash at any point leaves one whole checkpoint.
 
 namespace {
-DictionaryValue::List tensors_of(const std::vector<Variable>& vars) {
-    DictionaryValue::List out;
-    for (const Variable& v : vars) out.emplace_back(v.value());
-    return out;
+int64_t fnv1a64(const std::string& bytes) {
+    uint64_t h = 1469598103934665603ULL;
+    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
+    return static_cast<int64_t>(h);
 }
-DictionaryValue::List names_of(const std::vector<Variable>& vars) {
-    DictionaryValue::List out;
-    for (const Variable& v : vars) out.emplace_back(v.name().empty() ? v.uid() : v.name());
-    return out;
+std::string read_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    CTK_CHECK(in.good(), IOError, "cannot open '", path, "'");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
 }
-// The checkpoint's tensors for `vars`, shapes checked (nothing is changed yet).
-const DictionaryValue::List& checked_values(const std::vector<Variable>& vars, const Dictionary& d,
-                                            const char* what, const std::string& path) {
-    const auto& values = d.at(what).as_list();
-    CTK_CHECK(values.size() == vars.size(), ValueError, path, ": the checkpoint holds ", values.size(), " ",
+// The saved values for `vars`, positionally, shapes checked (nothing is changed yet).
+std::vector<Tensor> checked_values(const std::vector<Variable>& vars, const std::vector<Variable>& saved,
+                                   const char* what, const std::string& path) {
+    CTK_CHECK(saved.size() == vars.size(), ValueError, path, ": the checkpoint holds ", saved.size(), " ",
               what, ", the model has ", vars.size());
+    std::vector<Tensor> out;
     for (size_t i = 0; i < vars.size(); ++i) {
-        const Tensor& t = values[i].as_tensor();
+        Tensor t = saved[i].value();
         CTK_CHECK(t.shape() == vars[i].value().shape(), ValueError, path, ": ", what, " ", i, " (",
                   vars[i].to_string(), ") has shape ", t.shape().to_string(), " in the checkpoint");
+        out.push_back(std::move(t));
     }
-    return values;
-}
-void set_values(const std::vector<Variable>& vars, const DictionaryValue::List& values) {
-    for (size_t i = 0; i < vars.size(); ++i) vars[i].set_value(values[i].as_tensor());
+    return out;
 }
 }  // namespace
 
 void Trainer::save_checkpoint(const std::string& path, const Dictionary& external_state) const {
-    const auto params = combined_->parameters();
-    const auto consts = combined_->constants();
+    const std::string model = serialize_cntk_v2_model(combined_);
     DictionaryValue::List learner_states, streams;
     for (const LearnerPtr& l : learners_) learner_states.emplace_back(l->checkpoint_state());
     for (uint64_t pos : combined_->random_stream_positions()) streams.emplace_back(pos);
-    Dictionary d{{"Version", int64_t(1)},
-                 {"Parameters", tensors_of(params)},
-                 {"ParameterNames", names_of(params)},
-                 {"Constants", tensors_of(consts)},
-                 {"Learners", learner_states},
-                 {"RandomStreams", streams},
-                 {"TotalSamples", total_samples_},
-                 {"ExternalState", external_state}};
-    save_dictionary(d, path);
+    Dictionary state{{"Version", int64_t(1)},
+                     {"Learners", learner_states},
+                     {"ExternalState", external_state},
+                     {"DistributedState", Dictionary{}},
+                     {"ctkRandomStreams", streams},
+                     {"ctkTotalSamples", total_samples_},
+                     {"ctkModelChecksum", fnv1a64(model)}};
+    write_file_atomically(path + ".new", model);
+    save_cntk_dictionary(state, path + ".ckp");
+    std::error_code ec;
+    std::filesystem::rename(path + ".new", path, ec);
+    CTK_CHECK(!ec, IOError, "cannot rename '", path, ".new' to '", path, "': ", ec.message());
 }
 
 Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
     CTK_CHECK(std::filesystem::exists(path), IOError, "checkpoint '", path, "' does not exist");
-    Dictionary d = load_dictionary(path);
-    CTK_CHECK(d.contains("Version") && d.at("Version").as_int() == 1, IOError, path,
-              ": not a ctk trainer checkpoint (version ",
-              d.contains("Version") ? d.at("Version").as_int() : -1, ")");
+    const std::string state_path = path + ".ckp";
+    CTK_CHECK(std::filesystem::exists(state_path), IOError, "checkpoint '", path, "' has no trainer state '",
+              state_path, "'");
+    Dictionary d = load_cntk_dictionary(state_path);
+    CTK_CHECK(d.contains("Learners") && d.contains("ExternalState"), IOError, state_path,
+              ": not a trainer checkpoint (no Learners or ExternalState)");
+    CTK_CHECK(!d.contains("Version") || d.at("Version").as_int() <= 1, IOError, state_path,
+              ": trainer checkpoint version ", d.at("Version").as_int(), " is newer than this ctk reads");
+    std::string model = read_bytes(path);
+    if (d.contains("ctkModelChecksum") && fnv1a64(model) != d.at("ctkModelChecksum").as_int()) {
+        // A save stopped between replacing the state and renaming the model: finish it.
+        const std::string next = path + ".new";
+        CTK_CHECK(std::filesystem::exists(next) &&
+                      fnv1a64(model = read_bytes(next)) == d.at("ctkModelChecksum").as_int(),
+                  IOError, "checkpoint '", path, "' and '", state_path,
+                  "' are from different saves and no whole newer model is left to finish the save");
+        std::filesystem::rename(next, path);
+    }
     // Validate everything before changing anything, so a bad file leaves the trainer as it was.
+    const FunctionPtr saved = deserialize_cntk_v2_model(model, "'" + path + "'");
     const auto params = combined_->parameters();
     const auto consts = combined_->constants();
     const auto& learner_states = d.at("Learners").as_list();
     CTK_CHECK(learner_states.size() == learners_.size(), ValueError, path, ": the checkpoint holds ",
               learner_states.size(), " learners, the trainer has ", learners_.size());
     std::vector<uint64_t> streams;
-    for (const auto& s : d.at("RandomStreams").as_list())
-        streams.push_back(static_cast<uint64_t>(s.as_int()));
-    const auto& param_values = checked_values(params, d, "Parameters", path);
-    const auto& const_values = checked_values(consts, d, "Constants", path);
-    set_values(params, param_values);
-    set_values(consts, const_values);
+    if (d.contains("ctkRandomStreams"))
+        for (const auto& s : d.at("ctkRandomStreams").as_list())
+            streams.push_back(static_cast<uint64_t>(s.as_int()));
+    const auto param_values = checked_values(params, saved->parameters(), "parameters", path);
+    const auto const_values = checked_values(consts, saved->constants(), "constants", path);
+    for (size_t i = 0; i < params.size(); ++i) params[i].set_value(param_values[i]);
+    for (size_t i = 0; i < consts.size(); ++i) consts[i].set_value(const_values[i]);
     for (size_t i = 0; i < learners_.size(); ++i)
         learners_[i]->restore_from_checkpoint(learner_states[i].as_dictionary());
-    combined_->set_random_stream_positions(streams);
-    total_samples_ = d.at("TotalSamples").as_int();
+    if (d.contains("ctkRandomStreams")) combined_->set_random_stream_positions(streams);
+    if (d.contains("ctkTotalSamples")) {
+        total_samples_ = d.at("ctkTotalSamples").as_int();
+    } else if (!learner_states.empty() && learner_states[0].as_dictionary().contains("sample_count")) {
+        total_samples_ = learner_states[0].as_dictionary().at("sample_count").as_int();  // CNTK's checkpoint
+    }
     return d.at("ExternalState").as_dictionary();
 }
 

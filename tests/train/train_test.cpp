@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "ctk/layers.h"
+#include "ctk/model.h"
 #include "ctk/train.h"
 
 namespace ctk {
@@ -205,6 +206,38 @@ TEST(Trainer, RejectsForeignParametersAndUnknownStreams) {
     }
 }
 
+std::string test_read_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// A save interrupted after the new state replaced `path.ckp` but before `path.new` was renamed over
+// `path`: the restore finishes the save and gets the newer checkpoint whole.
+TEST(Trainer, InterruptedCheckpointSaveIsFinishedOnRestore) {
+    fs::path dir = temp_dir("ckp_interrupted");
+    Logistic m;
+    auto learner = momentum_sgd({m.W}, learning_parameter_schedule(0.5), momentum_schedule(0.9));
+    Trainer t(m.z, m.loss, m.metric, {learner});
+    Tensor xv = Tensor::from_vector<double>({1, 0, 0, 1}, {2, 2});
+    MinibatchArguments args{{m.x, Value(xv)}, {m.y, Value(xv)}};
+    t.train_minibatch(args);
+    const std::string path = (dir / "run.dnn").string(), newer = (dir / "newer.dnn").string();
+    t.save_checkpoint(path, Dictionary{{"step", int64_t(1)}});
+    t.train_minibatch(args);
+    const Tensor at_two = m.W.value().clone();
+    t.save_checkpoint(newer, Dictionary{{"step", int64_t(2)}});
+    fs::copy_file(newer, path + ".new");
+    fs::copy_file(newer + ".ckp", path + ".ckp", fs::copy_options::overwrite_existing);
+    t.train_minibatch(args);
+    Dictionary external = t.restore_from_checkpoint(path);
+    EXPECT_EQ(external.at("step").as_int(), 2);
+    EXPECT_EQ(m.W.value().to_vector<double>(), at_two.to_vector<double>());
+    EXPECT_FALSE(fs::exists(path + ".new"));
+    fs::remove_all(dir);
+}
+
 TEST(Trainer, CheckpointRoundTripAndBadFiles) {
     fs::path dir = temp_dir("ckp");
     Logistic m;
@@ -222,12 +255,25 @@ TEST(Trainer, CheckpointRoundTripAndBadFiles) {
     EXPECT_EQ(external.at("epoch").as_int(), 3);
     t.train_minibatch(args);  // the momentum state came back too: the same second step
     EXPECT_EQ(m.W.value().to_vector<double>(), after_two.to_vector<double>());
-    // A corrupt file fails cleanly and changes nothing.
-    std::string bytes = serialize_dictionary(load_dictionary(path));
-    const std::string bad = (dir / "bad.ckp").string();
+    // CNTK's layout: a CNTK v2 model at `path` and the trainer state in `path.ckp`.
+    EXPECT_EQ(detect_model_format(path), ModelFormat::cntk_v2);
+    const Dictionary state = load_cntk_dictionary(path + ".ckp");
+    EXPECT_EQ(state.at("Version").as_int(), 1);
+    EXPECT_EQ(state.at("Learners").as_list().size(), 1u);
+    EXPECT_EQ(state.at("ExternalState").as_dictionary().at("epoch").as_int(), 3);
+    EXPECT_FALSE(fs::exists(path + ".new"));
+    // A corrupt model or state fails cleanly and changes nothing.
+    const std::string bytes = test_read_bytes(path);
+    const std::string bad = (dir / "bad.dnn").string();
     std::ofstream(bad, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    fs::copy_file(path + ".ckp", bad + ".ckp");
     const Tensor before = m.W.value().clone();
-    EXPECT_THROW(t.restore_from_checkpoint(bad), IOError);
+    EXPECT_THROW(t.restore_from_checkpoint(bad), IOError);  // the checksum differs, no .new to finish from
+    const std::string bad_state = (dir / "bad_state.dnn").string();
+    fs::copy_file(path, bad_state);
+    const std::string state_bytes = test_read_bytes(path + ".ckp");
+    std::ofstream(bad_state + ".ckp", std::ios::binary) << state_bytes.substr(0, state_bytes.size() / 2);
+    EXPECT_THROW(t.restore_from_checkpoint(bad_state), IOError);
     EXPECT_THROW(t.restore_from_checkpoint((dir / "missing.ckp").string()), IOError);
     EXPECT_EQ(m.W.value().to_vector<double>(), before.to_vector<double>());
     fs::remove_all(dir);
