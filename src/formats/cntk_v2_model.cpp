@@ -83,10 +83,20 @@ DataType ctk_dtype(uint64_t t, const std::string& where) {
 struct DictReader {
     const proto::Dictionary& d;
     std::string where;
+    mutable std::unordered_set<std::string> used{};  // the keys read so far
 
     const proto::DictionaryValue* find(const std::string& key) const {
+        used.insert(key);
         auto it = d.data().find(key);
         return it == d.data().end() ? nullptr : &it->second;
+    }
+    // The entries no read has asked for: attributes of a newer CNTK, kept so that saving writes them back.
+    proto::Dictionary unread() const {
+        proto::Dictionary out;
+        out.set_version(1);
+        for (const auto& [k, v] : d.data())
+            if (!used.count(k)) (*out.mutable_data())[k] = v;
+        return out;
     }
     const proto::DictionaryValue& at(const std::string& key) const {
         const auto* v = find(key);
@@ -314,6 +324,33 @@ int row_major_axis(int32_t cntk_index, int rank, const std::string& where) {
 
 int normalized(int axis, int rank) {
     return axis < 0 ? axis + rank : axis;
+}
+
+// Attributes a CNTK file has and ctk's op does not read travel with the Function as one attribute holding
+// their serialized Dictionary, hex-encoded (ctk's attributes hold text), and are written back on save.
+constexpr const char* kUnknownAttributesKey = "cntkUnknownAttributes";
+
+std::string to_hex(const std::string& bytes) {
+    static const char* const kDigits = "0123456789abcdef";
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (unsigned char c : bytes) {
+        out.push_back(kDigits[c >> 4]);
+        out.push_back(kDigits[c & 15]);
+    }
+    return out;
+}
+std::string from_hex(const std::string& hex, const std::string& where) {
+    auto digit = [&](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        throw IOError(where + ": malformed " + kUnknownAttributesKey);
+    };
+    if (hex.size() % 2) throw IOError(where + ": malformed " + kUnknownAttributesKey);
+    std::string out(hex.size() / 2, '\0');
+    for (size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<char>(digit(hex[2 * i]) * 16 + digit(hex[2 * i + 1]));
+    return out;
 }
 
 // ============================ saving ============================
@@ -720,6 +757,15 @@ private:
             inputs = f.inputs();
         } else {
             SavedOp s = save_op(f);
+            if (s.op != kCtkExtensionOp && f.attributes().has(kUnknownAttributesKey)) {
+                proto::Dictionary unknown;
+                const std::string bytes =
+                    from_hex(f.attributes().get<std::string>(kUnknownAttributesKey), f.uid());
+                if (!unknown.ParseFromString(bytes))
+                    throw IOError(f.uid() + ": malformed " + kUnknownAttributesKey);
+                for (const auto& [k, v] : unknown.data())
+                    if (!s.attributes.data().count(k)) (*s.attributes.mutable_data())[k] = v;
+            }
             put(d, "op", dv_size_t(s.op));
             put(d, "attributes", dv_dictionary(std::move(s.attributes)));
             inputs = std::move(s.inputs);
@@ -771,6 +817,9 @@ void expect_inputs(const std::vector<Variable>& in, size_t lo, size_t hi, const 
 FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r, const std::string& name) {
     const std::string& where = r.where;
     auto make = [&](PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs) {
+        const proto::Dictionary unread = r.unread();
+        if (!unread.data().empty())
+            attrs.set(kUnknownAttributesKey, to_hex(serialize_cntk_dictionary(unread)));
         return FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
     };
     if (cntk == kCtkExtensionOp) {

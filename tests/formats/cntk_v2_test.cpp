@@ -485,6 +485,35 @@ TEST(CntkV2Model, RecurrentLoopRoundTrips) {
               rb.at(back->output()).data().to_vector<float>());
 }
 
+// Attributes of a newer CNTK that ctk does not read survive a load and a save with their types.
+TEST(CntkV2Model, UnknownAttributesAreKept) {
+    REQUIRE_TESTDATA(path, "models-v2/batch.norm.no.sample.count.v2.bin");
+    Dictionary d = formats::read_cntk_dictionary_file(path);
+    auto* functions = (*d.mutable_data())["primitive_functions"].mutable_vector_value();
+    auto* conv = functions->mutable_value(0)->mutable_dictionary_value();
+    ASSERT_EQ(conv->data().at("op").size_t_value(), 33u);
+    auto* attrs = (*conv->mutable_data())["attributes"].mutable_dictionary_value();
+    (*attrs->mutable_data())["futureCount"] = formats::dv_int(-7);
+    (*attrs->mutable_data())["futureShape"] = formats::dv_shape({2, 3});
+    FunctionPtr model = formats::cntk_v2_model_from_dictionary(d, "future");
+    Dictionary saved = formats::cntk_v2_model_dictionary(model);
+    bool found = false;
+    for (const auto& f : saved.data().at("primitive_functions").vector_value().value()) {
+        const auto& fd = f.dictionary_value().data();
+        if (fd.at("op").size_t_value() != 33u) continue;
+        const auto& a = fd.at("attributes").dictionary_value().data();
+        ASSERT_TRUE(a.count("futureCount") && a.count("futureShape"));
+        EXPECT_EQ(a.at("futureCount").value_type(), formats::proto::DictionaryValue::Int);
+        EXPECT_EQ(a.at("futureCount").int_value(), -7);
+        EXPECT_EQ(a.at("futureShape").nd_shape_value().shape_dim_size(), 2);
+        EXPECT_EQ(a.at("futureShape").nd_shape_value().shape_dim(0), 3u);  // column-major, as written
+        // The attributes ctk does write are not duplicated or overridden by the kept ones.
+        EXPECT_EQ(a.at("strides").nd_shape_value().shape_dim(2), 3u);
+        found = true;
+    }
+    EXPECT_TRUE(found);
+}
+
 // ---------------------------------------------------------------- broken and hostile files
 
 TEST(CntkV2Model, BrokenFilesGiveClearErrors) {
