@@ -9,6 +9,26 @@
 namespace ctk::python {
 
 namespace {
+// CNTK's load_model / Function.load: `model` is a file path or the bytes of a CNTK v2 model. A legacy v1
+// file is recognised whatever `format` says, as CNTK's loader did.
+FunctionPtr load_model_from_python(const py::object& model, std::optional<ModelFormat> format) {
+    if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model)) {
+        const std::string bytes =
+            py::isinstance<py::bytes>(model) ? model.cast<std::string>() : std::string(py::bytes(model));
+        if (format && *format != ModelFormat::cntk_v2)
+            throw ValueError("load_model: a byte buffer must hold a CNTK v2 model");
+        py::gil_scoped_release release;
+        return deserialize_cntk_v2_model(bytes, "<bytes>");
+    }
+    const std::string path = py::str(model);
+    py::gil_scoped_release release;
+    if (format == ModelFormat::cntk_v2 && detect_model_format(path) == ModelFormat::cntk_v1)
+        format = ModelFormat::cntk_v1;
+    return load_model(path, format);
+}
+}  // namespace
+
+namespace {
 
 Dims to_dims(const py::handle& shape) {
     if (shape.is_none()) return {};
@@ -410,11 +430,8 @@ void bind_graph(py::module_& m) {
           py::arg("use_external_files_to_store_parameters") = false)
         .def_static(
             "load",
-            [](const std::string& model, const py::object& /*device*/, ModelFormat format) {
-                py::gil_scoped_release release;
-                if (format == ModelFormat::cntk_v2 && detect_model_format(model) == ModelFormat::cntk_v1)
-                    format = ModelFormat::cntk_v1;
-                return load_model(model, format);
+            [](const py::object& model, const py::object& /*device*/, ModelFormat format) {
+                return load_model_from_python(model, format);
             },
             py::arg("model"), py::arg("device") = py::none(), py::arg("format") = ModelFormat::cntk_v2);
     def_operators(fn);
@@ -511,13 +528,9 @@ void bind_graph(py::module_& m) {
     m.def("as_function", &as_function);
     m.def(
         "load_model",
-        [](const std::string& model, const py::object& /*device*/, const py::object& format) {
-            py::gil_scoped_release release;
-            if (format.is_none()) return load_model(model);
-            ModelFormat f = format.cast<ModelFormat>();
-            if (f == ModelFormat::cntk_v2 && detect_model_format(model) == ModelFormat::cntk_v1)
-                f = ModelFormat::cntk_v1;
-            return load_model(model, f);
+        [](const py::object& model, const py::object& /*device*/, const py::object& format) {
+            return load_model_from_python(
+                model, format.is_none() ? std::optional<ModelFormat>() : format.cast<ModelFormat>());
         },
         py::arg("model"), py::arg("device") = py::none(), py::arg("format") = py::none());
 }

@@ -54,3 +54,14 @@ def test_errors(tmp_path):
     x, z = small_convnet()
     with pytest.raises(ValueError):
         z.save(str(tmp_path / 'v1.dnn'), format=C.ModelFormat.CNTKv1)
+
+
+def test_load_from_bytes(tmp_path, rng):
+    x, z = small_convnet()
+    path = tmp_path / 'model.dnn'
+    z.save(str(path))
+    loaded = C.Function.load(path.read_bytes())
+    data = rng.standard_normal((2, 1, 12, 12)).astype(np.float32)
+    np.testing.assert_array_equal(z.eval({x: data}), loaded.eval({loaded.arguments[0]: data}))
+    with pytest.raises(OSError):
+        C.load_model(b'\x08\x01\x12\x05garbage')

@@ -1,7 +1,8 @@
 # CNTK's ConvNet_MNIST example (Examples/Image/Classification/ConvNet/Python/ConvNet_MNIST.py), run
-# unchanged under ctk's `cntk` package apart from the command line (--datadir, --epochs, --epoch_size)
-# and the per-epoch z.save(...), which ctk's Python package does not have yet.
+# unchanged under ctk's `cntk` package apart from the command line (--datadir, --epochs, --epoch_size,
+# --model_dir: where the per-epoch CNTK v2 models go; CNTK wrote them to Models/ beside the script).
 # Usage: PYTHONPATH=build/python python3 ConvNet_MNIST.py [--datadir DIR] [--epochs N] [--epoch_size N]
+#        [--model_dir DIR]
 from __future__ import print_function
 import argparse
 import numpy as np
@@ -19,7 +20,7 @@ def create_reader(path, is_training, input_dim, label_dim):
 
 
 # Creates and trains a feedforward classification model for MNIST images
-def convnet_mnist(data_path, debug_output=False, epoch_size=60000, minibatch_size=64, max_epochs=40):
+def convnet_mnist(data_path, debug_output=False, epoch_size=60000, minibatch_size=64, max_epochs=40, model_path=None):
     image_height = 28
     image_width = 28
     num_channels = 1
@@ -78,6 +79,8 @@ def convnet_mnist(data_path, debug_output=False, epoch_size=60000, minibatch_siz
             sample_count += data[label_var].num_samples  # count samples processed so far
 
         trainer.summarize_training_progress()
+        if model_path:
+            z.save(os.path.join(model_path, "ConvNet_MNIST_{}.dnn".format(epoch)))
 
     # Load test data
     reader_test = create_reader(os.path.join(data_path, 'Test-28x28_cntk_text.txt'), False, input_dim,
@@ -126,6 +129,10 @@ if __name__ == '__main__':
     parser.add_argument('--datadir', default=os.environ.get('CTK_DATA_DIR', 'data/fashion-mnist'))
     parser.add_argument('--epochs', type=int, default=40)
     parser.add_argument('--epoch_size', type=int, default=60000)
+    parser.add_argument('--model_dir', default=None, help='save the model after each epoch here')
     args = parser.parse_args()
-    error = convnet_mnist(args.datadir, epoch_size=args.epoch_size, max_epochs=args.epochs)
+    if args.model_dir:
+        os.makedirs(args.model_dir, exist_ok=True)
+    error = convnet_mnist(args.datadir, epoch_size=args.epoch_size, max_epochs=args.epochs,
+                          model_path=args.model_dir)
     print("Error: %f" % error)
