@@ -371,6 +371,23 @@ SavedOp extension_op(const Function& f) {
     return s;
 }
 
+// ReduceElements' attributes for ctk's reduce attributes with CNTK's reduction `name`.
+proto::Dictionary reduce_attributes(const Attributes& a, const std::string& name) {
+    proto::Dictionary d;
+    d.set_version(1);
+    put(d, "reductionOpName", dv_string(name));
+    const auto& axes = a.get<std::vector<Axis>>("axes");
+    if (axes.size() == 1) {
+        put(d, "axis", dv_axis(axes[0]));
+    } else {
+        std::vector<proto::DictionaryValue> items;
+        for (const Axis& x : axes) items.push_back(dv_axis(x));
+        put(d, "axisVec", dv_vector(std::move(items)));
+    }
+    put(d, "reductionKeepDimensions", dv_bool(a.get<bool>("keepdims")));
+    return d;
+}
+
 SavedOp save_op(const Function& f) {
     const PrimitiveOp op = f.op();
     const Attributes& a = f.attributes();
@@ -415,17 +432,10 @@ SavedOp save_op(const Function& f) {
             attr("outputRank", dv_size_t(1));
             return s;
         case PrimitiveOp::reduce: {
+            const std::string& reduction = a.get<std::string>("reductionOpName");
+            if (reduction == "L1" || reduction == "L2" || reduction == "SumSquare") return extension_op(f);
             s.op = kReduceElements;
-            attr("reductionOpName", dv_string(a.get<std::string>("reductionOpName")));
-            const auto& axes = a.get<std::vector<Axis>>("axes");
-            if (axes.size() == 1) {
-                attr("axis", dv_axis(axes[0]));
-            } else {
-                std::vector<proto::DictionaryValue> items;
-                for (const Axis& x : axes) items.push_back(dv_axis(x));
-                attr("axisVec", dv_vector(std::move(items)));
-            }
-            attr("reductionKeepDimensions", dv_bool(a.get<bool>("keepdims")));
+            s.attributes = reduce_attributes(a, reduction);
             return s;
         }
         case PrimitiveOp::argmax:
@@ -611,6 +621,28 @@ SavedOp save_op(const Function& f) {
             s.op = static_cast<uint64_t>(cntk);
             attr("offset", dv_size_t(static_cast<uint64_t>(a.get<int64_t>("offset"))));
             return s;
+        case PrimitiveOp::sequence_broadcast_as:
+        case PrimitiveOp::reconcile_dynamic_axes:
+        case PrimitiveOp::unpack_batch:
+        case PrimitiveOp::to_batch:
+            s.op = static_cast<uint64_t>(cntk);
+            return s;
+        case PrimitiveOp::random_distribution: {
+            s.op = static_cast<uint64_t>(cntk);
+            const std::string& kind = a.get<std::string>("rvType");
+            attr("randomDistributionType", dv_string(kind));
+            std::vector<proto::DictionaryValue> args{dv_double(a.get<double>("arg0"))};
+            if (kind != "bernoulli") args.push_back(dv_double(a.get<double>("arg1")));
+            attr("randomDistributionArgs", dv_vector(std::move(args)));
+            if (in.empty()) {
+                attr("newShape", dv_shape(a.get<Dims>("newShape")));
+                attr("newDataType",
+                     dv_size_t(cntk_dtype(static_cast<DataType>(a.get<int64_t>("newDataType")))));
+            }
+            attr("rngSeed", dv_size_t(static_cast<uint64_t>(a.get<int64_t>("rngSeed"))));
+            attr("rngOffset", dv_size_t(0));
+            return s;
+        }
         default:
             return extension_op(f);
     }
@@ -713,6 +745,171 @@ private:
         return d;
     }
 
+    // ---- CNTK's composites for ctk ops CNTK had no primitive for, so that CNTK can read the file ----
+    std::string ref(const Variable& v) {
+        visit_variable(v);
+        return variable_uid(v);
+    }
+    std::string scalar(double value, DataType dtype) {
+        Variable c = constant(value, dtype);
+        keep_.push_back(c);
+        return ref(c);
+    }
+    // One CNTK primitive of an expansion; the last takes `f`'s uid and name, so users of f's output find
+    // it. Returns the uid of its output.
+    std::string primitive(const Function& f, int& counter, bool last, uint64_t op,
+                          const std::vector<std::string>& in, proto::Dictionary attrs = proto::Dictionary()) {
+        const std::string uid = last ? f.uid() : f.uid() + "_cntk" + std::to_string(counter++);
+        proto::Dictionary d;
+        d.set_version(1);
+        attrs.set_version(1);
+        put(d, "version", dv_size_t(kPrimitiveFunctionVersion));
+        put(d, "type", dv_string("PrimitiveFunction"));
+        put(d, "uid", dv_string(uid));
+        if (last && !f.name().empty()) put(d, "name", dv_string(f.name()));
+        put(d, "op", dv_size_t(op));
+        put(d, "attributes", dv_dictionary(std::move(attrs)));
+        std::vector<proto::DictionaryValue> uids;
+        for (const std::string& i : in) uids.push_back(dv_string(i));
+        put(d, "inputs", dv_vector(std::move(uids)));
+        functions_.push_back(dv_dictionary(std::move(d)));
+        return uid + "_Output_0";
+    }
+
+    // Writes `f` as the composite CNTK's own API built for it; false when there is none.
+    bool expand(const Function& f) {
+        enum : uint64_t {
+            kNegate = 0,
+            kRelu = 3,
+            kExp = 4,
+            kSqrt = 6,
+            kFloor = 7,
+            kAbs = 8,
+            kReciprocal = 9,
+            kPlus = 19,
+            kMinus = 20,
+            kElementTimes = 21,
+            kEqual = 22,
+            kNotEqual = 23,
+            kLess = 24,
+            kGreater = 26,
+            kClassificationError = 36,
+            kSelect = 42,
+            kLogPlus = 52,
+        };
+        const PrimitiveOp op = f.op();
+        const Attributes& a = f.attributes();
+        const std::vector<Variable> in = f.inputs();
+        const DataType dt = f.outputs().front().dtype();
+        int n = 0;
+        auto p = [&](bool last, uint64_t cntk, const std::vector<std::string>& ins,
+                     proto::Dictionary attrs = proto::Dictionary()) {
+            return primitive(f, n, last, cntk, ins, std::move(attrs));
+        };
+        auto k = [&](double v) { return scalar(v, dt); };
+        auto alpha = [&] { return a.get<double>("alpha"); };
+        auto beta = [&] { return a.get<double>("beta"); };
+        switch (op) {
+            case PrimitiveOp::square: {
+                const std::string x = ref(in[0]);
+                p(true, kElementTimes, {x, x});
+                return true;
+            }
+            case PrimitiveOp::ceil: {
+                const std::string x = ref(in[0]);
+                p(true, kNegate, {p(false, kFloor, {p(false, kNegate, {x})})});
+                return true;
+            }
+            case PrimitiveOp::round: {
+                const std::string x = ref(in[0]);
+                p(true, kFloor, {p(false, kPlus, {x, k(0.5)})});
+                return true;
+            }
+            case PrimitiveOp::selu: {  // alpha: the scale, beta: the ELU alpha
+                const std::string x = ref(in[0]);
+                const std::string pos = p(false, kElementTimes, {k(alpha()), x});
+                const std::string em1 = p(false, kMinus, {p(false, kExp, {x}), k(1.0)});
+                const std::string neg = p(false, kElementTimes, {k(alpha() * beta()), em1});
+                p(true, kSelect, {p(false, kGreater, {x, k(0.0)}), pos, neg});
+                return true;
+            }
+            case PrimitiveOp::leaky_relu: {
+                const std::string x = ref(in[0]);
+                p(true, kSelect,
+                  {p(false, kGreater, {x, k(0.0)}), x, p(false, kElementTimes, {k(alpha()), x})});
+                return true;
+            }
+            case PrimitiveOp::softplus:
+                p(true, kLogPlus, {ref(in[0]), k(0.0)});
+                return true;
+            case PrimitiveOp::softsign: {
+                const std::string x = ref(in[0]);
+                p(true, kElementTimes,
+                  {x, p(false, kReciprocal, {p(false, kPlus, {k(1.0), p(false, kAbs, {x})})})});
+                return true;
+            }
+            case PrimitiveOp::hard_sigmoid: {
+                const std::string x = ref(in[0]);
+                const std::string lin =
+                    p(false, kPlus, {p(false, kElementTimes, {k(alpha()), x}), k(beta())});
+                p(true, kClip, {lin, k(0.0), k(1.0)});
+                return true;
+            }
+            case PrimitiveOp::clip:
+                p(true, kClip, {ref(in[0]), k(alpha()), k(beta())});
+                return true;
+            case PrimitiveOp::element_not:
+                p(true, kEqual, {ref(in[0]), k(0.0)});
+                return true;
+            case PrimitiveOp::element_divide:
+                p(true, kElementTimes, {ref(in[0]), p(false, kReciprocal, {ref(in[1])})});
+                return true;
+            case PrimitiveOp::element_max:
+            case PrimitiveOp::element_min: {
+                const std::string x = ref(in[0]), y = ref(in[1]);
+                p(true, kSelect, {p(false, op == PrimitiveOp::element_max ? kGreater : kLess, {x, y}), x, y});
+                return true;
+            }
+            case PrimitiveOp::element_and:
+            case PrimitiveOp::element_or:
+            case PrimitiveOp::element_xor: {
+                const std::string x = p(false, kNotEqual, {ref(in[0]), k(0.0)});
+                const std::string y = p(false, kNotEqual, {ref(in[1]), k(0.0)});
+                if (op == PrimitiveOp::element_and) p(true, kElementTimes, {x, y});
+                if (op == PrimitiveOp::element_or) p(true, kNotEqual, {p(false, kPlus, {x, y}), k(0.0)});
+                if (op == PrimitiveOp::element_xor) p(true, kNotEqual, {x, y});
+                return true;
+            }
+            case PrimitiveOp::param_relu: {  // operands (x, alpha)
+                const std::string x = ref(in[0]), slope = ref(in[1]);
+                p(true, kSelect, {p(false, kGreater, {x, k(0.0)}), x, p(false, kElementTimes, {slope, x})});
+                return true;
+            }
+            case PrimitiveOp::reduce: {
+                const std::string& reduction = a.get<std::string>("reductionOpName");
+                if (reduction != "L1" && reduction != "L2" && reduction != "SumSquare") return false;
+                const std::string x = ref(in[0]);
+                const std::string t =
+                    reduction == "L1" ? p(false, kAbs, {x}) : p(false, kElementTimes, {x, x});
+                if (reduction == "L2")
+                    p(true, kSqrt, {p(false, kReduceElements, {t}, reduce_attributes(a, "Sum"))});
+                else
+                    p(true, kReduceElements, {t}, reduce_attributes(a, "Sum"));
+                return true;
+            }
+            case PrimitiveOp::classification_error: {
+                if (a.get<int64_t>("topN") == 1) return false;
+                proto::Dictionary attrs;
+                put(attrs, "axis", dv_axis(a.get<Axis>("axis")));
+                p(true, kClassificationError,
+                  {ref(in[0]), ref(in[1]), k(static_cast<double>(a.get<int64_t>("topN")))}, std::move(attrs));
+                return true;
+            }
+            default:
+                return false;
+        }
+    }
+
     // Writes `f` after everything it uses (post-order). A Function met again while it is being written
     // is the far end of a recurrent loop: its uid is referenced before it is written, as CNTK does.
     void emit(const Function& f) {
@@ -720,6 +917,11 @@ private:
         active_.insert(&f);
         if (f.is_composite()) {
             for (const Variable& v : f.outputs()) visit_variable(v);
+            active_.erase(&f);
+            done_.insert(&f);
+            return;
+        }
+        if (f.is_primitive() && expand(f)) {
             active_.erase(&f);
             done_.insert(&f);
             return;
@@ -782,6 +984,7 @@ private:
     }
 
     std::vector<proto::DictionaryValue> leaves_, functions_;
+    std::vector<Variable> keep_;  // the constants expansions add, alive until the file is written
     std::unordered_set<const void*> seen_leaves_;
     std::unordered_set<const Function*> done_, active_;
 };
@@ -1118,6 +1321,32 @@ FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r
         case 50:
             expect_inputs(in, 2, 2, where);
             return make(PrimitiveOp::sequence_broadcast_as, std::move(in), {});
+        case 79:
+        case 80:
+            expect_inputs(in, 1, 1, where);
+            return make(c == 79 ? PrimitiveOp::unpack_batch : PrimitiveOp::to_batch, std::move(in), {});
+        case 76: {
+            expect_inputs(in, 0, 1, where);
+            const std::string& kind = r.string("randomDistributionType");
+            std::vector<double> args;
+            for (const auto& item : r.vector("randomDistributionArgs")) {
+                if (item.value_type() != proto::DictionaryValue::Double)
+                    r.wrong("randomDistributionArgs", "a Vector of Double", item);
+                args.push_back(item.double_value());
+            }
+            if (args.empty()) throw IOError(where + ": RandomDistribution without arguments");
+            Attributes attrs{{"rvType", kind},
+                             {"arg0", args[0]},
+                             {"arg1", args.size() > 1 ? args[1] : 0.0},
+                             {"rngSeed", r.integer("rngSeed", 0)}};
+            r.integer("rngOffset", 0);
+            attrs.set("newShape", in.empty() ? r.shape("newShape") : Dims{});
+            attrs.set(
+                "newDataType",
+                int64_t(in.empty() ? ctk_dtype(static_cast<uint64_t>(r.integer("newDataType", 1)), where)
+                                   : DataType::f32));
+            return make(PrimitiveOp::random_distribution, std::move(in), std::move(attrs));
+        }
         case kClip:
             expect_inputs(in, 3, 3, where);
             if (!in[1].is_constant() || !in[2].is_constant())
