@@ -174,6 +174,35 @@ private:
         }
         return emit("Reshape", {x, const_i64(t)}, base);
     }
+    // [batch, sequence, sample...] -> [batch * sequence, sample...] for an op that treats every frame
+    // alike (ONNX's Conv, pooling and BatchNormalization take one leading N dim). Reshape's -1 keeps the
+    // two symbolic dims symbolic.
+    std::string merge_frames(const std::string& x, const Dims& sample, const std::string& base) {
+        Dims t{-1};
+        t.insert(t.end(), sample.begin(), sample.end());
+        return emit("Reshape", {x, const_i64(t)}, base);
+    }
+    // The inverse: [batch * sequence, sample...] -> [batch, sequence, sample...], the two leading dims
+    // read at run time from `like`, the value the frames came from.
+    std::string split_frames(const std::string& y, const std::string& like, const Dims& sample,
+                             const std::string& base) {
+        onnx::NodeProto* n;
+        std::string lead = emit("Shape", {like}, base, &n);
+        attr_i(n, "start", 0);
+        attr_i(n, "end", 2);
+        std::string target = emit("Concat", {lead, const_i64(sample)}, base, &n);
+        attr_i(n, "axis", 0);
+        return emit("Reshape", {y, target}, base);
+    }
+    // ctk static axis `axis` of a rank-`rank` operand as an ONNX axis after `dyn` dynamic dims.
+    static int64_t onnx_axis(const Function& f, const Axis& axis, int rank, int dyn) {
+        if (!axis.is_static()) unsupported(f, "an axis that is not static");
+        const int a = axis.static_index() < 0 ? axis.static_index() + rank : axis.static_index();
+        CTK_CHECK(a >= 0 && a < rank, ValueError, "save_onnx_model: axis ", axis.to_string(),
+                  " out of range for rank ", rank);
+        return dyn + a;
+    }
+
     // Operand i of an element-wise op, unsqueezed so that NumPy broadcasting in ONNX matches ctk's
     // (ctk aligns static axes after the dynamic ones).
     std::string aligned(const Variable& v, const std::string& name, int out_static, const std::string& base) {
@@ -189,6 +218,8 @@ private:
     }
 
     void export_primitive(const Function& f, int scope);
+    void export_loss(const Function& f, const std::vector<std::string>& in, const std::string& base,
+                     std::string& out);
     void export_conv_like(const Function& f, const std::vector<std::string>& in, const std::string& base,
                           std::string& out);
 };
@@ -603,6 +634,11 @@ void Exporter::export_primitive(const Function& f, int scope) {
             case PrimitiveOp::dropout:  // inference: the identity
                 o = emit("Identity", {in[0]}, base);
                 break;
+            case PrimitiveOp::cross_entropy_with_softmax:
+            case PrimitiveOp::classification_error:
+            case PrimitiveOp::squared_error:
+                export_loss(f, in, base, o);
+                break;
             case PrimitiveOp::convolution:
             case PrimitiveOp::convolution_transpose:
             case PrimitiveOp::pooling:
@@ -619,8 +655,72 @@ void Exporter::export_primitive(const Function& f, int scope) {
     for (size_t i = 0; i < outputs.size(); ++i) names_[{outputs[i].impl(), scope}] = out_names[i];
 }
 
+// The losses and metrics CNTK models carry as outputs, written with the ops they are defined by (so they
+// come back as those ops, not as ctk's fused loss ops). Shapes follow ctk's: cross entropy and top-1
+// classification error along the last axis keep that axis as 1, the others are one value per sample.
+void Exporter::export_loss(const Function& f, const std::vector<std::string>& in, const std::string& base,
+                           std::string& out) {
+    const std::vector<Variable> inputs = f.inputs();
+    const Variable &z = inputs[0], &t = inputs[1];
+    const int dyn = z.dynamic_rank(), rank = z.rank();
+    if (t.dynamic_rank() != dyn && t.dynamic_rank() != 0)
+        unsupported(f, "operands with different dynamic axes");
+    if (z.dynamic_rank() < t.dynamic_rank()) unsupported(f, "a static prediction with a batched target");
+    const DataType dt = f.outputs()[0].dtype();
+    const std::string tn = aligned(t, in[1], rank, base);
+    const Attributes& a = f.attributes();
+    onnx::NodeProto* n = nullptr;
+    switch (f.op()) {
+        case PrimitiveOp::cross_entropy_with_softmax: {  // -sum(t * log_softmax(z)) along the axis
+            const int64_t ax = onnx_axis(f, a.get<Axis>("axis"), rank, dyn);
+            std::string ls = emit("LogSoftmax", {in[0]}, base, &n);
+            attr_i(n, "axis", ax);
+            std::string s = emit("ReduceSum", {emit("Mul", {tn, ls}, base), const_i64({ax})}, base, &n);
+            attr_i(n, "keepdims", 1);
+            out = emit("Neg", {s}, base);
+            return;
+        }
+        case PrimitiveOp::classification_error: {
+            const int64_t ax = onnx_axis(f, a.get<Axis>("axis"), rank, dyn);
+            const int64_t top_n = a.get<int64_t>("topN");
+            std::string correct;
+            if (top_n == 1) {  // CNTK: t . hardmax(z)
+                std::string hm = emit("Hardmax", {in[0]}, base, &n);
+                attr_i(n, "axis", ax);
+                correct = emit("ReduceSum", {emit("Mul", {tn, hm}, base), const_i64({ax})}, base, &n);
+                attr_i(n, "keepdims", 1);
+            } else {  // correct when the target's class is among the top_n scores
+                std::string cls = emit("ArgMax", {tn}, base, &n);
+                attr_i(n, "axis", ax);
+                attr_i(n, "keepdims", 1);
+                std::string values = fresh(base), idx = fresh(base);
+                n = node("TopK", {in[0], const_i64({top_n})}, {values, idx});
+                attr_i(n, "axis", ax);
+                std::string hit = cast(emit("Equal", {idx, cls}, base), dt, base);
+                correct = emit("ReduceMax", {hit}, base, &n);
+                attr_ints(n, "axes", {ax});
+                attr_i(n, "keepdims", 1);
+            }
+            out = emit("Sub", {const_scalar(1.0, dt), correct}, base);
+            if (top_n != 1 || ax != dyn + rank - 1) out = reshape(out, dyn, {}, base);
+            return;
+        }
+        default: {  // squared_error: sum of (z - t)^2 over the sample
+            std::string d = emit("Sub", {in[0], tn}, base);
+            out = emit("Mul", {d, d}, base);
+            if (rank == 0) return;
+            Dims axes;
+            for (int i = 0; i < rank; ++i) axes.push_back(dyn + i);
+            out = emit("ReduceSum", {out, const_i64(axes)}, base, &n);
+            attr_i(n, "keepdims", 0);
+            return;
+        }
+    }
+}
+
 // convolution, convolution_transpose, pooling and batch_normalization work on [N, C, spatial...]: one
-// dynamic axis is the batch; a static operand gets a leading 1 added and removed.
+// dynamic axis is the batch; a static operand gets a leading 1 added and removed; with a sequence axis
+// too, the batch and sequence dims are merged into N and split again (every frame is independent).
 void Exporter::export_conv_like(const Function& f, const std::vector<std::string>& in,
                                 const std::string& base, std::string& out) {
     const std::vector<Variable> inputs = f.inputs();
@@ -629,10 +729,12 @@ void Exporter::export_conv_like(const Function& f, const std::vector<std::string
     const Variable& x = inputs[data_second ? 1 : 0];
     std::string xn = in[data_second ? 1 : 0];
     const int dyn = x.dynamic_rank();
-    if (dyn > 1) unsupported(f, "a sequence axis");
+    if (dyn > 2) unsupported(f, "more than two dynamic axes");
     for (int64_t d : x.shape())
         if (d < 0) unsupported(f, "free spatial dims");
+    const std::string frames = xn;
     if (dyn == 0) xn = emit("Unsqueeze", {xn, const_i64({0})}, base);
+    if (dyn == 2) xn = merge_frames(xn, x.shape(), base);
     const Attributes& a = f.attributes();
     const int rank = x.rank(), spatial = rank - 1;
     const Dims& xs = x.shape();
@@ -730,6 +832,7 @@ void Exporter::export_conv_like(const Function& f, const std::vector<std::string
             attr_ints(n, "output_padding", out_pad);
     }
     if (dyn == 0) o = emit("Squeeze", {o, const_i64({0})}, base);
+    if (dyn == 2) o = split_frames(o, frames, f.outputs()[0].shape(), base);
     out = o;
 }
 

@@ -1,8 +1,11 @@
 // ONNX import: one ctk op group per ONNX node, for the ops whose semantics ctk's ops express exactly.
-// A graph input whose leading dim is symbolic becomes a ctk input with the batch axis, so ONNX axis k of
-// a value with D dynamic axes is ctk static axis k - D. Initializers become parameters (constants when
-// they are integers or feed shape-like operands). Unsupported ops throw NotImplementedError naming the
-// op type and the node.
+// A graph input whose leading dim is symbolic becomes a ctk input with the batch axis (two leading dims
+// named "batch" and "sequence", ctk's export, give the batch and sequence axes), so ONNX axis k of a
+// value with D dynamic axes is ctk static axis k - D. Between a Reshape that merges the batch and
+// sequence dims into one and the Reshape that splits them again (ctk's export of per-frame ops such as
+// Conv on sequences), values are "merged": ctk keeps both axes and only per-frame ops may use them.
+// Initializers become parameters (constants when they are integers or feed shape-like operands). Unsupported
+// ops throw NotImplementedError naming the op type and the node.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -21,6 +24,13 @@ namespace {
 
 using TP = onnx::TensorProto;
 
+// One entry of a shape computed at run time by Shape: a dynamic axis's size or a static dim.
+struct SymDim {
+    int axis = -1;  // >= 0: the size of dynamic axis `axis`
+    int64_t value = 0;
+};
+using SymShape = std::vector<SymDim>;
+
 class Importer;
 struct NodeCtx {
     Importer& im;
@@ -34,6 +44,9 @@ class Importer {
 public:
     Importer(const onnx::ModelProto& m, const std::string& source) : model_(m), source_(source) {}
     FunctionPtr run();
+    void shape_node(NodeCtx& c);
+    SymShape concat_shapes(NodeCtx& c);
+    SymShape slice_shape(NodeCtx& c);
 
     // ---- operands ----
     bool has_input(const NodeCtx& c, int i) const {
@@ -52,8 +65,17 @@ public:
             values_[name] = v;
             return v;
         }
+        CTK_CHECK(!sym_shapes_.count(name), NotImplementedError, where, ": the run-time shape '", name,
+                  "' of a batched value is used as data (ctk reads it only as a Reshape target)");
         CTK_THROW(IOError, where, ": value '", name, "' is not defined before its use");
     }
+    // A Shape result that holds dynamic dims, when operand i is one.
+    const SymShape* sym_shape(const NodeCtx& c, int i) const {
+        if (!has_input(c, i)) return nullptr;
+        auto it = sym_shapes_.find(c.node.input(i));
+        return it == sym_shapes_.end() ? nullptr : &it->second;
+    }
+    bool merged(const Variable& v) const { return merged_.count(v.impl()) != 0; }
     // A constant operand read as data (shape-like inputs: Reshape's shape, Slice's starts, ...).
     std::optional<Tensor> const_value(const NodeCtx& c, int i) {
         if (!has_input(c, i)) return std::nullopt;
@@ -80,6 +102,8 @@ public:
     std::unordered_map<std::string, Tensor> consts_;
     std::unordered_map<std::string, const onnx::TensorProto*> inits_;
     std::set<const void*> integer_inputs_;  // graph inputs of integer ONNX types, fed as f64
+    std::unordered_map<std::string, SymShape> sym_shapes_;
+    std::set<const void*> merged_;  // values whose ONNX form is [batch * sequence, sample...]
 };
 
 // ---- attributes ----
@@ -253,8 +277,8 @@ std::vector<Variable> reduce_node(NodeCtx& c, const char* kind) {
 // Runs `fn` on x as [N, C, spatial...]: the batch axis, or for a static x its leading dim (dropped
 // when it is 1, else turned into the batch axis and back).
 Variable with_batch(NodeCtx& c, const Variable& x, const std::function<Variable(const Variable&)>& fn) {
-    if (dyn_of(x) == 1) return fn(x);
-    if (dyn_of(x) > 1) unsupported(c, "a sequence axis");
+    if (dyn_of(x) == 1 || c.im.merged(x)) return fn(x);  // ctk's ops treat every frame alike
+    if (dyn_of(x) > 1) unsupported(c, "a value with batch and sequence dims (merge them with Reshape first)");
     CTK_CHECK(x.rank() >= 3, ShapeError, c.where, ": needs [N, C, spatial...], got ", x.to_string());
     const Dims& s = x.shape();
     if (s[0] == 1) {
@@ -501,13 +525,92 @@ Dims static_shape_after_reshape(NodeCtx& c, const Variable& x, Dims target, bool
         }
         target.erase(target.begin());
     } else if (dyn > 1) {
-        unsupported(c, "a reshape of a sequence");
+        if (allow_zero) unsupported(c, "allowzero on a value with batch and sequence dims");
+        for (int i = 0; i < dyn; ++i)
+            if (static_cast<int>(target.size()) <= i || target[static_cast<size_t>(i)] != 0)
+                unsupported(c, "a reshape that moves the batch or sequence dimension");
+        target.erase(target.begin(), target.begin() + dyn);
     }
     return target;
 }
 
 Variable reshape_to(const Variable& x, const Dims& shape, const std::string& name) {
     return reshape(x, shape, std::nullopt, std::nullopt, name);
+}
+
+// A sample shape for `numel` elements: one -1 is resolved, other dims must be static.
+Dims resolve_free_dim(const NodeCtx& c, Dims target, int64_t numel) {
+    int64_t known = 1;
+    int free = -1;
+    for (size_t i = 0; i < target.size(); ++i) {
+        if (target[i] == -1 && free < 0) {
+            free = static_cast<int>(i);
+            continue;
+        }
+        if (target[i] < 0) unsupported(c, "a shape with several -1 dims");
+        known *= target[i];
+    }
+    if (free >= 0) {
+        CTK_CHECK(known > 0 && numel % known == 0, ShapeError, c.where, ": cannot reshape ", numel,
+                  " elements per frame to ", dims_to_string(target));
+        target[static_cast<size_t>(free)] = numel / known;
+        known = numel;
+    }
+    CTK_CHECK(known == numel, ShapeError, c.where, ": cannot reshape ", numel, " elements per frame to ",
+              dims_to_string(target));
+    return target;
+}
+
+int64_t numel_of(const Dims& d) {
+    int64_t n = 1;
+    for (int64_t x : d) n *= x;
+    return n;
+}
+
+// Reshape with a constant target, or with one built from Shape of a batched value. ctk's export of
+// per-frame ops on sequences writes Reshape(x, [-1, sample...]) to merge the batch and sequence dims and
+// Reshape(y, Concat(Shape(x)[0:2], sample)) to split them again; ctk keeps both axes throughout.
+std::vector<Variable> reshape_node(NodeCtx& c) {
+    Variable x = c.im.in(c, 0);
+    const bool allow_zero = attr_i(c, "allowzero", 0) != 0;
+    const int dyn = dyn_of(x);
+    for (int64_t d : x.shape())
+        if (d < 0 && (dyn > 1 || c.im.sym_shape(c, 1))) unsupported(c, "free dims");
+    if (const SymShape* sym = c.im.sym_shape(c, 1)) {
+        size_t lead = 0;
+        for (; lead < sym->size() && (*sym)[lead].axis >= 0; ++lead)
+            if ((*sym)[lead].axis != static_cast<int>(lead))
+                unsupported(c, "a run-time shape that moves dims");
+        const int want = c.im.merged(x) ? 2 : dyn;
+        if (static_cast<int>(lead) != want) unsupported(c, "a run-time shape that moves the dynamic dims");
+        Dims rest;
+        for (size_t i = lead; i < sym->size(); ++i) {
+            if ((*sym)[i].axis >= 0) unsupported(c, "a run-time shape that moves the dynamic dims");
+            rest.push_back((*sym)[i].value);
+        }
+        return {reshape_to(x, resolve_free_dim(c, rest, numel_of(x.shape())), c.name)};
+    }
+    Dims target = c.im.const_ints(c, 1);
+    const bool merging = dyn == 2 && !target.empty() && target[0] == -1;
+    if (!c.im.merged(x) && !merging)
+        return {reshape_to(x, static_shape_after_reshape(c, x, target, allow_zero), c.name)};
+    // [batch * sequence, sample...] in and out: the leading -1 (or 0 on a merged value) must take
+    // exactly the merged dims, so the sample keeps its size.
+    if (target.empty() || !(target[0] == -1 || (target[0] == 0 && !allow_zero && c.im.merged(x))))
+        unsupported(c, "a reshape that moves the merged batch and sequence dims");
+    Dims rest(target.begin() + 1, target.end());
+    for (size_t i = 0; i < rest.size(); ++i) {
+        if (rest[i] == 0 && !allow_zero) {
+            CTK_CHECK(i < x.shape().size(), ValueError, c.where, ": shape copies a dim the input lacks");
+            rest[i] = x.shape()[i];
+        }
+        if (rest[i] < 0) unsupported(c, "a reshape that moves the merged batch and sequence dims");
+    }
+    if (numel_of(rest) != numel_of(x.shape()))
+        unsupported(c, "a reshape that moves the merged batch and sequence dims");
+    Variable y = reshape_to(x, rest, c.name);
+    c.im.merged_.insert(y.impl());
+    return {y};
 }
 
 std::vector<Variable> slice_node(NodeCtx& c) {
@@ -727,11 +830,7 @@ std::map<std::string, Handler> make_handlers() {
         for (int i = dyn; i < r; ++i) (i < axis ? outer : inner) *= s[static_cast<size_t>(i - dyn)];
         return {reshape_to(x, dyn == 1 ? Dims{inner} : Dims{outer, inner}, c.name)};
     };
-    h["Reshape"] = [](NodeCtx& c) -> std::vector<Variable> {
-        Variable x = c.im.in(c, 0);
-        Dims shape = static_shape_after_reshape(c, x, c.im.const_ints(c, 1), attr_i(c, "allowzero", 0) != 0);
-        return {reshape_to(x, shape, c.name)};
-    };
+    h["Reshape"] = reshape_node;
     h["Squeeze"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable x = c.im.in(c, 0);
         const Dims& s = x.shape();
@@ -945,6 +1044,74 @@ std::map<std::string, Handler> make_handlers() {
     return h;
 }
 
+// Shape: a constant for static dims; dims of dynamic axes make a run-time shape (SymShape) that only
+// Slice, Concat and Reshape's target may use.
+void Importer::shape_node(NodeCtx& c) {
+    Variable x = in(c, 0);
+    if (merged(x)) unsupported(c, "the shape of a value whose batch and sequence dims are merged");
+    const int r = onnx_rank(x), dyn = dyn_of(x);
+    int64_t start = attr_i(c, "start", 0), end = attr_i(c, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = std::clamp<int64_t>(start, 0, r);
+    end = std::clamp<int64_t>(end, 0, r);
+    SymShape s;
+    bool dynamic = false;
+    for (int64_t i = start; i < end; ++i) {
+        if (i < dyn) {
+            s.push_back({static_cast<int>(i), 0});
+            dynamic = true;
+            continue;
+        }
+        const int64_t d = x.shape()[static_cast<size_t>(i - dyn)];
+        if (d < 0) unsupported(c, "the shape of a free dim");
+        s.push_back({-1, d});
+    }
+    const std::string& out = c.node.output(0);
+    if (dynamic) {
+        sym_shapes_[out] = s;
+        return;
+    }
+    std::vector<int64_t> dims;
+    for (const SymDim& d : s) dims.push_back(d.value);
+    Tensor t = Tensor::from_vector(dims, Shape{static_cast<int64_t>(dims.size())});
+    set_const(out, t);
+    values_[out] = constant(t, out);
+}
+
+SymShape Importer::concat_shapes(NodeCtx& c) {
+    const int64_t axis = attr_i(c, "axis", 0);
+    if (axis != 0 && axis != -1) unsupported(c, "Concat of shapes along an axis other than 0");
+    SymShape s;
+    for (int i = 0; i < c.node.input_size(); ++i) {
+        if (!has_input(c, i)) continue;
+        if (const SymShape* p = sym_shape(c, i)) {
+            s.insert(s.end(), p->begin(), p->end());
+            continue;
+        }
+        auto t = const_value(c, i);
+        CTK_CHECK(t->rank() == 1, ValueError, c.where, ": a shape operand must be one-dimensional");
+        for (int64_t v : t->to_vector<int64_t>()) s.push_back({-1, v});
+    }
+    return s;
+}
+
+SymShape Importer::slice_shape(NodeCtx& c) {
+    const SymShape* p = sym_shape(c, 0);
+    if (!p) unsupported(c, "a run-time shape as starts, ends or steps");
+    const Dims starts = const_ints(c, 1), ends = const_ints(c, 2);
+    const Dims axes = has_input(c, 3) ? const_ints(c, 3) : Dims{0};
+    const Dims steps = has_input(c, 4) ? const_ints(c, 4) : Dims{1};
+    if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || (axes[0] != 0 && axes[0] != -1) ||
+        steps.size() != 1 || steps[0] != 1)
+        unsupported(c, "a Slice of a run-time shape other than one range with step 1");
+    const auto n = static_cast<int64_t>(p->size());
+    int64_t lo = starts[0] < 0 ? starts[0] + n : starts[0], hi = ends[0] < 0 ? ends[0] + n : ends[0];
+    lo = std::clamp<int64_t>(lo, 0, n);
+    hi = std::clamp<int64_t>(hi, lo, n);
+    return SymShape(p->begin() + lo, p->begin() + hi);
+}
+
 FunctionPtr Importer::run() {
     const std::string& where = source_;
     CTK_CHECK(model_.has_graph(), IOError, where, ": the file holds no graph");
@@ -979,7 +1146,12 @@ FunctionPtr Importer::run() {
         CTK_CHECK(tt.has_shape(), NotImplementedError, where, ": input '", vi.name(), "' has no shape");
         Dims dims;
         bool batch = false;
-        for (int i = 0; i < tt.shape().dim_size(); ++i) {
+        // ctk's export names the dims of the batch and sequence axes "batch" and "sequence".
+        const auto& sh = tt.shape();
+        const bool sequence = sh.dim_size() >= 2 && sh.dim(0).dim_param() == "batch" &&
+                              sh.dim(1).dim_param() == "sequence" && !sh.dim(0).has_dim_value() &&
+                              !sh.dim(1).has_dim_value();
+        for (int i = sequence ? 2 : 0; i < tt.shape().dim_size(); ++i) {
             const auto& dim = tt.shape().dim(i);
             const bool known = dim.has_dim_value();
             if (i == 0 && !known) {
@@ -991,7 +1163,10 @@ FunctionPtr Importer::run() {
             dims.push_back(known ? dim.dim_value() : kFreeDim);
         }
         values_[vi.name()] = input_variable(dims, d, false, false,
-                                            batch ? default_batch_axes() : std::vector<Axis>{}, vi.name());
+                                            sequence ? default_sequence_axes()
+                                            : batch  ? default_batch_axes()
+                                                     : std::vector<Axis>{},
+                                            vi.name());
         if (integer) integer_inputs_.insert(values_[vi.name()].impl());
     }
     static const std::map<std::string, Handler> handlers = make_handlers();
@@ -1027,16 +1202,72 @@ FunctionPtr Importer::run() {
             continue;
         }
         if (n.op_type() == "Shape") {
-            Variable x = in(c, 0);
-            if (dyn_of(x) != 0 || attr_i(c, "start", 0) != 0 || find_attr(c, "end"))
-                unsupported(c, "a dynamic shape");
-            Tensor t = Tensor::from_vector(std::vector<int64_t>(x.shape().begin(), x.shape().end()),
-                                           Shape{x.rank()});
-            for (int64_t d : x.shape())
-                if (d < 0) unsupported(c, "a free dim");
-            set_const(n.output(0), t);
-            values_[n.output(0)] = constant(t, n.output(0));
+            shape_node(c);
             continue;
+        }
+        if ((n.op_type() == "Concat" || n.op_type() == "Slice") && n.input_size() > 0) {
+            bool sym = false;
+            for (int i = 0; i < n.input_size(); ++i) sym = sym || sym_shape(c, i) != nullptr;
+            if (sym) {
+                CTK_CHECK(n.output_size() == 1, IOError, c.where, ": needs one output");
+                sym_shapes_[n.output(0)] = n.op_type() == "Concat" ? concat_shapes(c) : slice_shape(c);
+                continue;
+            }
+        }
+        // A merged value ([batch * sequence, sample...]) may only meet ops that treat every frame alike.
+        bool any_merged = false;
+        for (int i = 0; i < n.input_size(); ++i) {
+            if (!has_input(c, i) || sym_shape(c, i) || consts_.count(n.input(i))) continue;
+            any_merged = any_merged || merged(value(n.input(i), c.where));
+        }
+        if (any_merged) {
+            static const std::set<std::string> per_frame = {"Conv",
+                                                            "ConvTranspose",
+                                                            "MaxPool",
+                                                            "AveragePool",
+                                                            "GlobalMaxPool",
+                                                            "GlobalAveragePool",
+                                                            "BatchNormalization",
+                                                            "Reshape",
+                                                            "Identity",
+                                                            "Dropout",
+                                                            "Relu",
+                                                            "Sigmoid",
+                                                            "Tanh",
+                                                            "Exp",
+                                                            "Log",
+                                                            "Sqrt",
+                                                            "Abs",
+                                                            "Neg",
+                                                            "Floor",
+                                                            "Ceil",
+                                                            "Reciprocal",
+                                                            "Elu",
+                                                            "LeakyRelu",
+                                                            "Selu",
+                                                            "HardSigmoid",
+                                                            "Softplus",
+                                                            "Softsign",
+                                                            "Clip",
+                                                            "Add",
+                                                            "Sub",
+                                                            "Mul",
+                                                            "Div",
+                                                            "Max",
+                                                            "Min",
+                                                            "Sum",
+                                                            "Mean",
+                                                            "Pow",
+                                                            "PRelu"};
+            CTK_CHECK(per_frame.count(n.op_type()), NotImplementedError, c.where,
+                      ": an operand whose batch and sequence dims are merged into one (ctk reads it only in "
+                      "ops that treat every frame alike)");
+            for (int i = 0; i < n.input_size(); ++i) {
+                if (!has_input(c, i) || sym_shape(c, i) || consts_.count(n.input(i))) continue;
+                Variable v = value(n.input(i), c.where);
+                CTK_CHECK(dyn_of(v) == 0 || merged(v), NotImplementedError, c.where,
+                          ": operands with merged and separate batch and sequence dims");
+            }
         }
         auto h = handlers.find(n.op_type());
         CTK_CHECK(h != handlers.end(), NotImplementedError, c.where, ": ONNX op ", n.op_type(),
@@ -1047,11 +1278,14 @@ FunctionPtr Importer::run() {
             CTK_CHECK(static_cast<size_t>(i) < outs.size(), NotImplementedError, c.where, ": output ", i,
                       " is not supported");
             values_[n.output(i)] = outs[static_cast<size_t>(i)];
+            if (any_merged && n.op_type() != "Reshape") merged_.insert(outs[static_cast<size_t>(i)].impl());
         }
     }
     std::vector<Variable> outputs;
     for (const auto& vi : g.output()) {
         Variable v = value(vi.name(), where + ": graph output");
+        CTK_CHECK(!merged(v), NotImplementedError, where, ": graph output '", vi.name(),
+                  "' has its batch and sequence dims merged into one");
         if (!v.is_output()) v = alias(v, vi.name());
         outputs.push_back(v);
     }

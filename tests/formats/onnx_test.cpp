@@ -32,6 +32,13 @@ Tensor random_tensor(const Dims& dims, uint32_t seed, DataType dtype = DataType:
     return t.to(dtype);
 }
 
+// Values in [0.5, 2): running variances.
+Tensor positive_tensor(const Dims& dims, uint32_t seed) {
+    std::vector<double> v = random_tensor(dims, seed, DataType::f64).to_vector<double>();
+    for (double& x : v) x = 0.5 + std::abs(x) * 0.75;
+    return Tensor::from_vector(v, Shape(dims)).to(DataType::f32);
+}
+
 // The sample shape plus the batch dim for an argument.
 Dims batched(const Variable& v, int64_t batch) {
     Dims d;
@@ -189,6 +196,117 @@ TEST(OnnxRoundTrip, UnsupportedOpNamesOpAndFunction) {
         EXPECT_NE(std::string(e.what()).find("past_value"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("delayed"), std::string::npos) << e.what();
     }
+}
+
+// ---- batch and sequence axes: per-frame ops on [batch, sequence, sample...] ----
+
+// Evaluates `model` and `loaded` on the same random sequences (`count` of them, each `length` frames; an
+// argument named "labels" gets one-hot rows) and expects every output to agree within `tol`.
+void expect_same_sequence_outputs(const FunctionPtr& model, const FunctionPtr& loaded, int64_t count,
+                                  int64_t length, double tol) {
+    SCOPED_TRACE(std::to_string(count) + " sequences of length " + std::to_string(length));
+    auto layout =
+        std::make_shared<const SequenceLayout>(std::vector<int64_t>(static_cast<size_t>(count), length));
+    ValueMap a, b;
+    uint32_t seed = 21;
+    for (const Variable& v : model->arguments()) {
+        ASSERT_TRUE(v.has_batch_axis() && v.has_sequence_axis()) << v.to_string();
+        Dims dims{count, length};
+        dims.insert(dims.end(), v.shape().begin(), v.shape().end());
+        Tensor t = random_tensor(dims, seed++, v.dtype());
+        if (v.name() == "labels") {
+            t = Tensor::zeros(Shape(dims), v.dtype());
+            const int64_t classes = v.shape().back();
+            for (int64_t s = 0; s < count * length; ++s)
+                t.set({s / length, s % length, (s * 7 + 3) % classes}, 1.0);
+        }
+        a.emplace(v, Value(t, layout));
+        bool found = false;
+        for (const Variable& w : loaded->arguments())
+            if (w.name() == v.name()) {
+                EXPECT_TRUE(w.has_batch_axis() && w.has_sequence_axis()) << w.to_string();
+                EXPECT_EQ(w.shape(), v.shape()) << w.to_string();
+                b.emplace(w, Value(t, layout));
+                found = true;
+            }
+        ASSERT_TRUE(found) << "argument " << v.to_string() << " is missing after the round trip";
+    }
+    ValueMap ya = model->eval(a), yb = loaded->eval(b);
+    const auto outs_a = model->outputs(), outs_b = loaded->outputs();
+    ASSERT_EQ(outs_a.size(), outs_b.size());
+    for (size_t i = 0; i < outs_a.size(); ++i) {
+        Tensor ta = ya.at(outs_a[i]).data(), tb = yb.at(outs_b[i]).data();
+        ASSERT_EQ(ta.shape(), tb.shape()) << "output " << i;
+        EXPECT_EQ(ta.dim(0), count) << "output " << i;
+        EXPECT_EQ(ta.dim(1), length) << "output " << i;
+        auto va = ta.to_vector<double>(), vb = tb.to_vector<double>();
+        for (size_t k = 0; k < va.size(); ++k)
+            ASSERT_NEAR(va[k], vb[k], tol * (1 + std::abs(va[k]))) << "output " << i << " element " << k;
+    }
+}
+
+// Exports `model` as `ctk convert` does (save_model with ModelFormat::onnx), reads it back, compares on
+// sequences of length 1 and 3, and exports the loaded model once more.
+void check_sequence_round_trip(const FunctionPtr& model, const std::string& tag, double tol) {
+    SCOPED_TRACE(tag);
+    const std::string dir = test::temp_dir("onnx_seq_" + tag);
+    save_model(model, dir + "/model.onnx", ModelFormat::onnx);
+    FunctionPtr loaded = load_model(dir + "/model.onnx");
+    expect_same_sequence_outputs(model, loaded, 3, 1, tol);
+    expect_same_sequence_outputs(model, loaded, 2, 3, tol);
+    save_onnx_model(loaded, dir + "/again.onnx");
+    expect_same_sequence_outputs(model, load_onnx_model(dir + "/again.onnx"), 2, 2, tol);
+}
+
+TEST(OnnxSequence, PerFrameOpsAndLosses) {
+    Variable x = sequence_input_variable({2, 6, 6}, DataType::f32, false, false, Axis::default_dynamic_axis(),
+                                         "image");
+    Variable labels =
+        sequence_input_variable({4}, DataType::f32, false, false, Axis::default_dynamic_axis(), "labels");
+    Variable k = parameter_from(random_tensor({3, 2, 3, 3}, 5), "k");
+    Variable kt = parameter_from(random_tensor({3, 3, 2, 2}, 6), "kt");
+    Variable scale = parameter_from(random_tensor({3}, 7)), bias = parameter_from(random_tensor({3}, 8));
+    Variable mean = constant(random_tensor({3}, 9)), var = constant(positive_tensor({3}, 10));
+    Variable act_scale = parameter_from(random_tensor({3, 6, 6}, 11));
+    Variable act_bias = parameter_from(random_tensor({3, 6, 6}, 12));
+    Variable act_mean = constant(random_tensor({3, 6, 6}, 13));
+    Variable act_var = constant(positive_tensor({3, 6, 6}, 14));
+    Variable count = constant(Dims{}, 100.0);
+    FunctionPtr c = convolution(k, x, {1}, {true});
+    FunctionPtr bn = batch_normalization(c, scale, bias, mean, var, count, true, 5000.0, 0.0, 1e-5);
+    FunctionPtr act_bn =
+        batch_normalization(c, act_scale, act_bias, act_mean, act_var, count, false, 5000.0, 0.0, 1e-5);
+    FunctionPtr up = convolution_transpose(kt, relu(bn), {2}, {false});
+    FunctionPtr pooled = pooling(plus(relu(bn), act_bn), PoolingType::max, {2, 2}, {2, 2}, {false});
+    FunctionPtr global = pooling(up, PoolingType::average, {}, {1});
+    Variable w = parameter_from(random_tensor({3, 3, 3, 4}, 15)),
+             w2 = parameter_from(random_tensor({3, 4}, 16));
+    FunctionPtr z = plus(times(pooled, w), times(reshape(global, {3}), w2), "z");
+    check_sequence_round_trip(
+        combine({cross_entropy_with_softmax(z, labels, Axis(0), "ce"),
+                 classification_error(z, labels, 1, Axis(0), "err"),
+                 classification_error(z, labels, 2, Axis(0), "top2"), squared_error(z, labels, "se"), z}),
+        "per_frame", 1e-5);
+}
+
+TEST(OnnxSequence, CntkV1Models) {
+    for (const char* file : {"models-v1/01_OneHidden.dnn", "models-v1/ResNet20_CIFAR10_DataAug.dnn"}) {
+        const std::string path = test::cntk_testdata(file);
+        if (path.empty()) GTEST_SKIP() << "shared test data (" << file << ") not found";
+        check_sequence_round_trip(load_model(path), file, 1e-4);
+    }
+}
+
+TEST(OnnxSequence, MergedDimsOnlyMeetPerFrameOps) {
+    // Softmax over a merged value's ONNX axis 0 would mix frames: the importer refuses it.
+    Variable x =
+        sequence_input_variable({2, 6, 6}, DataType::f32, false, false, Axis::default_dynamic_axis(), "x");
+    Variable k = parameter_from(random_tensor({3, 2, 3, 3}, 5), "k");
+    const std::string dir = test::temp_dir("onnx_seq_merged");
+    save_onnx_model(convolution(k, x, {1}, {true}), dir + "/conv.onnx");
+    EXPECT_NO_THROW(load_onnx_model(dir + "/conv.onnx"));
+    FunctionPtr f = sequence::past_value(x, {}, 1, "delayed");
+    EXPECT_THROW(save_onnx_model(f, dir + "/past.onnx"), NotImplementedError);
 }
 
 // ---- ONNX's node conformance tests ----
