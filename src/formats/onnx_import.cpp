@@ -652,10 +652,26 @@ std::vector<Variable> gather_node(NodeCtx& c) {
     int64_t axis = attr_i(c, "axis", 0);
     CTK_CHECK(axis >= -r && axis < r, ValueError, c.where, ": axis ", axis, " out of range");
     if (axis < 0) axis += r;
-    // ctk's gather takes non-negative indices; constant ones are checked here, others at run time.
-    if (idx.is_constant())
-        for (double v : idx.value().to_vector<double>())
-            if (v < 0) unsupported(c, "negative indices");
+    // ONNX counts negative indices from the end of the axis; ctk's gather takes [0, n). Constant
+    // indices are normalized here, run-time ones by ops: element_select(less(i, 0), plus(i, n), i).
+    const int64_t n = data.shape()[static_cast<size_t>(axis)];
+    if (n < 0) unsupported(c, "Gather along a free dim");
+    if (idx.is_constant()) {
+        Tensor t = idx.value().to(DataType::f64).clone().contiguous();
+        bool negative = false;
+        for (int64_t i = 0; i < t.numel(); ++i) {
+            double& v = t.data<double>()[i];
+            if (v < 0) {
+                v += static_cast<double>(n);
+                negative = true;
+            }
+        }
+        if (negative) idx = constant(t.to(idx.dtype()), idx.name());
+    } else {
+        Variable i = as_float(idx);
+        Variable zero = constant(0.0, i.dtype()), size = constant(static_cast<double>(n), i.dtype());
+        idx = element_select(less(i, zero), plus(i, size), i);
+    }
     if (axis == 0) return {gather(data, idx, c.name)};
     std::vector<int> perm{static_cast<int>(axis)};
     for (int i = 0; i < r; ++i)
