@@ -514,6 +514,19 @@ TEST(OnnxHostile, HandMadeModels) {
     }
 }
 
+TEST(OnnxTensor, Bfloat16Data) {
+    // bfloat16 TensorProtos hold the 16-bit patterns in int32_data or little-endian in raw_data.
+    const std::vector<float> want{0.478515625f, -1.0f, 3.0f};
+    Pb in_int32, in_raw;
+    in_int32.i(1, 3).i(2, 16).i(5, 0x3EF5).i(5, 0xBF80).i(5, 0x4040).bytes(8, "a");
+    in_raw.i(1, 3).i(2, 16).bytes(8, "b").bytes(9, std::string("\xF5\x3E\x80\xBF\x40\x40", 6));
+    for (const Pb* pb : {&in_int32, &in_raw}) {
+        OnnxTensorFile t = load_onnx_tensor_file(write_temp(pb->s, "bf16.pb"));
+        EXPECT_EQ(t.value.dtype(), DataType::bf16);
+        EXPECT_EQ(t.value.to(DataType::f32).to_vector<float>(), want) << t.name;
+    }
+}
+
 TEST(OnnxHostile, TruncationsAndByteFlips) {
     Variable x = input_variable({1, 8, 8}, DataType::f32, false, false, default_batch_axes(), "x");
     using namespace layers;
