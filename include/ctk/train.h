@@ -110,6 +110,46 @@ private:
     std::chrono::steady_clock::time_point last_heartbeat_{};
 };
 
+// CNTK's TensorBoardProgressWriter: minibatch/avg_loss and minibatch/avg_metric every `freq` updates (none
+// when freq is nullopt), summary/avg_loss, summary/avg_metric and the test metric at each summary, as
+// scalars in a TensorBoard event file `log_dir/events.out.tfevents.<seconds>.<host>`. Only rank 0 (or no
+// rank) writes. Metrics are fractions, as CNTK wrote them. The model graph (CNTK's `model` argument) is
+// not written yet.
+class TensorBoardProgressWriter : public ProgressWriter {
+public:
+    explicit TensorBoardProgressWriter(std::optional<int64_t> freq = std::nullopt,
+                                       const std::string& log_dir = ".",
+                                       std::optional<int> rank = std::nullopt, FunctionPtr model = nullptr);
+    ~TensorBoardProgressWriter() override;
+    TensorBoardProgressWriter(const TensorBoardProgressWriter&) = delete;
+    TensorBoardProgressWriter& operator=(const TensorBoardProgressWriter&) = delete;
+
+    // One scalar at a step; flush makes the records so far visible to TensorBoard; after close every
+    // call throws (as CNTK's).
+    void write_value(const std::string& name, double value, int64_t step);
+    void flush();
+    void close();
+    const std::string& file_path() const { return path_; }  // empty on ranks other than 0
+
+    void on_write_training_update(Range samples, Range updates, Sums loss,
+                                  std::optional<Sums> metric) override;
+    void on_write_test_update(Range samples, Range updates, Sums metric) override;
+    void on_write_training_summary(int64_t samples, int64_t updates, int64_t summaries, double loss,
+                                   std::optional<double> metric, int64_t elapsed_ms) override;
+    void on_write_test_summary(int64_t samples, int64_t updates, int64_t summaries, double metric,
+                               int64_t elapsed_ms) override;
+    void write(const std::string& key, double value) override;
+
+private:
+    void write_record(const std::string& data);
+    FunctionPtr model_;
+    std::string path_;
+    std::FILE* file_ = nullptr;
+    bool closed_ = false;
+};
+// CRC-32C (Castagnoli) of `bytes`, as TensorFlow's record format uses it.
+uint32_t crc32c(const std::string& bytes);
+
 // "Training N parameters in M parameter tensors." (N reads "so far unspecified number of" while a dim is
 // still inferred), printed to stdout as CNTK's log_number_of_parameters; also returned.
 std::string log_number_of_parameters(const FunctionPtr& model, bool print = true);

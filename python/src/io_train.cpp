@@ -259,6 +259,21 @@ void bind_io_train(py::module_& m) {
                 p.end_progress_print(msg);
             },
             arg("msg") = "");
+    py::class_<TensorBoardProgressWriter, ProgressWriter, std::shared_ptr<TensorBoardProgressWriter>>(
+        lg, "TensorBoardProgressWriter")
+        .def(py::init([](const py::object& freq, const std::string& log_dir, const py::object& rank,
+                         const py::object& model) {
+                 return std::make_shared<TensorBoardProgressWriter>(
+                     freq.is_none() ? std::nullopt : std::optional<int64_t>(freq.cast<int64_t>()), log_dir,
+                     rank.is_none() ? std::nullopt : std::optional<int>(rank.cast<int>()),
+                     model.is_none() ? nullptr : model.cast<FunctionPtr>());
+             }),
+             arg("freq") = py::none(), arg("log_dir") = ".", arg("rank") = py::none(),
+             arg("model") = py::none())
+        .def("write_value", &TensorBoardProgressWriter::write_value, arg("name"), arg("value"), arg("step"))
+        .def("flush", &TensorBoardProgressWriter::flush)
+        .def("close", &TensorBoardProgressWriter::close)
+        .def_property_readonly("file_path", &TensorBoardProgressWriter::file_path);
     lg.def(
         "log_number_of_parameters",
         [](const FunctionPtr& model, int /*trace_level*/) {

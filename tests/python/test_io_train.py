@@ -101,3 +101,25 @@ def test_error_mapping(tmp_path):
         C.relu('not a variable')
     with pytest.raises(NotImplementedError):
         C.layers.default_options(no_such_default=1)
+
+
+def test_tensorboard_progress_writer(tmp_path):
+    x = C.input_variable(2)
+    y = C.input_variable(2)
+    z = C.layers.Dense(2)(x)
+    writer = C.logging.TensorBoardProgressWriter(freq=1, log_dir=str(tmp_path), model=z)
+    trainer = C.Trainer(z, (C.cross_entropy_with_softmax(z, y), C.classification_error(z, y)),
+                        [C.sgd(z.parameters, C.learning_parameter_schedule(0.1))], [writer])
+    data = np.eye(2, dtype=np.float32)
+    for _ in range(3):
+        trainer.train_minibatch({x: data, y: data})
+    trainer.summarize_training_progress()
+    writer.write_value('custom', 1.5, 4)
+    writer.flush()
+    writer.close()
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1 and files[0].name.startswith('events.out.tfevents.')
+    assert files[0].stat().st_size > 100
+    assert b'minibatch/avg_loss' in files[0].read_bytes() and b'summary/avg_metric' in files[0].read_bytes()
+    with pytest.raises(RuntimeError):
+        writer.flush()

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -211,6 +212,126 @@ std::string test_read_bytes(const std::string& path) {
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
+}
+
+// ---- TensorBoard ----
+
+// A reader for the TensorBoard event file, independent of the writer: records with their CRCs checked,
+// Events with their step, file_version and (tag, simple_value) pairs.
+struct TbEvent {
+    int64_t step = 0;
+    std::string file_version, tag;
+    float value = 0;
+};
+uint32_t read_u32(const std::string& b, size_t at) {
+    uint32_t v;
+    std::memcpy(&v, b.data() + at, 4);
+    return v;
+}
+uint64_t varint(const std::string& b, size_t& at) {
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+        const auto c = static_cast<unsigned char>(b.at(at++));
+        v |= static_cast<uint64_t>(c & 0x7f) << shift;
+        if (!(c & 0x80)) return v;
+    }
+}
+// Calls f(field, wire type, position) for each field of message b[begin, end).
+template <typename F>
+void fields(const std::string& b, size_t begin, size_t end, F&& f) {
+    size_t at = begin;
+    while (at < end) {
+        const uint64_t key = varint(b, at);
+        const int field = static_cast<int>(key >> 3), wire = static_cast<int>(key & 7);
+        size_t len = wire == 0 ? 0 : wire == 1 ? 8 : wire == 5 ? 4 : 0;
+        size_t start = at;
+        if (wire == 0) {
+            varint(b, at);
+            f(field, wire, start, at);
+            continue;
+        }
+        if (wire == 2) {
+            len = varint(b, at);
+            start = at;
+        }
+        f(field, wire, start, start + len);
+        at = start + len;
+    }
+}
+std::vector<TbEvent> read_events(const std::string& path) {
+    const std::string b = test_read_bytes(path);
+    auto masked = [](const std::string& bytes) {
+        const uint32_t c = crc32c(bytes);
+        return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+    };
+    std::vector<TbEvent> out;
+    size_t at = 0;
+    while (at < b.size()) {
+        uint64_t len;
+        std::memcpy(&len, b.data() + at, 8);
+        EXPECT_EQ(read_u32(b, at + 8), masked(b.substr(at, 8)));
+        const std::string data = b.substr(at + 12, len);
+        EXPECT_EQ(read_u32(b, at + 12 + len), masked(data));
+        at += 16 + len;
+        TbEvent e;
+        fields(data, 0, data.size(), [&](int field, int, size_t begin, size_t end) {
+            if (field == 2) {
+                size_t p = begin;
+                e.step = static_cast<int64_t>(varint(data, p));
+            } else if (field == 3) {
+                e.file_version = data.substr(begin, end - begin);
+            } else if (field == 5) {
+                fields(data, begin, end, [&](int, int, size_t vb, size_t ve) {  // Summary.value
+                    fields(data, vb, ve, [&](int vf, int, size_t b2, size_t e2) {
+                        if (vf == 1) e.tag = data.substr(b2, e2 - b2);
+                        if (vf == 2) std::memcpy(&e.value, data.data() + b2, 4);
+                    });
+                });
+            }
+        });
+        out.push_back(e);
+    }
+    return out;
+}
+
+TEST(TensorBoard, Crc32cMatchesTheCastagnoliCheckValue) {
+    EXPECT_EQ(crc32c("123456789"), 0xE3069283u);
+    EXPECT_EQ(crc32c(""), 0u);
+}
+
+TEST(TensorBoard, WritesCntksScalarsAsAnEventFile) {
+    fs::path dir = temp_dir("tensorboard");
+    Logistic m;
+    auto tb = std::make_shared<TensorBoardProgressWriter>(1, dir.string());
+    Trainer t(m.z, m.loss, m.metric, {sgd({m.W}, learning_parameter_schedule(0.5))}, {tb});
+    Tensor xv = Tensor::from_vector<double>({1, 0, 0, 1}, {2, 2});
+    MinibatchArguments args{{m.x, Value(xv)}, {m.y, Value(xv)}};
+    t.train_minibatch(args);
+    const double first_loss = t.previous_minibatch_loss_average();
+    t.train_minibatch(args);
+    t.summarize_training_progress();
+    tb->write_value("custom", 2.5, 7);
+    tb->close();
+    EXPECT_THROW(tb->write_value("late", 1, 1), Error);
+    ASSERT_EQ(tb->file_path().rfind((dir / "events.out.tfevents.").string(), 0), 0u) << tb->file_path();
+    const auto events = read_events(tb->file_path());
+    ASSERT_EQ(events.size(), 8u);
+    EXPECT_EQ(events[0].file_version, "brain.Event:2");
+    EXPECT_EQ(events[1].tag, "minibatch/avg_loss");
+    EXPECT_EQ(events[1].step, 1);
+    EXPECT_NEAR(events[1].value, first_loss, 1e-6);
+    EXPECT_EQ(events[2].tag, "minibatch/avg_metric");
+    EXPECT_EQ(events[3].step, 2);
+    EXPECT_EQ(events[5].tag, "summary/avg_loss");
+    EXPECT_EQ(events[5].step, 1);
+    EXPECT_EQ(events[6].tag, "summary/avg_metric");
+    EXPECT_EQ(events[7].tag, "custom");
+    EXPECT_EQ(events[7].step, 7);
+    EXPECT_FLOAT_EQ(events[7].value, 2.5f);
+    // Other ranks write nothing.
+    TensorBoardProgressWriter other(std::nullopt, (dir / "rank1").string(), 1);
+    EXPECT_TRUE(other.file_path().empty());
+    fs::remove_all(dir);
 }
 
 // A save interrupted after the new state replaced `path.ckp` but before `path.new` was renamed over
