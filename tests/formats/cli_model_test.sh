@@ -26,6 +26,16 @@ grep -q '^1\.0 .*: -5.2290978[0-9]* -1.9252107[0-9]* 1.699893[0-9]*$' "$dir/dire
 "$ctk" eval "$dir/v2.dnn" --ctf "$dir/in.ctf" | cut -d' ' -f3- > "$dir/v2.txt"
 cut -d' ' -f3- "$dir/direct.txt" | diff - "$dir/v2.txt"
 
+# CNTK v1 models (cntk.exe) to CNTK v2 and to ONNX.
+v1=$(dirname "$model")/../models-v1
+if [[ -d $v1 ]]; then
+    for f in 01_OneHidden ResNet20_CIFAR10_DataAug; do
+        "$ctk" convert "$v1/$f.dnn" "$dir/$f.dnn" | grep -q '(CNTKv1) to .* (CNTKv2)'
+        "$ctk" convert "$v1/$f.dnn" "$dir/$f.onnx" | grep -q '(CNTKv1) to .* (ONNX)'
+        "$ctk" convert "$dir/$f.onnx" "$dir/$f.back.dnn" | grep -q '(ONNX) to .* (CNTKv2)'
+    done
+fi
+
 # Errors: a message naming the problem and exit code 1 (bad input) or 2 (bad usage).
 set +e
 "$ctk" eval "$dir/missing.dnn" --ctf "$dir/in.ctf" 2> "$dir/err.txt"; rc=$?
