@@ -17,6 +17,7 @@
 #include "ctk/graph_ops.h"
 #include "ctk/ops.h"
 #include "formats/onnx_common.h"
+#include "formats/onnx_recurrence.h"
 #include "ops/ops_common.h"
 
 namespace ctk::detail::onnx_io {
@@ -914,6 +915,14 @@ std::map<std::string, Handler> make_handlers() {
         return {transpose(x, p, c.name)};
     };
     h["Gather"] = gather_node;
+    for (const char* name : {"RNN", "GRU", "LSTM"}) {
+        h[name] = [](NodeCtx& c) -> std::vector<Variable> {
+            std::vector<Variable> ins;
+            for (int i = 0; i < c.node.input_size(); ++i)
+                ins.push_back(c.im.has_input(c, i) ? c.im.in(c, i) : Variable());
+            return import_recurrent_node(c.node, ins, c.where, c.name);
+        };
+    }
     for (const char* name : {"Softmax", "LogSoftmax", "Hardmax"}) {
         const std::string n = name;
         h[n] = [n](NodeCtx& c) -> std::vector<Variable> {
