@@ -690,7 +690,10 @@ std::string recurrent_model(const RecurrentCase& rc, const std::vector<std::pair
     graph.msg(1, node).bytes(2, "g");
     for (const auto& [name, dims] : ins) {
         Pb shape;
-        for (int64_t d : dims) shape.msg(1, Pb().i(1, static_cast<uint64_t>(d)));
+        int symbolic = 0;  // dims given as -1 are ctk's symbolic "batch" and "sequence"
+        for (int64_t d : dims)
+            shape.msg(1, d >= 0 ? Pb().i(1, static_cast<uint64_t>(d))
+                                : Pb().bytes(2, symbolic++ == 0 ? "batch" : "sequence"));
         const int elem = name == "sequence_lens" ? 6 : 1;
         graph.msg(11, Pb().bytes(1, name).msg(2, Pb().msg(1, Pb().i(1, elem).msg(2, shape))));
     }
@@ -850,6 +853,53 @@ TEST(OnnxRecurrent, MatchesOnnxEquations) {
             EXPECT_EQ(g.shape(), Shape(shapes[o])) << "output " << o;
             const auto gv = g.to_vector<double>();
             ASSERT_EQ(gv.size(), want[o].size());
+            for (size_t k = 0; k < gv.size(); ++k)
+                EXPECT_NEAR(gv[k], want[o][k], 1e-5) << "output " << o << " at " << k;
+        }
+    }
+}
+
+// With layout 1, an X of ctk's batch and sequence axes ([batch, sequence, input] named as ctk
+// exports them) stays a ctk sequence: the sequences' own lengths play sequence_lens, Y is a sequence.
+TEST(OnnxRecurrent, CtkSequenceInput) {
+    const int64_t Bn = 3, I = 2, H = 3;
+    const std::vector<int64_t> lens = {4, 2, 3};
+    const int64_t T = 4;
+    for (const char* op : {"GRU", "LSTM"}) {
+        SCOPED_TRACE(op);
+        RecurrentCase rc{op, "bidirectional", 1, false, 0, false};
+        const int64_t D = 2, G = rc.op == "GRU" ? 3 : 4;
+        std::vector<std::pair<std::string, Dims>> ins = {
+            {"X", {-1, -1, I}}, {"W", {D, G * H, I}}, {"R", {D, G * H, H}}, {"B", {D, 2 * G * H}}};
+        FunctionPtr m = load_onnx_model(write_temp(recurrent_model(rc, ins, H), "recurrent_seq.onnx"));
+        std::map<std::string, Tensor> values;
+        std::vector<Tensor> seqs;
+        std::vector<double> padded(static_cast<size_t>(Bn * T * I), 0.0);
+        for (int64_t b = 0; b < Bn; ++b) {
+            seqs.push_back(random_tensor({lens[size_t(b)], I}, 300 + static_cast<uint32_t>(b)));
+            const auto v = seqs.back().to_vector<double>();
+            std::copy(v.begin(), v.end(), padded.begin() + b * T * I);
+        }
+        values["X"] = Tensor::from_vector(padded, Shape{Bn, T, I});
+        ValueMap feed;
+        uint32_t seed = 400;
+        for (const auto& [name, dims] : ins) {
+            if (name != "X") values[name] = random_tensor(dims, seed++);
+            for (const Variable& a : m->arguments())
+                if (a.name() == name)
+                    feed.emplace(a, name == "X" ? Value::from_sequences(seqs) : Value(values[name]));
+        }
+        values["initial_h"] = values["initial_c"] = Tensor::full(Shape{D, Bn, H}, 0.0, DataType::f32);
+        values["P"] = Tensor::full(Shape{D, 3 * H}, 0.0, DataType::f32);
+        ASSERT_EQ(feed.size(), m->arguments().size());
+        const Variable y = m->outputs().at(0), y_h = m->outputs().at(1);
+        EXPECT_TRUE(y.has_sequence_axis() && y.shape() == (Dims{D, H}));
+        EXPECT_TRUE(!y_h.has_sequence_axis() && y_h.has_batch_axis() && y_h.shape() == (Dims{D, H}));
+        const auto want = recurrent_reference(rc, values, T, Bn, I, H, lens);
+        ValueMap got = m->eval(feed);
+        for (size_t o = 0; o < want.size(); ++o) {
+            const auto gv = got.at(m->outputs()[o]).masked_data(0.0).to_vector<double>();
+            ASSERT_EQ(gv.size(), want[o].size()) << "output " << o;
             for (size_t k = 0; k < gv.size(); ++k)
                 EXPECT_NEAR(gv[k], want[o][k], 1e-5) << "output " << o << " at " << k;
         }
