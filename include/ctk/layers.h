@@ -106,6 +106,37 @@ FunctionPtr Stabilizer(double steepness = 4.0, std::optional<bool> enable_self_s
                        const std::string& name = "");
 FunctionPtr Label(const std::string& name);
 
+// ---- recurrence (CNTK's layers/blocks.py and layers/sequence.py) ----
+// Step functions: blocks whose operands are the previous state(s), then the input x. RNNStep and GRU:
+// (h, x) -> h; LSTM: (h, c, x) -> (h, c), two outputs. W [inferred, k * cell], H [shape, k * cell] and
+// b [k * cell] stack the gates along the last axis in CNTK's order (LSTM: input, cell candidate, forget,
+// output; GRU: update, reset, candidate, with H1 [shape, cell] for the candidate). cell_shape given: the
+// cell is that size and P [cell, shape] projects it to the output. enable_self_stabilization: CNTK's
+// Stabilizers on the previous states and on h before the projection. Defaults as CNTK: activation tanh
+// (RNNStep: sigmoid), init glorot_uniform, init_bias 0, no peepholes, no stabilization.
+struct RecurrentOptions {
+    std::optional<Dims> cell_shape{};
+    std::optional<ActivationFn> activation{};
+    std::optional<bool> use_peepholes{};  // LSTM only: Ci, Cf, Co [cell] on the cell state
+    std::optional<Initializer> init{};
+    std::optional<double> init_bias{};
+    std::optional<bool> enable_self_stabilization{};
+    std::string name{};
+};
+FunctionPtr LSTM(const Dims& shape, const RecurrentOptions& options = {});
+FunctionPtr GRU(const Dims& shape, const RecurrentOptions& options = {});
+FunctionPtr RNNStep(const Dims& shape, const RecurrentOptions& options = {});
+
+// CNTK's Recurrence: applies `step` along the sequence axis of x, each step's state(s) fed back through
+// past_value (go_backwards: future_value) starting from `initial_state` (default 0, a scalar or a
+// Variable that broadcasts to the state). The result is the first state (h) over the sequence, or every
+// state when return_full_state.
+FunctionPtr Recurrence(const FunctionPtr& step, bool go_backwards = false, const Variable& initial_state = {},
+                       bool return_full_state = false, const std::string& name = "");
+// Recurrence, then the last step of the sequence (go_backwards: the first): CNTK's Fold.
+FunctionPtr Fold(const FunctionPtr& step, bool go_backwards = false, const Variable& initial_state = {},
+                 bool return_full_state = false, const std::string& name = "");
+
 // Function composition: layers[0] first.
 FunctionPtr Sequential(const std::vector<FunctionPtr>& layers, const std::string& name = "");
 // constructor(0), ..., constructor(n - 1).

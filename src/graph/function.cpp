@@ -234,9 +234,37 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
             known = known && outer.shape_known();
         }
         std::vector<OutputSpec> specs;
-        if (known) {
+        if (known || allow_partial) {
+            // A recurrent loop inside (a Recurrence layer), or a loop through this block being closed
+            // (allow_partial: some operands still unknown), needs the lenient rounds that close loops;
+            // any other inner graph is one strict pass.
+            bool has_loop = !known;
             walk(
-                f.block_root_->outputs(), false, [](const FunctionPtr& g) { reinfer(*g); }, nullptr);
+                f.block_root_->outputs(), false,
+                [&](const FunctionPtr& g) {
+                    has_loop =
+                        has_loop || g->op_ == PrimitiveOp::past_value || g->op_ == PrimitiveOp::future_value;
+                },
+                nullptr);
+            if (has_loop) {
+                std::string before;
+                for (int round = 0; round < 16; ++round) {
+                    std::string after;
+                    walk(
+                        f.block_root_->outputs(), false,
+                        [&](const FunctionPtr& g) {
+                            reinfer(*g, true);
+                            for (const Variable& o : g->outputs()) after += o.to_string();
+                        },
+                        nullptr);
+                    if (after == before) break;
+                    before = std::move(after);
+                }
+            }
+            if (known)
+                walk(
+                    f.block_root_->outputs(), false, [](const FunctionPtr& g) { reinfer(*g); }, nullptr);
+            known = true;
         }
         for (const Variable& v : f.block_root_->outputs()) {
             specs.push_back({v.shape(), v.dtype(), v.dynamic_axes()});
@@ -267,6 +295,14 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     try {
         specs = def.infer(ctx);
     } catch (const Error& e) {
+        // The lenient rounds that close a loop can guess wrong while an unbound placeholder is upstream
+        // (a layer built before its input is known): leave the outputs unknown; the strict round that
+        // ends replace_placeholders reports what is really contradictory.
+        if (allow_partial) {
+            std::vector<OutputSpec> unknown(f.outputs_.empty() ? 1 : f.outputs_.size());
+            apply_specs(f, unknown, false);
+            return;
+        }
         // Re-thrown with the operands, so a contradictory graph names every Function and shape involved.
         std::string msg = std::string(e.what()) + " [operands: " + describe_inputs(f.inputs_) + "]";
         if (dynamic_cast<const TypeError*>(&e)) throw TypeError(msg);
@@ -396,7 +432,9 @@ FunctionPtr FunctionAccess::clone(const Function& root, CloneMethod method, Vari
                 } else if (map.count(v)) {
                     new_inputs.push_back(map.at(v));
                 } else {  // the back edge of a recurrent loop: bound once its producer is cloned
-                    Variable p = placeholder(v.shape(), v.dynamic_axes(), v.name());
+                    // (of unknown shape when the original's is not known yet: a layer built on placeholders)
+                    Variable p = v.shape_known() ? placeholder(v.shape(), v.dynamic_axes(), v.name())
+                                                 : placeholder(v.name());
                     p.impl()->dtype = v.dtype();
                     back_edges.emplace_back(p, v);
                     new_inputs.push_back(p);
@@ -488,8 +526,14 @@ FunctionPtr Function::replace_placeholders(const VariableMap& replacements) {
             nullptr);
         return sig;
     };
+    // The lenient rounds guess shapes from one known operand, which is only sound once every input of
+    // the graph is known: with a placeholder still unbound upstream (a layer built before it is applied)
+    // the loop stays unknown until a later binding closes it.
+    bool unbound = false;
+    for (const Variable& v : leaves(*this, false))
+        unbound = unbound || (v.is_placeholder() && !v.shape_known());
     std::string before;
-    for (int round = 0; round < 16; ++round) {
+    for (int round = 0; round < 16 && !unbound; ++round) {
         walk(
             outputs(), true, [&](const FunctionPtr& g) { detail::FunctionAccess::reinfer(*g, true); },
             nullptr);

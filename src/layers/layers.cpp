@@ -280,6 +280,158 @@ FunctionPtr Label(const std::string& name) {
     return make_layer("Label", "", [=](const Variable& x) { return alias(x, name); });
 }
 
+// ---- recurrence ----
+
+namespace {
+
+enum class Cell { rnn, gru, lstm };
+
+// CNTK's _RecurrentBlock: the step function of one recurrent cell type as a block with operands
+// (previous states..., x).
+FunctionPtr recurrent_block(Cell type, const Dims& shape, const RecurrentOptions& o) {
+    const char* op_name = type == Cell::lstm ? "LSTM" : type == Cell::gru ? "GRU" : "RNNStep";
+    const std::string where = std::string(op_name) + " '" + o.name + "'";
+    CTK_CHECK(shape.size() == 1 && shape[0] > 0, ValueError, where, ": shape must be one positive dim, got ",
+              dims_to_string(shape));
+    const Dims cell = o.cell_shape.value_or(shape);
+    CTK_CHECK(cell.size() == 1 && cell[0] > 0, ValueError, where,
+              ": cell_shape must be one positive dim, got ", dims_to_string(cell));
+    const bool projection = o.cell_shape.has_value();
+    const ActivationFn default_act = type == Cell::rnn
+                                         ? ActivationFn([](const Variable& v) { return sigmoid(v); })
+                                         : ActivationFn([](const Variable& v) { return tanh(v); });
+    const ActivationFn act = option(o.activation, &LayerDefaults::activation, default_act);
+    const bool peepholes = o.use_peepholes.value_or(false);
+    CTK_CHECK(!peepholes || type == Cell::lstm, ValueError, where, ": use_peepholes is for LSTM only");
+    const Initializer init = option(o.init, &LayerDefaults::init, glorot_uniform());
+    const double init_bias = option(o.init_bias, &LayerDefaults::init_bias, 0.0);
+    const bool stabilize =
+        option(o.enable_self_stabilization, &LayerDefaults::enable_self_stabilization, false);
+
+    const int64_t c = cell[0], n = shape[0];
+    const int64_t stacked = type == Cell::lstm ? 4 * c : type == Cell::gru ? 3 * c : c;
+    const int64_t stacked_h = type == Cell::lstm ? 4 * c : type == Cell::gru ? 2 * c : c;
+    Variable b = parameter({stacked}, constant_initializer(init_bias), DataType::f32, "b");
+    Variable W = parameter({kInferredDim, stacked}, init, DataType::f32, "W");
+    Variable H = parameter({n, stacked_h}, init, DataType::f32, "H");
+    Variable H1 = type == Cell::gru ? parameter({n, c}, init, DataType::f32, "H1") : Variable();
+    Variable Ci, Cf, Co;
+    if (peepholes) {
+        Ci = parameter({c}, init, DataType::f32, "Ci");
+        Cf = parameter({c}, init, DataType::f32, "Cf");
+        Co = parameter({c}, init, DataType::f32, "Co");
+    }
+    Variable P = projection ? parameter({c, n}, init, DataType::f32, "P") : Variable();
+    auto stabilizer = [&](const char* stab_name) { return Stabilizer(4.0, stabilize, stab_name); };
+    FunctionPtr Sdh = stabilizer("dh_stabilizer"), Sdc = stabilizer("dc_stabilizer"),
+                Sct = stabilizer("c_stabilizer"), Sht = stabilizer("P_stabilizer");
+    auto gate = [](const Variable& v, int64_t k, int64_t size) {
+        return slice(v, {Axis(-1)}, {k * size}, {(k + 1) * size});
+    };
+    auto project = [&](const Variable& ht) -> Variable { return projection ? times(call(Sht, ht), P) : ht; };
+
+    Variable dh = placeholder("dh"), x = placeholder("x");
+    std::vector<std::pair<Variable, Variable>> operands{{dh, placeholder()}};
+    FunctionPtr body;
+    if (type == Cell::rnn) {
+        Variable dhs = call(Sdh, dh);
+        body = activate(act, plus(plus(times(x, W), times(dhs, H)), b));
+        if (projection) body = as_function(project(body));
+    } else if (type == Cell::gru) {
+        Variable dhs = call(Sdh, dh);
+        Variable projx3 = plus(b, times(x, W)), projh2 = times(dhs, H);
+        Variable zt = sigmoid(plus(gate(projx3, 0, c), gate(projh2, 0, c)));  // update gate
+        Variable rt = sigmoid(plus(gate(projx3, 1, c), gate(projh2, 1, c)));  // reset gate
+        Variable ct = activate(act, plus(gate(projx3, 2, c), times(element_times(dhs, rt), H1)));
+        Variable ht = plus(element_times(minus(constant(1.0), zt), ct), element_times(zt, dhs));
+        body = as_function(project(ht));
+    } else {
+        Variable dc = placeholder("dc");
+        operands.emplace_back(dc, placeholder());
+        Variable dhs = call(Sdh, dh), dcs = call(Sdc, dc);
+        Variable proj4 = plus(plus(b, times(x, W)), times(dhs, H));
+        auto peep = [&](const Variable& v, const Variable& state, const Variable& weight) -> Variable {
+            return peepholes ? Variable(plus(v, element_times(weight, state))) : v;
+        };
+        Variable it = sigmoid(peep(gate(proj4, 0, c), dcs, Ci));  // input gate
+        Variable bit = element_times(it, activate(act, gate(proj4, 1, c)));
+        Variable ft = sigmoid(peep(gate(proj4, 2, c), dcs, Cf));            // forget gate
+        Variable ct = plus(element_times(ft, dc), bit);                     // cell state
+        Variable ot = sigmoid(peep(gate(proj4, 3, c), call(Sct, ct), Co));  // output gate
+        Variable ht = element_times(ot, activate(act, ct));
+        body = combine({project(ht), ct});
+    }
+    operands.emplace_back(x, placeholder());
+    return as_block(body, operands, op_name, o.name);
+}
+
+}  // namespace
+
+FunctionPtr LSTM(const Dims& shape, const RecurrentOptions& options) {
+    return recurrent_block(Cell::lstm, shape, options);
+}
+FunctionPtr GRU(const Dims& shape, const RecurrentOptions& options) {
+    return recurrent_block(Cell::gru, shape, options);
+}
+FunctionPtr RNNStep(const Dims& shape, const RecurrentOptions& options) {
+    return recurrent_block(Cell::rnn, shape, options);
+}
+
+namespace {
+// The recurrence over x as a composite: each state a placeholder, fed back delayed, then bound to the
+// step's output.
+FunctionPtr recur(const FunctionPtr& step, const Variable& x, bool go_backwards,
+                  const Variable& initial_state, bool return_full_state, const std::string& where) {
+    CTK_CHECK(step != nullptr, ValueError, where, ": null step function");
+    const auto params = step->placeholders();
+    CTK_CHECK(params.size() >= 2, ValueError, where,
+              ": the step function needs state operand(s) and an input; ", step->op_name(), " takes ",
+              params.size());
+    const size_t num_states = params.size() - 1;
+    std::vector<Variable> forward, args;
+    for (size_t i = 0; i < num_states; ++i) {
+        forward.push_back(placeholder());
+        args.push_back(go_backwards ? Variable(sequence::future_value(forward[i], initial_state))
+                                    : Variable(sequence::past_value(forward[i], initial_state)));
+    }
+    args.push_back(x);
+    FunctionPtr out = (*step)(args);
+    const auto outs = out->outputs();
+    CTK_CHECK(outs.size() >= num_states, ValueError, where, ": the step function has ", num_states,
+              " state operand(s) but only ", outs.size(), " output(s)");
+    VariableMap resolve;
+    for (size_t i = 0; i < num_states; ++i) resolve.emplace(forward[i], outs[i]);
+    out->replace_placeholders(resolve);
+    if (return_full_state) return combine(std::vector<Variable>(outs.begin(), outs.begin() + num_states));
+    return alias(outs[0]);
+}
+
+FunctionPtr recurrence_layer(const char* op_name, const FunctionPtr& step, bool go_backwards,
+                             const Variable& initial_state, bool return_full_state, bool fold,
+                             const std::string& name) {
+    const std::string where = std::string(op_name) + " '" + name + "'";
+    Variable inner = placeholder();
+    FunctionPtr body = recur(step, inner, go_backwards, initial_state, return_full_state, where);
+    if (fold) {
+        std::vector<Variable> picked;
+        for (const Variable& v : body->outputs())
+            picked.push_back(go_backwards ? Variable(sequence::first(v)) : Variable(sequence::last(v)));
+        body = picked.size() == 1 ? as_function(picked[0]) : combine(picked);
+    }
+    return as_block(body, {{inner, placeholder()}}, op_name, name);
+}
+}  // namespace
+
+FunctionPtr Recurrence(const FunctionPtr& step, bool go_backwards, const Variable& initial_state,
+                       bool return_full_state, const std::string& name) {
+    return recurrence_layer("Recurrence", step, go_backwards, initial_state, return_full_state, false, name);
+}
+
+FunctionPtr Fold(const FunctionPtr& step, bool go_backwards, const Variable& initial_state,
+                 bool return_full_state, const std::string& name) {
+    return recurrence_layer("Fold", step, go_backwards, initial_state, return_full_state, true, name);
+}
+
 FunctionPtr Sequential(const std::vector<FunctionPtr>& layers, const std::string& name) {
     CTK_CHECK(!layers.empty(), ValueError, "Sequential '", name, "': no layers");
     return make_layer("Sequential", name, [&](const Variable& x) {

@@ -257,3 +257,145 @@ TEST(Layers, SequentialForResNetBlockAndClique) {
 
 }  // namespace
 }  // namespace ctk
+
+namespace ctk {
+namespace {
+
+using namespace layers;
+
+// ---- recurrence: LSTM, GRU and RNNStep inside Recurrence and Fold against a float64 reference ----
+namespace recurrent_ref {
+
+using Mat = std::vector<std::vector<double>>;  // row-major [rows][cols]
+
+Mat values(const Variable& p) {
+    const Tensor t = p.value().to(DataType::f64).contiguous();
+    const auto v = t.to_vector<double>();
+    const int64_t cols = t.shape().rank() == 2 ? t.dim(1) : t.numel();
+    const int64_t rows = t.numel() / cols;
+    Mat m(static_cast<size_t>(rows), std::vector<double>(static_cast<size_t>(cols)));
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) m[r][c] = v[static_cast<size_t>(r * cols + c)];
+    return m;
+}
+std::vector<double> vec_times(const std::vector<double>& x, const Mat& w) {
+    std::vector<double> out(w[0].size(), 0.0);
+    for (size_t i = 0; i < x.size(); ++i)
+        for (size_t j = 0; j < out.size(); ++j) out[j] += x[i] * w[i][j];
+    return out;
+}
+double sig(double v) {
+    return 1.0 / (1.0 + std::exp(-v));
+}
+}  // namespace recurrent_ref
+
+TEST(Layers, LstmRecurrenceMatchesAFloat64Reference) {
+    using namespace recurrent_ref;
+    Variable x = sequence_input_variable({3}, DataType::f32, false, false, Axis::default_dynamic_axis(), "x");
+    FunctionPtr lstm = LSTM({4}, RecurrentOptions{.init_bias = 0.1});
+    FunctionPtr y = call(Recurrence(lstm), x);
+    EXPECT_EQ(y->output().shape(), (Dims{4}));
+    ASSERT_EQ(y->parameters().size(), 3u);  // W, H, b
+    const Mat W = values(find_param(y, "W")), H = values(find_param(y, "H"));
+    const std::vector<double> b = values(find_param(y, "b"))[0];
+    EXPECT_EQ(W.size(), 3u);
+    EXPECT_EQ(W[0].size(), 16u);
+    // Two sequences of lengths 3 and 2.
+    std::vector<Tensor> seqs{
+        Tensor::from_vector<float>({0.5f, -1, 0.25f, 1, 0, -0.5f, 0.3f, 0.7f, -0.2f}, {3, 3}),
+        Tensor::from_vector<float>({-0.4f, 0.9f, 0.1f, 0.0f, -0.8f, 0.6f}, {2, 3})};
+    Value in = Value::from_sequences(seqs);
+    ValueMap out = y->eval({{y->arguments()[0], in}});
+    const Value& v = out.at(y->output());
+    for (int64_t s = 0; s < 2; ++s) {
+        const auto xs = seqs[static_cast<size_t>(s)].to_vector<float>();
+        const int64_t len = seqs[static_cast<size_t>(s)].dim(0);
+        const auto got = v.sequence(s).to_vector<float>();
+        std::vector<double> h(4, 0.0), c(4, 0.0);
+        for (int64_t t = 0; t < len; ++t) {
+            std::vector<double> xt(xs.begin() + t * 3, xs.begin() + t * 3 + 3);
+            auto px = vec_times(xt, W), ph = vec_times(h, H);
+            std::vector<double> nh(4), nc(4);
+            for (int k = 0; k < 4; ++k) {
+                auto g = [&](int gate) { return b[gate * 4 + k] + px[gate * 4 + k] + ph[gate * 4 + k]; };
+                const double it = sig(g(0)), cand = std::tanh(g(1)), ft = sig(g(2)), ot = sig(g(3));
+                nc[k] = ft * c[k] + it * cand;
+                nh[k] = ot * std::tanh(nc[k]);
+            }
+            h = nh, c = nc;
+            for (int k = 0; k < 4; ++k)
+                EXPECT_NEAR(got[static_cast<size_t>(t * 4 + k)], h[k], 1e-5) << s << " " << t;
+        }
+    }
+}
+
+TEST(Layers, GruFoldBackwardsAndRnnStepMatchAFloat64Reference) {
+    using namespace recurrent_ref;
+    Variable x = sequence_input_variable({2}, DataType::f32, false, false, Axis::default_dynamic_axis(), "x");
+    FunctionPtr gru_fold = call(Fold(GRU({3}), /*go_backwards=*/true), x);
+    FunctionPtr rnn = call(Recurrence(RNNStep({2})), x);
+    EXPECT_FALSE(gru_fold->output().has_sequence_axis());
+    const Mat W = values(find_param(gru_fold, "W")), H = values(find_param(gru_fold, "H")),
+              H1 = values(find_param(gru_fold, "H1"));
+    const Mat RW = values(find_param(rnn, "W")), RH = values(find_param(rnn, "H"));
+    Tensor seq = Tensor::from_vector<float>({0.5f, -1, 0.25f, 1, 0, -0.5f, 0.3f, 0.7f}, {4, 2});
+    Value in = Value::from_sequences({seq});
+    const auto xs = seq.to_vector<float>();
+    // GRU backwards from the last step; Fold keeps the state after the first step.
+    std::vector<double> h(3, 0.0);
+    for (int t = 3; t >= 0; --t) {
+        std::vector<double> xt{xs[t * 2], xs[t * 2 + 1]};
+        auto px = vec_times(xt, W), ph = vec_times(h, H);  // b = 0
+        std::vector<double> z(3), r(3), rh(3);
+        for (int k = 0; k < 3; ++k) {
+            z[k] = sig(px[k] + ph[k]);
+            r[k] = sig(px[3 + k] + ph[3 + k]);
+            rh[k] = h[k] * r[k];
+        }
+        auto pr = vec_times(rh, H1);
+        std::vector<double> nh(3);
+        for (int k = 0; k < 3; ++k) nh[k] = (1 - z[k]) * std::tanh(px[6 + k] + pr[k]) + z[k] * h[k];
+        h = nh;
+    }
+    const auto got =
+        gru_fold->eval({{gru_fold->arguments()[0], in}}).at(gru_fold->output()).data().to_vector<float>();
+    ASSERT_EQ(got.size(), 3u);
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(got[static_cast<size_t>(k)], h[k], 1e-5);
+    // RNNStep: sigmoid(x W + h H + b), forwards.
+    const auto rgot = rnn->eval({{rnn->arguments()[0], in}}).at(rnn->output()).data().to_vector<float>();
+    std::vector<double> rh(2, 0.0);
+    for (int t = 0; t < 4; ++t) {
+        std::vector<double> xt{xs[t * 2], xs[t * 2 + 1]};
+        auto px = vec_times(xt, RW), ph = vec_times(rh, RH);
+        for (int k = 0; k < 2; ++k) rh[k] = sig(px[k] + ph[k]);
+        for (int k = 0; k < 2; ++k) EXPECT_NEAR(rgot[static_cast<size_t>(t * 2 + k)], rh[k], 1e-5);
+    }
+}
+
+TEST(Layers, RecurrentLayersTrainAndReportBadArguments) {
+    Variable x = sequence_input_variable({3}, DataType::f32, false, false, Axis::default_dynamic_axis(), "x");
+    Variable label = input_variable({2}, DataType::f32, false, false, default_batch_axes(), "label");
+    FunctionPtr lstm = LSTM(
+        {4},
+        RecurrentOptions{.cell_shape = Dims{5}, .use_peepholes = true, .enable_self_stabilization = true});
+    FunctionPtr z = call(Dense({2}), call(Fold(lstm), x));
+    FunctionPtr full = call(Recurrence(LSTM({4}), false, {}, true), x);
+    EXPECT_EQ(full->outputs().size(), 2u);
+    EXPECT_EQ(call(Fold(lstm), x)->output().shape(), (Dims{4}));  // the projection P [5, 4]
+    FunctionPtr loss = cross_entropy_with_softmax(z, label);
+    Trainer t(z, loss, nullptr, {sgd(z->parameters(), learning_parameter_schedule(0.1))});
+    Value in = Value::from_sequences({Tensor::ones({3, 3}), Tensor::full({2, 3}, -1.0)});
+    Tensor y = Tensor::from_vector<float>({1, 0, 0, 1}, {2, 2});
+    double first = 0, last = 0;
+    for (int i = 0; i < 30; ++i) {
+        t.train_minibatch({{x, in}, {label, Value(y)}});
+        (i == 0 ? first : last) = t.previous_minibatch_loss_average();
+    }
+    EXPECT_LT(last, first);
+    EXPECT_THROW(LSTM({4, 2}), ValueError);
+    EXPECT_THROW(GRU({3}, RecurrentOptions{.use_peepholes = true}), ValueError);
+    EXPECT_THROW(Recurrence(Dense({3})), ValueError);
+}
+
+}  // namespace
+}  // namespace ctk
