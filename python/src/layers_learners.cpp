@@ -286,6 +286,44 @@ void bind_layers_learners(py::module_& m) {
             return layers::Stabilizer(steepness, opt<bool>(enable), name);
         },
         arg("steepness") = 4.0, arg("enable_self_stabilization") = U, arg("name") = "");
+    auto recurrent = [U, &l](const char* pyname,
+                             FunctionPtr (*make)(const Dims&, const layers::RecurrentOptions&)) {
+        l.def(
+            pyname,
+            [make](const py::object& shape, const py::object& cell_shape, const py::object& activation,
+                   const py::object& use_peepholes, const py::object& init, const py::object& init_bias,
+                   const py::object& enable_self_stabilization, const std::string& name) {
+                layers::RecurrentOptions o;
+                if (!cell_shape.is_none()) o.cell_shape = dims_arg(cell_shape);
+                o.activation = opt_activation(activation);
+                o.use_peepholes = opt<bool>(use_peepholes);
+                o.init = opt_init(init);
+                o.init_bias = opt<double>(init_bias);
+                o.enable_self_stabilization = opt<bool>(enable_self_stabilization);
+                o.name = name;
+                return make(dims_arg(shape), o);
+            },
+            arg("shape"), arg("cell_shape") = py::none(), arg("activation") = U, arg("use_peepholes") = U,
+            arg("init") = U, arg("init_bias") = U, arg("enable_self_stabilization") = U, arg("name") = "");
+    };
+    recurrent("LSTM", &layers::LSTM);
+    recurrent("GRU", &layers::GRU);
+    recurrent("RNNStep", &layers::RNNStep);
+    // The C++ Recurrence and Fold; layers.py turns Python step functions into blocks first.
+    auto initial = [](const py::object& v) {
+        if (v.is_none()) return Variable();
+        if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) return constant(v.cast<double>());
+        return to_variable(v);
+    };
+    l.def(
+        "_recurrence",
+        [initial](const FunctionPtr& step, bool go_backwards, const py::object& initial_state, bool full,
+                  bool fold, const std::string& name) {
+            return fold ? layers::Fold(step, go_backwards, initial(initial_state), full, name)
+                        : layers::Recurrence(step, go_backwards, initial(initial_state), full, name);
+        },
+        arg("step_function"), arg("go_backwards"), arg("initial_state"), arg("return_full_state"),
+        arg("fold"), arg("name"));
     l.def("Label", &layers::Label, arg("name"));
     l.def(
         "Sequential",

@@ -1,6 +1,7 @@
 # The layers library from Python: shapes after inference, default_options, Python activations,
 # Sequential/For, and parameter values as NumPy arrays.
 import numpy as np
+import pytest
 
 import cntk as C
 from cntk.layers import *  # noqa: F401,F403
@@ -61,3 +62,25 @@ def test_dropout_batchnorm_layernorm_embedding():
     data = np.arange(8, dtype=np.float32).reshape(2, 4)
     np.testing.assert_allclose(Dropout(0.5)(x).eval({x: data}), data)  # inference: no drops
     np.testing.assert_allclose(identity(x).eval({x: data}), data)
+
+
+def test_recurrent_layers(rng):
+    x = C.sequence.input_variable(3)
+    lstm = C.layers.Recurrence(C.layers.LSTM(4))(x)
+    gru = C.layers.Fold(C.layers.GRU(2), go_backwards=True)(x)
+    rnn = C.layers.Recurrence(C.layers.RNNStep(5, activation=C.tanh))(x)
+    seqs = [rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)]
+    out = lstm.eval({x: seqs})
+    assert [o.shape for o in out] == [(4, 4), (2, 4)]
+    assert gru.eval({x: seqs}).shape == (2, 2)
+    assert [o.shape for o in rnn.eval({x: seqs})] == [(4, 5), (2, 5)]
+    # A Python step function (CNTK's Function(lambda)): an exponential moving average.
+    ema = C.layers.Recurrence(lambda h, v: 0.5 * h + 0.5 * v)(x)
+    got = ema.eval({x: [seqs[0]]})[0]
+    want, h = [], np.zeros(3, np.float32)
+    for v in seqs[0]:
+        h = 0.5 * h + 0.5 * v
+        want.append(h)
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError):
+        C.layers.LSTM((4, 2))
