@@ -6,7 +6,8 @@ The namespaces follow CNTK's: ``ctk.ops`` (and the ops at the top level), ``ctk.
 this one under CNTK's module paths.
 """
 from ._ctk import __version__
-from . import ops, layers, learners, losses, metrics, initializer, io, train, logging, cntk_py, device
+from . import (ops, layers, learners, losses, metrics, initializer, io, train, logging, cntk_py, device,
+               random, debugging)
 from .ops import *  # noqa: F401,F403  (CNTK's top level holds every op)
 from .ops import sequence
 from .learners import *  # noqa: F401,F403

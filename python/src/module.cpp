@@ -33,4 +33,8 @@ PYBIND11_MODULE(_ctk, m) {
     // ctk's own: the threads of the CPU kernels (oneDNN, OpenBLAS and ctk's loops), as ctk::set_num_threads.
     m.def("set_num_threads", &set_num_threads, py::arg("n"));
     m.def("num_threads", &num_threads);
+    // CNTK's force_deterministic_algorithms (cntk.debugging): GPU algorithms that are not bit-reproducible
+    // are skipped; ctk's CPU kernels are deterministic for a given thread count already.
+    m.def("_set_deterministic", &cuda::set_deterministic, py::arg("value"));
+    m.def("_deterministic", &cuda::deterministic);
 }

@@ -350,6 +350,34 @@ void bind_ops(py::module_& m) {
         arg("shape"), arg("dtype") = py::none(), arg("mean") = 0.0, arg("scale") = 1.0,
         arg("seed") = kSentinelSeed, name);
 
+    // ---- cntk.random: CNTK's names (uniform, normal, bernoulli, gumbel and their *_like forms) ----
+    py::module_ rnd = m.def_submodule("random", "cntk.random");
+    auto two_args = [&rnd, &name](const char* pyname, const char* a, const char* b, double da, double db,
+                                  auto make, auto make_like) {
+        rnd.def(
+            pyname,
+            [make](const py::object& shape, const py::object& dtype, double x, double y, uint64_t seed,
+                   const std::string& n) {
+                return make(dims_arg(shape), dtype_from_python(dtype), x, y, seed, n);
+            },
+            arg("shape"), arg("dtype") = py::none(), arg(a) = da, arg(b) = db, arg("seed") = kSentinelSeed,
+            name);
+        rnd.def((std::string(pyname) + "_like").c_str(), make_like, arg("x"), arg(a) = da, arg(b) = db,
+                arg("seed") = kSentinelSeed, name);
+    };
+    two_args("uniform", "low", "high", 0.0, 1.0, &uniform_random, &uniform_random_like);
+    two_args("normal", "mean", "scale", 0.0, 1.0, &normal_random, &normal_random_like);
+    two_args("gumbel", "loc", "scale", 0.0, 1.0, &gumbel_random, &gumbel_random_like);
+    rnd.def(
+        "bernoulli",
+        [](const py::object& shape, const py::object& dtype, double mean, uint64_t seed,
+           const std::string& n) {
+            return bernoulli_random(dims_arg(shape), dtype_from_python(dtype), mean, seed, n);
+        },
+        arg("shape"), arg("dtype") = py::none(), arg("mean") = 0.5, arg("seed") = kSentinelSeed, name);
+    rnd.def("bernoulli_like", &bernoulli_random_like, arg("x"), arg("mean") = 0.5,
+            arg("seed") = kSentinelSeed, name);
+
     // ---- cntk.ops.sequence ----
     py::module_ s = m.def_submodule("sequence", "cntk.ops.sequence");
     s.def(

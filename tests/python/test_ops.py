@@ -120,3 +120,21 @@ def test_graph_queries_and_composition():
     g = C.relu(p)
     h = g(x)
     assert h.arguments == [x]
+
+
+def test_random_module_and_determinism_switch():
+    import cntk.random
+    x = C.input_variable(3)
+    u = C.random.uniform((2, 3), low=-1.0, high=1.0, seed=7)
+    a, b = u.eval(), C.random.uniform((2, 3), low=-1.0, high=1.0, seed=7).eval()
+    np.testing.assert_array_equal(a, b)  # the same seed draws the same values
+    assert a.shape == (2, 3) and a.min() >= -1.0 and a.max() <= 1.0
+    n = C.random.normal_like(x, mean=5.0, scale=0.0, seed=3)
+    np.testing.assert_allclose(n.eval({x: np.zeros((4, 3), np.float32)}), 5.0)
+    bern = C.random.bernoulli((1000,), mean=0.25, seed=1).eval()
+    assert set(np.unique(bern)) <= {0.0, 1.0} and 0.2 < bern.mean() < 0.3
+    assert C.random.gumbel_like(x, seed=2).eval({x: np.zeros((2, 3), np.float32)}).shape == (2, 3)
+    assert cntk.random.uniform is C.random.uniform
+    C.debugging.force_deterministic_algorithms()
+    assert C.debugging.deterministic_algorithms_forced()
+    C.debugging.force_deterministic_algorithms(False)
