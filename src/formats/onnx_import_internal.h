@@ -1,0 +1,133 @@
+// Internal to ONNX import (src/formats/onnx_import*.cpp): the Importer that walks a graph, the per-node
+// context handed to each op handler, and helpers the handler files share. Not a public header.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ctk/error.h"
+#include "ctk/graph_ops.h"
+#include "ctk/ops.h"
+#include "formats/onnx_common.h"
+
+namespace ctk::detail::onnx_io::importer {
+
+using TP = onnx::TensorProto;
+
+// One entry of a shape computed at run time by Shape: a dynamic axis's size or a static dim.
+struct SymDim {
+    int axis = -1;  // >= 0: the size of dynamic axis `axis`
+    int64_t value = 0;
+};
+using SymShape = std::vector<SymDim>;
+
+class Importer;
+struct NodeCtx {
+    Importer& im;
+    const onnx::NodeProto& node;
+    std::string where;
+    std::string name;  // for the ctk Functions made
+};
+using Handler = std::function<std::vector<Variable>(NodeCtx&)>;
+
+class Importer {
+public:
+    Importer(const onnx::ModelProto& m, const std::string& source) : model_(m), source_(source) {}
+    FunctionPtr run();
+    void shape_node(NodeCtx& c);
+    SymShape concat_shapes(NodeCtx& c);
+    SymShape slice_shape(NodeCtx& c);
+
+    // ---- operands ----
+    bool has_input(const NodeCtx& c, int i) const {
+        return i < c.node.input_size() && !c.node.input(i).empty();
+    }
+    Variable in(const NodeCtx& c, int i) {
+        CTK_CHECK(has_input(c, i), IOError, c.where, ": input ", i, " is missing");
+        return value(c.node.input(i), c.where);
+    }
+    Variable value(const std::string& name, const std::string& where) {
+        if (auto it = values_.find(name); it != values_.end()) return it->second;
+        if (auto it = inits_.find(name); it != inits_.end()) {
+            Tensor t = tensor_from_proto(*it->second, where);
+            Variable v =
+                is_floating(t.dtype()) && t.numel() > 1 ? parameter_from(t, name) : constant(t, name);
+            values_[name] = v;
+            return v;
+        }
+        CTK_CHECK(!sym_shapes_.count(name), NotImplementedError, where, ": the run-time shape '", name,
+                  "' of a batched value is used as data (ctk reads it only as a Reshape target)");
+        CTK_THROW(IOError, where, ": value '", name, "' is not defined before its use");
+    }
+    // A Shape result that holds dynamic dims, when operand i is one.
+    const SymShape* sym_shape(const NodeCtx& c, int i) const {
+        if (!has_input(c, i)) return nullptr;
+        auto it = sym_shapes_.find(c.node.input(i));
+        return it == sym_shapes_.end() ? nullptr : &it->second;
+    }
+    bool merged(const Variable& v) const { return merged_.count(v.impl()) != 0; }
+    // A constant operand read as data (shape-like inputs: Reshape's shape, Slice's starts, ...).
+    std::optional<Tensor> const_value(const NodeCtx& c, int i) {
+        if (!has_input(c, i)) return std::nullopt;
+        const std::string& name = c.node.input(i);
+        if (auto it = consts_.find(name); it != consts_.end()) return it->second;
+        if (auto it = inits_.find(name); it != inits_.end()) {
+            Tensor t = tensor_from_proto(*it->second, c.where);
+            consts_[name] = t;
+            return t;
+        }
+        CTK_THROW(NotImplementedError, c.where, ": input ", i, " ('", name,
+                  "') must be a constant (an initializer or a Constant node) for ctk");
+    }
+    Dims const_ints(const NodeCtx& c, int i) {
+        auto t = const_value(c, i);
+        CTK_CHECK(t.has_value(), IOError, c.where, ": input ", i, " is missing");
+        return t->to_vector<int64_t>();
+    }
+    void set_const(const std::string& name, const Tensor& t) { consts_[name] = t; }
+
+    const onnx::ModelProto& model_;
+    std::string source_;
+    std::unordered_map<std::string, Variable> values_;
+    std::unordered_map<std::string, Tensor> consts_;
+    std::unordered_map<std::string, const onnx::TensorProto*> inits_;
+    std::set<const void*> integer_inputs_;  // graph inputs of integer ONNX types, fed as f64
+    std::unordered_map<std::string, SymShape> sym_shapes_;
+    std::set<const void*> merged_;  // values whose ONNX form is [batch * sequence, sample...]
+};
+
+// ---- helpers shared by the handler files (onnx_import_ops.cpp, onnx_import_nn.cpp) ----
+const onnx::AttributeProto* find_attr(const NodeCtx& c, const char* key);
+int64_t attr_i(const NodeCtx& c, const char* key, int64_t fallback);
+double attr_f(const NodeCtx& c, const char* key, double fallback);
+std::string attr_s(const NodeCtx& c, const char* key, const std::string& fallback);
+std::optional<Dims> attr_ints(const NodeCtx& c, const char* key);
+[[noreturn]] void unsupported(const NodeCtx& c, const std::string& why);
+// The number of ONNX dims that a value's dynamic axes take, and its ONNX rank.
+int dyn_of(const Variable& v);
+int onnx_rank(const Variable& v);
+// ONNX axis (negative from the end) -> ctk static axis; the batch axis is refused.
+int static_axis(const NodeCtx& c, const Variable& v, int64_t axis, int extra_rank = 0);
+// Integer operands of arithmetic go through f64 (exact below 2^53) and come back.
+Variable as_float(const Variable& v);
+// ctk casts only to floating dtypes, so integer results stay in f64 (their values are exact).
+Variable back_to(const Variable& y, DataType dtype);
+
+// Handlers of onnx_import_nn.cpp: Conv, ConvTranspose, MaxPool/AveragePool (max or average, the
+// Global forms included), BatchNormalization.
+std::vector<Variable> conv_node(NodeCtx& c);
+std::vector<Variable> conv_transpose_node(NodeCtx& c);
+std::vector<Variable> pool_node(NodeCtx& c, bool is_max);
+std::vector<Variable> batch_norm_node(NodeCtx& c);
+std::vector<Variable> global_pool_node(NodeCtx& c, bool is_max);
+
+// Every op handler by ONNX op type (onnx_import_ops.cpp); Constant, Shape and the run-time-shape forms
+// of Concat and Slice are handled by the Importer itself.
+std::map<std::string, Handler> make_handlers();
+
+}  // namespace ctk::detail::onnx_io::importer
