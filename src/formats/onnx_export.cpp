@@ -3,226 +3,11 @@
 // Dynamic axes become leading symbolic dims ("batch", "sequence"), so ctk's static axis a is ONNX axis
 // a + (number of dynamic axes).
 #include <cmath>
-#include <map>
-#include <unordered_map>
 
-#include "ctk/error.h"
-#include "ctk/graph_ops.h"
-#include "ctk/ops.h"
-#include "formats/onnx_common.h"
+#include "formats/onnx_export_internal.h"
 
-namespace ctk::detail::onnx_io {
+namespace ctk::detail::onnx_io::exporter {
 namespace {
-
-using TP = onnx::TensorProto;
-
-class Exporter {
-public:
-    explicit Exporter(onnx::GraphProto& g) : g_(g) { scopes_.emplace_back(); }
-
-    // The ONNX name of variable v seen from block scope `scope` (0: the top level).
-    std::string value(const Variable& v, int scope) {
-        if (v.is_placeholder()) {
-            auto& map = scopes_[static_cast<size_t>(scope)];
-            auto it = map.find(v.impl());
-            CTK_CHECK(it != map.end(), NotImplementedError, "save_onnx_model: unbound placeholder ",
-                      v.to_string(), " cannot be exported");
-            return value(it->second.first, it->second.second);
-        }
-        const int key_scope = v.is_output() ? scope : -1;
-        auto key = std::make_pair(static_cast<const void*>(v.impl()), key_scope);
-        if (auto it = names_.find(key); it != names_.end()) return it->second;
-        std::string name;
-        if (v.is_input()) {
-            name = unique(v.name().empty() ? v.uid() : v.name());
-            add_value_info(*g_.add_input(), name, v);
-        } else if (v.is_parameter() || v.is_constant()) {
-            name = unique(v.name().empty() ? v.uid() : v.name());
-            tensor_to_proto(v.value(), name, *g_.add_initializer());
-        } else {
-            FunctionPtr f = v.owner();
-            CTK_CHECK(f != nullptr, NotImplementedError, "save_onnx_model: ", v.to_string(), " has no owner");
-            if (f->is_block()) {
-                const int inner = block_scope(f, scope);
-                name = value(f->block_root()->outputs().at(static_cast<size_t>(v.output_index())), inner);
-            } else {
-                export_primitive(*f, scope);
-                auto it = names_.find(key);
-                CTK_CHECK(it != names_.end(), NotImplementedError, "save_onnx_model: ", f->to_string(),
-                          " produced no ONNX value for ", v.to_string());
-                return it->second;
-            }
-        }
-        names_[key] = name;
-        return name;
-    }
-
-    void add_value_info(onnx::ValueInfoProto& info, const std::string& name, const Variable& v) {
-        info.set_name(name);
-        auto* tt = info.mutable_type()->mutable_tensor_type();
-        tt->set_elem_type(onnx_of_dtype(v.dtype()));
-        auto* shape = tt->mutable_shape();
-        for (const Axis& a : v.dynamic_axes())
-            shape->add_dim()->set_dim_param(a.is_batch() ? "batch" : "sequence");
-        int free = 0;
-        for (int64_t d : v.shape()) {
-            if (d >= 0)
-                shape->add_dim()->set_dim_value(d);
-            else
-                shape->add_dim()->set_dim_param("free" + std::to_string(free++));
-        }
-    }
-
-private:
-    onnx::GraphProto& g_;
-    std::map<std::pair<const void*, int>, std::string> names_;
-    std::vector<std::unordered_map<const void*, std::pair<Variable, int>>> scopes_;
-    std::map<std::pair<const Function*, int>, int> block_scopes_;
-    std::map<std::string, int> used_;
-    int counter_ = 0;
-
-    std::string unique(const std::string& base) {
-        std::string b = base.empty() ? "v" : base;
-        int& n = used_[b];
-        std::string name = n == 0 ? b : b + "_" + std::to_string(n);
-        ++n;
-        while (n > 1 && used_.count(name)) name = b + "_" + std::to_string(n++);
-        used_[name] += 0;
-        return name;
-    }
-    std::string fresh(const std::string& base) { return unique(base + "_" + std::to_string(counter_++)); }
-
-    int block_scope(const FunctionPtr& f, int scope) {
-        auto key = std::make_pair(f.get(), scope);
-        if (auto it = block_scopes_.find(key); it != block_scopes_.end()) return it->second;
-        std::unordered_map<const void*, std::pair<Variable, int>> map;
-        for (const auto& [inside, outside] : f->block_arguments_mapping())
-            map[inside.impl()] = {outside, scope};
-        scopes_.push_back(std::move(map));
-        const int id = static_cast<int>(scopes_.size()) - 1;
-        block_scopes_[key] = id;
-        return id;
-    }
-
-    onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& ins,
-                          const std::vector<std::string>& outs) {
-        onnx::NodeProto* n = g_.add_node();
-        n->set_op_type(op);
-        n->set_name(outs.empty() ? op : outs[0]);
-        for (const auto& i : ins) n->add_input(i);
-        for (const auto& o : outs) n->add_output(o);
-        return n;
-    }
-    // A one-output node with a fresh output name; returns the name.
-    std::string emit(const std::string& op, const std::vector<std::string>& ins, const std::string& base,
-                     onnx::NodeProto** out = nullptr) {
-        std::string o = fresh(base);
-        onnx::NodeProto* n = node(op, ins, {o});
-        if (out) *out = n;
-        return o;
-    }
-    static void attr_i(onnx::NodeProto* n, const char* key, int64_t v) {
-        auto* a = n->add_attribute();
-        a->set_name(key);
-        a->set_type(onnx::AttributeProto::INT);
-        a->set_i(v);
-    }
-    static void attr_f(onnx::NodeProto* n, const char* key, double v) {
-        auto* a = n->add_attribute();
-        a->set_name(key);
-        a->set_type(onnx::AttributeProto::FLOAT);
-        a->set_f(static_cast<float>(v));
-    }
-    static void attr_ints(onnx::NodeProto* n, const char* key, const Dims& v) {
-        auto* a = n->add_attribute();
-        a->set_name(key);
-        a->set_type(onnx::AttributeProto::INTS);
-        for (int64_t x : v) a->add_ints(x);
-    }
-    std::string const_i64(const Dims& v) {
-        std::string name = fresh("const");
-        Tensor t = Tensor::empty(Shape{static_cast<int64_t>(v.size())}, DataType::i64);
-        std::copy(v.begin(), v.end(), t.data<int64_t>());
-        tensor_to_proto(t, name, *g_.add_initializer());
-        return name;
-    }
-    std::string const_scalar(double v, DataType dtype) {
-        std::string name = fresh("const");
-        tensor_to_proto(Tensor::full(Shape{}, v, dtype), name, *g_.add_initializer());
-        return name;
-    }
-    std::string cast(const std::string& x, DataType to, const std::string& base) {
-        onnx::NodeProto* n;
-        std::string o = emit("Cast", {x}, base, &n);
-        attr_i(n, "to", onnx_of_dtype(to));
-        return o;
-    }
-    std::string to_bool(const std::string& x, const std::string& base) {
-        onnx::NodeProto* n;
-        std::string o = emit("Cast", {x}, base, &n);
-        attr_i(n, "to", TP::BOOL);
-        return o;
-    }
-    // [0 x dyn] + dims: a Reshape target that keeps the dynamic dims.
-    std::string reshape(const std::string& x, int dyn, const Dims& dims, const std::string& base) {
-        Dims t(static_cast<size_t>(dyn), 0);
-        int free = 0;
-        for (int64_t d : dims) {
-            CTK_CHECK(d >= 0 || free++ == 0, NotImplementedError, "save_onnx_model: ", base,
-                      ": a reshape to a shape with several free dims ", dims_to_string(dims));
-            t.push_back(d >= 0 ? d : -1);
-        }
-        return emit("Reshape", {x, const_i64(t)}, base);
-    }
-    // [batch, sequence, sample...] -> [batch * sequence, sample...] for an op that treats every frame
-    // alike (ONNX's Conv, pooling and BatchNormalization take one leading N dim). Reshape's -1 keeps the
-    // two symbolic dims symbolic.
-    std::string merge_frames(const std::string& x, const Dims& sample, const std::string& base) {
-        Dims t{-1};
-        t.insert(t.end(), sample.begin(), sample.end());
-        return emit("Reshape", {x, const_i64(t)}, base);
-    }
-    // The inverse: [batch * sequence, sample...] -> [batch, sequence, sample...], the two leading dims
-    // read at run time from `like`, the value the frames came from.
-    std::string split_frames(const std::string& y, const std::string& like, const Dims& sample,
-                             const std::string& base) {
-        onnx::NodeProto* n;
-        std::string lead = emit("Shape", {like}, base, &n);
-        attr_i(n, "start", 0);
-        attr_i(n, "end", 2);
-        std::string target = emit("Concat", {lead, const_i64(sample)}, base, &n);
-        attr_i(n, "axis", 0);
-        return emit("Reshape", {y, target}, base);
-    }
-    // ctk static axis `axis` of a rank-`rank` operand as an ONNX axis after `dyn` dynamic dims.
-    static int64_t onnx_axis(const Function& f, const Axis& axis, int rank, int dyn) {
-        if (!axis.is_static()) unsupported(f, "an axis that is not static");
-        const int a = axis.static_index() < 0 ? axis.static_index() + rank : axis.static_index();
-        CTK_CHECK(a >= 0 && a < rank, ValueError, "save_onnx_model: axis ", axis.to_string(),
-                  " out of range for rank ", rank);
-        return dyn + a;
-    }
-
-    // Operand i of an element-wise op, unsqueezed so that NumPy broadcasting in ONNX matches ctk's
-    // (ctk aligns static axes after the dynamic ones).
-    std::string aligned(const Variable& v, const std::string& name, int out_static, const std::string& base) {
-        if (v.dynamic_rank() == 0 || v.rank() >= out_static) return name;
-        Dims axes;
-        for (int i = 0; i < out_static - v.rank(); ++i) axes.push_back(v.dynamic_rank() + i);
-        return emit("Unsqueeze", {name, const_i64(axes)}, base);
-    }
-
-    [[noreturn]] static void unsupported(const Function& f, const std::string& why) {
-        CTK_THROW(NotImplementedError, "save_onnx_model: op ", primitive_op_name(f.op()), " (Function '",
-                  f.name().empty() ? f.uid() : f.name(), "') has no ONNX form", why.empty() ? "" : ": ", why);
-    }
-
-    void export_primitive(const Function& f, int scope);
-    void export_loss(const Function& f, const std::vector<std::string>& in, const std::string& base,
-                     std::string& out);
-    void export_conv_like(const Function& f, const std::vector<std::string>& in, const std::string& base,
-                          std::string& out);
-};
 
 const char* unary_onnx_name(PrimitiveOp op) {
     switch (op) {
@@ -331,6 +116,8 @@ Dims spatial_list(Dims list, int rank, int spatial) {
     return Dims(list.end() - spatial, list.end());
 }
 
+}  // namespace
+
 void Exporter::export_primitive(const Function& f, int scope) {
     const PrimitiveOp op = f.op();
     const std::vector<Variable> inputs = f.inputs();
@@ -340,7 +127,7 @@ void Exporter::export_primitive(const Function& f, int scope) {
     std::vector<std::string> in;
     for (const Variable& v : inputs) in.push_back(value(v, scope));
     const Attributes& a = f.attributes();
-    const int dyn = inputs.empty() ? 0 : inputs[0].dynamic_rank();
+    const int dyn = inputs.empty() ? 0 : dyn_rank(inputs[0]);
     std::vector<std::string> out_names;
     std::string o;
     onnx::NodeProto* n = nullptr;
@@ -440,7 +227,7 @@ void Exporter::export_primitive(const Function& f, int scope) {
                 break;
             }
             case PrimitiveOp::transpose_times: {
-                CTK_CHECK(inputs[1].dynamic_rank() == 0 && inputs[1].rank() == 2, NotImplementedError,
+                CTK_CHECK(dyn_rank(inputs[1]) == 0 && inputs[1].rank() == 2, NotImplementedError,
                           "save_onnx_model: transpose_times '", base, "' with a non-matrix right operand");
                 onnx::NodeProto* t;
                 std::string bt = emit("Transpose", {in[1]}, base, &t);
@@ -557,7 +344,7 @@ void Exporter::export_primitive(const Function& f, int scope) {
             }
             case PrimitiveOp::splice: {
                 for (const Variable& v : inputs)
-                    if (v.dynamic_rank() != dyn || v.rank() != inputs[0].rank())
+                    if (dyn_rank(v) != dyn || v.rank() != inputs[0].rank())
                         unsupported(f, "operands of different ranks or dynamic axes");
                 const Axis& ax = a.get<Axis>("axis");
                 const int rank = inputs[0].rank();
@@ -593,7 +380,7 @@ void Exporter::export_primitive(const Function& f, int scope) {
                 break;
             }
             case PrimitiveOp::gather: {
-                if (inputs[0].dynamic_rank() != 0) unsupported(f, "a per-sample reference");
+                if (dyn_rank(inputs[0]) != 0) unsupported(f, "a per-sample reference");
                 std::string idx = cast(in[1], DataType::i64, base);
                 o = emit("Gather", {in[0], idx}, base, &n);
                 attr_i(n, "axis", 0);
@@ -608,11 +395,11 @@ void Exporter::export_primitive(const Function& f, int scope) {
                 values.set({0}, 0.0);
                 values.set({1}, 1.0);
                 std::string vname = fresh("const");
-                tensor_to_proto(values, vname, *g_.add_initializer());
+                tensor_to_proto(values, vname, *g_->add_initializer());
                 Tensor depth =
                     Tensor::full(Shape{}, static_cast<double>(a.get<int64_t>("numClass")), DataType::i64);
                 std::string dname = fresh("const");
-                tensor_to_proto(depth, dname, *g_.add_initializer());
+                tensor_to_proto(depth, dname, *g_->add_initializer());
                 o = emit("OneHot", {cast(in[0], DataType::i64, base), dname, vname}, base, &n);
                 attr_i(n, "axis", dyn + norm);
                 break;
@@ -652,7 +439,7 @@ void Exporter::export_primitive(const Function& f, int scope) {
     if (out_names.empty()) out_names.push_back(o);
     CTK_CHECK(out_names.size() == outputs.size(), NotImplementedError, "save_onnx_model: ", f.to_string(),
               " has ", outputs.size(), " outputs; ", out_names.size(), " exported");
-    for (size_t i = 0; i < outputs.size(); ++i) names_[{outputs[i].impl(), scope}] = out_names[i];
+    for (size_t i = 0; i < outputs.size(); ++i) (*names_)[{outputs[i].impl(), scope}] = out_names[i];
 }
 
 // The losses and metrics CNTK models carry as outputs, written with the ops they are defined by (so they
@@ -662,10 +449,9 @@ void Exporter::export_loss(const Function& f, const std::vector<std::string>& in
                            std::string& out) {
     const std::vector<Variable> inputs = f.inputs();
     const Variable &z = inputs[0], &t = inputs[1];
-    const int dyn = z.dynamic_rank(), rank = z.rank();
-    if (t.dynamic_rank() != dyn && t.dynamic_rank() != 0)
-        unsupported(f, "operands with different dynamic axes");
-    if (z.dynamic_rank() < t.dynamic_rank()) unsupported(f, "a static prediction with a batched target");
+    const int dyn = dyn_rank(z), rank = z.rank();
+    if (dyn_rank(t) != dyn && dyn_rank(t) != 0) unsupported(f, "operands with different dynamic axes");
+    if (dyn_rank(z) < dyn_rank(t)) unsupported(f, "a static prediction with a batched target");
     const DataType dt = f.outputs()[0].dtype();
     const std::string tn = aligned(t, in[1], rank, base);
     const Attributes& a = f.attributes();
@@ -728,7 +514,7 @@ void Exporter::export_conv_like(const Function& f, const std::vector<std::string
     const bool data_second = op == PrimitiveOp::convolution || op == PrimitiveOp::convolution_transpose;
     const Variable& x = inputs[data_second ? 1 : 0];
     std::string xn = in[data_second ? 1 : 0];
-    const int dyn = x.dynamic_rank();
+    const int dyn = dyn_rank(x);
     if (dyn > 2) unsupported(f, "more than two dynamic axes");
     for (int64_t d : x.shape())
         if (d < 0) unsupported(f, "free spatial dims");
@@ -836,7 +622,9 @@ void Exporter::export_conv_like(const Function& f, const std::vector<std::string
     out = o;
 }
 
-}  // namespace
+}  // namespace ctk::detail::onnx_io::exporter
+
+namespace ctk::detail::onnx_io {
 
 void export_model(const FunctionPtr& model, onnx::ModelProto& out) {
     out.set_ir_version(kExportIrVersion);
@@ -848,7 +636,8 @@ void export_model(const FunctionPtr& model, onnx::ModelProto& out) {
     opset->set_version(kExportOpset);
     onnx::GraphProto& g = *out.mutable_graph();
     g.set_name(model->name().empty() ? "ctk_model" : model->name());
-    Exporter e(g);
+    exporter::Exporter e(g);
+    e.find_loops(model->outputs());
     for (const Variable& v : model->outputs()) {
         std::string name = e.value(v, 0);
         onnx::NodeProto* n = g.add_node();
@@ -857,8 +646,9 @@ void export_model(const FunctionPtr& model, onnx::ModelProto& out) {
         n->set_name(out_name);
         n->add_input(name);
         n->add_output(out_name);
-        e.add_value_info(*g.add_output(), out_name, v);
+        e.add_value_info(*g.add_output(), out_name, v, false);
     }
+    e.finish_loops();
 }
 
 }  // namespace ctk::detail::onnx_io

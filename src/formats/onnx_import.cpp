@@ -18,7 +18,7 @@ namespace importer {
 void Importer::shape_node(NodeCtx& c) {
     Variable x = in(c, 0);
     if (merged(x)) unsupported(c, "the shape of a value whose batch and sequence dims are merged");
-    const int r = onnx_rank(x), dyn = dyn_of(x);
+    const int r = onnx_rank(c, x), dyn = dyn_of(c, x);
     int64_t start = attr_i(c, "start", 0), end = attr_i(c, "end", r);
     if (start < 0) start += r;
     if (end < 0) end += r;
@@ -81,6 +81,134 @@ SymShape Importer::slice_shape(NodeCtx& c) {
     return SymShape(p->begin() + lo, p->begin() + hi);
 }
 
+void Importer::import_nodes(const onnx::GraphProto& g, const std::string& where) {
+    static const std::map<std::string, Handler> handlers = make_handlers();
+    int index = 0;
+    for (const auto& n : g.node()) {
+        NodeCtx c{*this, n, "", n.name().empty() ? (n.output_size() ? n.output(0) : "") : n.name()};
+        c.where = where + ": node " + std::to_string(index++) + " '" + c.name + "' (" + n.op_type() + ")";
+        CTK_CHECK(n.domain().empty() || n.domain() == "ai.onnx", NotImplementedError, c.where, ": domain '",
+                  n.domain(), "' is not supported");
+        if (n.op_type() == "Constant") {
+            CTK_CHECK(n.output_size() == 1, IOError, c.where, ": needs one output");
+            const auto* a = n.attribute_size() == 1 ? &n.attribute(0) : nullptr;
+            CTK_CHECK(a != nullptr, IOError, c.where, ": needs one attribute");
+            Tensor t;
+            if (a->name() == "value") {
+                t = tensor_from_proto(a->t(), c.where);
+            } else if (a->name() == "value_float") {
+                t = Tensor::full(Shape{}, a->f(), DataType::f32);
+            } else if (a->name() == "value_int") {
+                t = Tensor::full(Shape{}, static_cast<double>(a->i()), DataType::i64);
+                t.data<int64_t>()[0] = a->i();
+            } else if (a->name() == "value_floats") {
+                t = Tensor::from_vector(std::vector<float>(a->floats().begin(), a->floats().end()),
+                                        Shape{a->floats_size()});
+            } else if (a->name() == "value_ints") {
+                t = Tensor::from_vector(std::vector<int64_t>(a->ints().begin(), a->ints().end()),
+                                        Shape{a->ints_size()});
+            } else {
+                unsupported(c, "Constant with attribute '" + a->name() + "'");
+            }
+            set_const(n.output(0), t);
+            values_[n.output(0)] = constant(t, n.output(0));
+            continue;
+        }
+        if (n.op_type() == "Shape") {
+            shape_node(c);
+            continue;
+        }
+        if (n.op_type() == "Expand" && sym_shape(c, 1)) {
+            expand_to_batch(c);
+            continue;
+        }
+        if ((n.op_type() == "Concat" || n.op_type() == "Slice") && n.input_size() > 0) {
+            bool sym = false;
+            for (int i = 0; i < n.input_size(); ++i) sym = sym || sym_shape(c, i) != nullptr;
+            if (sym) {
+                CTK_CHECK(n.output_size() == 1, IOError, c.where, ": needs one output");
+                sym_shapes_[n.output(0)] = n.op_type() == "Concat" ? concat_shapes(c) : slice_shape(c);
+                continue;
+            }
+        }
+        // A merged value ([batch * sequence, sample...]) may only meet ops that treat every frame alike.
+        bool any_merged = false;
+        for (int i = 0; i < n.input_size(); ++i) {
+            if (!has_input(c, i) || sym_shape(c, i) || consts_.count(n.input(i)) ||
+                batch_broadcast_.count(n.input(i)))
+                continue;
+            any_merged = any_merged || merged(value(n.input(i), c.where));
+        }
+        if (any_merged) {
+            static const std::set<std::string> per_frame = {"Conv",
+                                                            "ConvTranspose",
+                                                            "MaxPool",
+                                                            "AveragePool",
+                                                            "GlobalMaxPool",
+                                                            "GlobalAveragePool",
+                                                            "BatchNormalization",
+                                                            "Reshape",
+                                                            "Identity",
+                                                            "Dropout",
+                                                            "Relu",
+                                                            "Sigmoid",
+                                                            "Tanh",
+                                                            "Exp",
+                                                            "Log",
+                                                            "Sqrt",
+                                                            "Abs",
+                                                            "Neg",
+                                                            "Floor",
+                                                            "Ceil",
+                                                            "Reciprocal",
+                                                            "Elu",
+                                                            "LeakyRelu",
+                                                            "Selu",
+                                                            "HardSigmoid",
+                                                            "Softplus",
+                                                            "Softsign",
+                                                            "Clip",
+                                                            "Add",
+                                                            "Sub",
+                                                            "Mul",
+                                                            "Div",
+                                                            "Max",
+                                                            "Min",
+                                                            "Sum",
+                                                            "Mean",
+                                                            "Pow",
+                                                            "PRelu"};
+            CTK_CHECK(per_frame.count(n.op_type()), NotImplementedError, c.where,
+                      ": an operand whose batch and sequence dims are merged into one (ctk reads it only in "
+                      "ops that treat every frame alike)");
+            for (int i = 0; i < n.input_size(); ++i) {
+                if (!has_input(c, i) || sym_shape(c, i) || consts_.count(n.input(i)) ||
+                    batch_broadcast_.count(n.input(i)))
+                    continue;
+                Variable v = value(n.input(i), c.where);
+                CTK_CHECK(dyn_of(c, v) == 0 || merged(v), NotImplementedError, c.where,
+                          ": operands with merged and separate batch and sequence dims");
+            }
+        }
+        std::vector<Variable> outs;
+        if (n.op_type() == "Scan") {
+            outs = scan_node(c);
+        } else {
+            auto h = handlers.find(n.op_type());
+            CTK_CHECK(h != handlers.end(), NotImplementedError, c.where, ": ONNX op ", n.op_type(),
+                      " is not supported by ctk");
+            outs = h->second(c);
+        }
+        for (int i = 0; i < n.output_size(); ++i) {
+            if (n.output(i).empty()) continue;
+            CTK_CHECK(static_cast<size_t>(i) < outs.size(), NotImplementedError, c.where, ": output ", i,
+                      " is not supported");
+            values_[n.output(i)] = outs[static_cast<size_t>(i)];
+            if (any_merged && n.op_type() != "Reshape") merged_.insert(outs[static_cast<size_t>(i)].impl());
+        }
+    }
+}
+
 FunctionPtr Importer::run() {
     const std::string& where = source_;
     CTK_CHECK(model_.has_graph(), IOError, where, ": the file holds no graph");
@@ -138,118 +266,7 @@ FunctionPtr Importer::run() {
                                             vi.name());
         if (integer) integer_inputs_.insert(values_[vi.name()].impl());
     }
-    static const std::map<std::string, Handler> handlers = make_handlers();
-    int index = 0;
-    for (const auto& n : g.node()) {
-        NodeCtx c{*this, n, "", n.name().empty() ? (n.output_size() ? n.output(0) : "") : n.name()};
-        c.where = where + ": node " + std::to_string(index++) + " '" + c.name + "' (" + n.op_type() + ")";
-        CTK_CHECK(n.domain().empty() || n.domain() == "ai.onnx", NotImplementedError, c.where, ": domain '",
-                  n.domain(), "' is not supported");
-        if (n.op_type() == "Constant") {
-            CTK_CHECK(n.output_size() == 1, IOError, c.where, ": needs one output");
-            const auto* a = n.attribute_size() == 1 ? &n.attribute(0) : nullptr;
-            CTK_CHECK(a != nullptr, IOError, c.where, ": needs one attribute");
-            Tensor t;
-            if (a->name() == "value") {
-                t = tensor_from_proto(a->t(), c.where);
-            } else if (a->name() == "value_float") {
-                t = Tensor::full(Shape{}, a->f(), DataType::f32);
-            } else if (a->name() == "value_int") {
-                t = Tensor::full(Shape{}, static_cast<double>(a->i()), DataType::i64);
-                t.data<int64_t>()[0] = a->i();
-            } else if (a->name() == "value_floats") {
-                t = Tensor::from_vector(std::vector<float>(a->floats().begin(), a->floats().end()),
-                                        Shape{a->floats_size()});
-            } else if (a->name() == "value_ints") {
-                t = Tensor::from_vector(std::vector<int64_t>(a->ints().begin(), a->ints().end()),
-                                        Shape{a->ints_size()});
-            } else {
-                unsupported(c, "Constant with attribute '" + a->name() + "'");
-            }
-            set_const(n.output(0), t);
-            values_[n.output(0)] = constant(t, n.output(0));
-            continue;
-        }
-        if (n.op_type() == "Shape") {
-            shape_node(c);
-            continue;
-        }
-        if ((n.op_type() == "Concat" || n.op_type() == "Slice") && n.input_size() > 0) {
-            bool sym = false;
-            for (int i = 0; i < n.input_size(); ++i) sym = sym || sym_shape(c, i) != nullptr;
-            if (sym) {
-                CTK_CHECK(n.output_size() == 1, IOError, c.where, ": needs one output");
-                sym_shapes_[n.output(0)] = n.op_type() == "Concat" ? concat_shapes(c) : slice_shape(c);
-                continue;
-            }
-        }
-        // A merged value ([batch * sequence, sample...]) may only meet ops that treat every frame alike.
-        bool any_merged = false;
-        for (int i = 0; i < n.input_size(); ++i) {
-            if (!has_input(c, i) || sym_shape(c, i) || consts_.count(n.input(i))) continue;
-            any_merged = any_merged || merged(value(n.input(i), c.where));
-        }
-        if (any_merged) {
-            static const std::set<std::string> per_frame = {"Conv",
-                                                            "ConvTranspose",
-                                                            "MaxPool",
-                                                            "AveragePool",
-                                                            "GlobalMaxPool",
-                                                            "GlobalAveragePool",
-                                                            "BatchNormalization",
-                                                            "Reshape",
-                                                            "Identity",
-                                                            "Dropout",
-                                                            "Relu",
-                                                            "Sigmoid",
-                                                            "Tanh",
-                                                            "Exp",
-                                                            "Log",
-                                                            "Sqrt",
-                                                            "Abs",
-                                                            "Neg",
-                                                            "Floor",
-                                                            "Ceil",
-                                                            "Reciprocal",
-                                                            "Elu",
-                                                            "LeakyRelu",
-                                                            "Selu",
-                                                            "HardSigmoid",
-                                                            "Softplus",
-                                                            "Softsign",
-                                                            "Clip",
-                                                            "Add",
-                                                            "Sub",
-                                                            "Mul",
-                                                            "Div",
-                                                            "Max",
-                                                            "Min",
-                                                            "Sum",
-                                                            "Mean",
-                                                            "Pow",
-                                                            "PRelu"};
-            CTK_CHECK(per_frame.count(n.op_type()), NotImplementedError, c.where,
-                      ": an operand whose batch and sequence dims are merged into one (ctk reads it only in "
-                      "ops that treat every frame alike)");
-            for (int i = 0; i < n.input_size(); ++i) {
-                if (!has_input(c, i) || sym_shape(c, i) || consts_.count(n.input(i))) continue;
-                Variable v = value(n.input(i), c.where);
-                CTK_CHECK(dyn_of(v) == 0 || merged(v), NotImplementedError, c.where,
-                          ": operands with merged and separate batch and sequence dims");
-            }
-        }
-        auto h = handlers.find(n.op_type());
-        CTK_CHECK(h != handlers.end(), NotImplementedError, c.where, ": ONNX op ", n.op_type(),
-                  " is not supported by ctk");
-        std::vector<Variable> outs = h->second(c);
-        for (int i = 0; i < n.output_size(); ++i) {
-            if (n.output(i).empty()) continue;
-            CTK_CHECK(static_cast<size_t>(i) < outs.size(), NotImplementedError, c.where, ": output ", i,
-                      " is not supported");
-            values_[n.output(i)] = outs[static_cast<size_t>(i)];
-            if (any_merged && n.op_type() != "Reshape") merged_.insert(outs[static_cast<size_t>(i)].impl());
-        }
-    }
+    import_nodes(g, where);
     std::vector<Variable> outputs;
     for (const auto& vi : g.output()) {
         Variable v = value(vi.name(), where + ": graph output");

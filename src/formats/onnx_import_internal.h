@@ -39,7 +39,13 @@ class Importer {
 public:
     Importer(const onnx::ModelProto& m, const std::string& source) : model_(m), source_(source) {}
     FunctionPtr run();
+    // Imports g's nodes in order into values_ (the graph's inputs and initializers already bound).
+    void import_nodes(const onnx::GraphProto& g, const std::string& where);
     void shape_node(NodeCtx& c);
+    // onnx_import_scan.cpp: Scan as a ctk recurrent loop, and Expand to a run-time [batch, ...] shape
+    // (the initial states of ctk's export of a loop).
+    std::vector<Variable> scan_node(NodeCtx& c);
+    void expand_to_batch(NodeCtx& c);
     SymShape concat_shapes(NodeCtx& c);
     SymShape slice_shape(NodeCtx& c);
 
@@ -62,6 +68,9 @@ public:
         }
         CTK_CHECK(!sym_shapes_.count(name), NotImplementedError, where, ": the run-time shape '", name,
                   "' of a batched value is used as data (ctk reads it only as a Reshape target)");
+        CTK_CHECK(!batch_broadcast_.count(name), NotImplementedError, where, ": '", name,
+                  "', a value expanded to a run-time batch dim, is read only as a Scan's initial state");
+        if (parent_) return parent_->value(name, where);  // a Scan body reads the enclosing graph
         CTK_THROW(IOError, where, ": value '", name, "' is not defined before its use");
     }
     // A Shape result that holds dynamic dims, when operand i is one.
@@ -72,15 +81,20 @@ public:
     }
     bool merged(const Variable& v) const { return merged_.count(v.impl()) != 0; }
     // A constant operand read as data (shape-like inputs: Reshape's shape, Slice's starts, ...).
-    std::optional<Tensor> const_value(const NodeCtx& c, int i) {
-        if (!has_input(c, i)) return std::nullopt;
-        const std::string& name = c.node.input(i);
+    std::optional<Tensor> const_named(const std::string& name, const std::string& where) {
         if (auto it = consts_.find(name); it != consts_.end()) return it->second;
         if (auto it = inits_.find(name); it != inits_.end()) {
-            Tensor t = tensor_from_proto(*it->second, c.where);
+            Tensor t = tensor_from_proto(*it->second, where);
             consts_[name] = t;
             return t;
         }
+        if (values_.count(name) || !parent_) return std::nullopt;
+        return parent_->const_named(name, where);
+    }
+    std::optional<Tensor> const_value(const NodeCtx& c, int i) {
+        if (!has_input(c, i)) return std::nullopt;
+        const std::string& name = c.node.input(i);
+        if (auto t = const_named(name, c.where)) return t;
         CTK_THROW(NotImplementedError, c.where, ": input ", i, " ('", name,
                   "') must be a constant (an initializer or a Constant node) for ctk");
     }
@@ -99,6 +113,10 @@ public:
     std::set<const void*> integer_inputs_;  // graph inputs of integer ONNX types, fed as f64
     std::unordered_map<std::string, SymShape> sym_shapes_;
     std::set<const void*> merged_;  // values whose ONNX form is [batch * sequence, sample...]
+    // Static values Expand-ed to [batch, sample...] by a run-time shape: only a Scan's initial state.
+    std::unordered_map<std::string, Variable> batch_broadcast_;
+    Importer* parent_ = nullptr;  // the graph enclosing a Scan body
+    bool frame_ = false;          // a Scan body: a sequence value stands for one frame, [batch, sample...]
 };
 
 // ---- helpers shared by the handler files (onnx_import_ops.cpp, onnx_import_nn.cpp) ----
@@ -108,9 +126,10 @@ double attr_f(const NodeCtx& c, const char* key, double fallback);
 std::string attr_s(const NodeCtx& c, const char* key, const std::string& fallback);
 std::optional<Dims> attr_ints(const NodeCtx& c, const char* key);
 [[noreturn]] void unsupported(const NodeCtx& c, const std::string& why);
-// The number of ONNX dims that a value's dynamic axes take, and its ONNX rank.
-int dyn_of(const Variable& v);
-int onnx_rank(const Variable& v);
+// The number of ONNX dims that a value's dynamic axes take, and its ONNX rank. Inside a Scan body a
+// frame of a sequence ([#, *] in ctk) is [batch, sample...] in ONNX: the sequence axis takes no dim.
+int dyn_of(const NodeCtx& c, const Variable& v);
+int onnx_rank(const NodeCtx& c, const Variable& v);
 // ONNX axis (negative from the end) -> ctk static axis; the batch axis is refused.
 int static_axis(const NodeCtx& c, const Variable& v, int64_t axis, int extra_rank = 0);
 // Integer operands of arithmetic go through f64 (exact below 2^53) and come back.

@@ -11,8 +11,9 @@ namespace {
 // Runs `fn` on x as [N, C, spatial...]: the batch axis, or for a static x its leading dim (dropped
 // when it is 1, else turned into the batch axis and back).
 Variable with_batch(NodeCtx& c, const Variable& x, const std::function<Variable(const Variable&)>& fn) {
-    if (dyn_of(x) == 1 || c.im.merged(x)) return fn(x);  // ctk's ops treat every frame alike
-    if (dyn_of(x) > 1) unsupported(c, "a value with batch and sequence dims (merge them with Reshape first)");
+    if (dyn_of(c, x) == 1 || c.im.merged(x)) return fn(x);  // ctk's ops treat every frame alike
+    if (dyn_of(c, x) > 1)
+        unsupported(c, "a value with batch and sequence dims (merge them with Reshape first)");
     CTK_CHECK(x.rank() >= 3, ShapeError, c.where, ": needs [N, C, spatial...], got ", x.to_string());
     const Dims& s = x.shape();
     if (s[0] == 1) {
@@ -46,7 +47,7 @@ void onnx_pads(const NodeCtx& c, const std::string& auto_pad, int64_t in, int64_
 Dims spatial_dims_of(NodeCtx& c, const Variable& x) {
     // x's [C, spatial...] without N: the static shape for a batched x, else without the leading dim.
     Dims s = x.shape();
-    if (dyn_of(x) == 0) {
+    if (dyn_of(c, x) == 0) {
         CTK_CHECK(!s.empty(), ShapeError, c.where, ": operand without dims");
         s.erase(s.begin());
     }

@@ -37,19 +37,19 @@ std::optional<Dims> attr_ints(const NodeCtx& c, const char* key) {
     CTK_THROW(NotImplementedError, c.where, ": ", why);
 }
 
-int dyn_of(const Variable& v) {
-    return v.dynamic_rank();
+int dyn_of(const NodeCtx& c, const Variable& v) {
+    return v.dynamic_rank() - (c.im.frame_ && v.has_sequence_axis() ? 1 : 0);
 }
-int onnx_rank(const Variable& v) {
-    return v.dynamic_rank() + v.rank();
+int onnx_rank(const NodeCtx& c, const Variable& v) {
+    return dyn_of(c, v) + v.rank();
 }
 // ONNX axis (negative from the end) -> ctk static axis; the batch axis is refused.
 int static_axis(const NodeCtx& c, const Variable& v, int64_t axis, int extra_rank) {
-    const int r = onnx_rank(v) + extra_rank;
+    const int r = onnx_rank(c, v) + extra_rank;
     CTK_CHECK(axis >= -r && axis < r, ValueError, c.where, ": axis ", axis, " is out of range for rank ", r);
     const int a = static_cast<int>(axis < 0 ? axis + r : axis);
-    if (a < dyn_of(v)) unsupported(c, "an axis over the batch dimension");
-    return a - dyn_of(v);
+    if (a < dyn_of(c, v)) unsupported(c, "an axis over the batch dimension");
+    return a - dyn_of(c, v);
 }
 
 // Integer operands of arithmetic go through f64 (exact below 2^53) and come back.
@@ -67,12 +67,12 @@ namespace {
 // that ctk's broadcasting (static axes after the dynamic ones) matches NumPy's.
 std::vector<Variable> broadcastable(const NodeCtx& c, std::vector<Variable> vs) {
     int dyn = 0, srank = 0;
-    for (const Variable& v : vs) dyn = std::max(dyn, dyn_of(v));
+    for (const Variable& v : vs) dyn = std::max(dyn, dyn_of(c, v));
     if (dyn == 0) return vs;
     for (const Variable& v : vs)
-        if (dyn_of(v) == dyn) srank = std::max(srank, v.rank());
+        if (dyn_of(c, v) == dyn) srank = std::max(srank, v.rank());
     for (Variable& v : vs) {
-        if (dyn_of(v) != 0 || v.rank() <= srank) continue;
+        if (dyn_of(c, v) != 0 || v.rank() <= srank) continue;
         const Dims& s = v.shape();
         const size_t drop = s.size() - static_cast<size_t>(srank);
         for (size_t i = 0; i < drop; ++i)
@@ -145,7 +145,7 @@ std::vector<Variable> reduce_node(NodeCtx& c, const char* kind) {
     if (!axes || axes->empty()) {
         if (attr_i(c, "noop_with_empty_axes", 0) != 0) return {alias(x, c.name)};
         axes = Dims{};
-        for (int i = 0; i < onnx_rank(x); ++i) axes->push_back(i);
+        for (int i = 0; i < onnx_rank(c, x); ++i) axes->push_back(i);
     }
     std::vector<Axis> ctk_axes;
     for (int64_t a : *axes) ctk_axes.emplace_back(static_axis(c, x, a));
@@ -180,13 +180,13 @@ std::vector<Variable> reduce_node(NodeCtx& c, const char* kind) {
 }
 
 Dims static_shape_after_reshape(NodeCtx& c, const Variable& x, Dims target, bool allow_zero) {
-    const int dyn = dyn_of(x);
+    const int dyn = dyn_of(c, x);
     const Dims& xs = x.shape();
     if (!allow_zero)
         for (size_t i = 0; i < target.size(); ++i)
             if (target[i] == 0) {
-                CTK_CHECK(static_cast<int>(i) < onnx_rank(x), ValueError, c.where, ": shape copies dim ", i,
-                          " of a rank-", onnx_rank(x), " input");
+                CTK_CHECK(static_cast<int>(i) < onnx_rank(c, x), ValueError, c.where, ": shape copies dim ",
+                          i, " of a rank-", onnx_rank(c, x), " input");
                 target[i] = static_cast<int>(i) < dyn ? 0 : xs[i - static_cast<size_t>(dyn)];
             }
     if (dyn == 1) {
@@ -251,7 +251,7 @@ int64_t numel_of(const Dims& d) {
 std::vector<Variable> reshape_node(NodeCtx& c) {
     Variable x = c.im.in(c, 0);
     const bool allow_zero = attr_i(c, "allowzero", 0) != 0;
-    const int dyn = dyn_of(x);
+    const int dyn = dyn_of(c, x);
     for (int64_t d : x.shape())
         if (d < 0 && (dyn > 1 || c.im.sym_shape(c, 1))) unsupported(c, "free dims");
     if (const SymShape* sym = c.im.sym_shape(c, 1)) {
@@ -325,7 +325,7 @@ std::vector<Variable> slice_node(NodeCtx& c) {
 
 std::vector<Variable> gather_node(NodeCtx& c) {
     Variable data = c.im.in(c, 0), idx = c.im.in(c, 1);
-    if (dyn_of(data) != 0) unsupported(c, "Gather from a batched tensor");
+    if (dyn_of(c, data) != 0) unsupported(c, "Gather from a batched tensor");
     const int r = data.rank();
     int64_t axis = attr_i(c, "axis", 0);
     CTK_CHECK(axis >= -r && axis < r, ValueError, c.where, ": axis ", axis, " out of range");
@@ -488,25 +488,25 @@ std::map<std::string, Handler> make_handlers() {
     };
     h["MatMul"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable a = c.im.in(c, 0), b = c.im.in(c, 1);
-        if (dyn_of(b) != 0 || b.rank() > 2) unsupported(c, "a batched or run-time right operand");
+        if (dyn_of(c, b) != 0 || b.rank() > 2) unsupported(c, "a batched or run-time right operand");
         if (!is_floating(a.dtype())) unsupported(c, "integer operands");
-        if (b.rank() == 0 || onnx_rank(a) == 0) unsupported(c, "scalar operands");
+        if (b.rank() == 0 || onnx_rank(c, a) == 0) unsupported(c, "scalar operands");
         return {times(a, b, b.rank() == 1 ? 0 : 1, -1, c.name)};
     };
     h["Gemm"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable a = c.im.in(c, 0), b = c.im.in(c, 1);
         if (attr_i(c, "transA", 0) != 0) {
-            if (dyn_of(a) != 0) unsupported(c, "transA on a batched operand");
+            if (dyn_of(c, a) != 0) unsupported(c, "transA on a batched operand");
             a = transpose(a, {1, 0});
         }
-        if (dyn_of(b) != 0) unsupported(c, "a batched right operand");
+        if (dyn_of(c, b) != 0) unsupported(c, "a batched right operand");
         if (attr_i(c, "transB", 0) != 0) b = transpose(b, {1, 0});
         Variable y = times(a, b);
         const double alpha = attr_f(c, "alpha", 1.0), beta = attr_f(c, "beta", 1.0);
         if (alpha != 1.0) y = element_times(y, constant(alpha, y.dtype()));
         if (c.im.has_input(c, 2)) {
             Variable bias = broadcastable(c, {y, c.im.in(c, 2)})[1];
-            if (dyn_of(y) == 0 && bias.rank() < 2) {
+            if (dyn_of(c, y) == 0 && bias.rank() < 2) {
             }
             if (beta != 1.0) bias = element_times(bias, constant(beta, bias.dtype()));
             y = plus(y, bias);
@@ -515,12 +515,12 @@ std::map<std::string, Handler> make_handlers() {
     };
     h["Flatten"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable x = c.im.in(c, 0);
-        const int r = onnx_rank(x);
+        const int r = onnx_rank(c, x);
         int64_t axis = attr_i(c, "axis", 1);
         CTK_CHECK(axis >= -r && axis <= r, ValueError, c.where, ": axis ", axis, " out of range");
         if (axis < 0) axis += r;
         const Dims& s = x.shape();
-        const int dyn = dyn_of(x);
+        const int dyn = dyn_of(c, x);
         if (dyn > 1 || (dyn == 1 && axis == 0)) unsupported(c, "flattening the batch dimension");
         int64_t outer = 1, inner = 1;
         for (int i = dyn; i < r; ++i) (i < axis ? outer : inner) *= s[static_cast<size_t>(i - dyn)];
@@ -568,7 +568,7 @@ std::map<std::string, Handler> make_handlers() {
             if (c.im.has_input(c, i)) v.push_back(c.im.in(c, i));
         CTK_CHECK(!v.empty(), ValueError, c.where, ": no inputs");
         for (const Variable& x : v)
-            if (dyn_of(x) != dyn_of(v[0]) || x.rank() != v[0].rank())
+            if (dyn_of(c, x) != dyn_of(c, v[0]) || x.rank() != v[0].rank())
                 unsupported(c, "operands of different ranks");
         const int a = static_axis(c, v[0], attr_i(c, "axis", 0));
         if (v.size() == 1) return {alias(v[0], c.name)};
@@ -576,7 +576,7 @@ std::map<std::string, Handler> make_handlers() {
     };
     h["Transpose"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable x = c.im.in(c, 0);
-        const int r = onnx_rank(x), dyn = dyn_of(x);
+        const int r = onnx_rank(c, x), dyn = dyn_of(c, x);
         Dims perm = attr_ints(c, "perm").value_or(Dims{});
         if (perm.empty())
             for (int i = r - 1; i >= 0; --i) perm.push_back(i);
@@ -657,7 +657,7 @@ std::map<std::string, Handler> make_handlers() {
         const Dims pads = c.im.const_ints(c, 1);
         double value = 0.0;
         if (auto t = c.im.const_value(c, 2); t && t->numel() > 0) value = t->to_vector<double>()[0];
-        const int r = onnx_rank(x), dyn = dyn_of(x);
+        const int r = onnx_rank(c, x), dyn = dyn_of(c, x);
         Dims axes;
         if (c.im.has_input(c, 3)) {
             axes = c.im.const_ints(c, 3);
@@ -705,9 +705,9 @@ std::map<std::string, Handler> make_handlers() {
         const DataType d = values->dtype();
         const DataType fd = is_floating(d) ? d : DataType::f64;
         const int64_t axis = attr_i(c, "axis", -1);
-        const int r = onnx_rank(idx) + 1;
+        const int r = onnx_rank(c, idx) + 1;
         CTK_CHECK(axis >= -r && axis < r, ValueError, c.where, ": axis out of range");
-        const int a = static_cast<int>(axis < 0 ? axis + r : axis) - dyn_of(idx);
+        const int a = static_cast<int>(axis < 0 ? axis + r : axis) - dyn_of(c, idx);
         if (a < 0) unsupported(c, "the batch dimension");
         Variable oh = one_hot(cast(idx, fd), depth[0], false, a);
         Variable y = plus(element_times(oh, constant(v[1] - v[0], fd)), constant(v[0], fd));
@@ -731,7 +731,7 @@ std::map<std::string, Handler> make_handlers() {
     };
     h["Expand"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable x = c.im.in(c, 0);
-        if (dyn_of(x) != 0) unsupported(c, "Expand of a batched value");
+        if (dyn_of(c, x) != 0) unsupported(c, "Expand of a batched value");
         const Dims shape = c.im.const_ints(c, 1);
         Shape out = broadcast_shapes(Shape(x.shape()), Shape(shape), "Expand");
         const DataType d = x.dtype();

@@ -190,10 +190,10 @@ TEST(OnnxRoundTrip, Ops) {
 
 TEST(OnnxRoundTrip, UnsupportedOpNamesOpAndFunction) {
     Variable x = sequence_input_variable({3}, DataType::f32, false, false, Axis::default_dynamic_axis(), "x");
-    FunctionPtr f = sequence::past_value(x, {}, 1, "delayed");
+    FunctionPtr f = sequence::past_value(x, {}, 2, "delayed");  // offset 1 exports as Scan
     try {
         save_onnx_model(f, test::temp_dir("onnx_unsupported") + "/m.onnx");
-        FAIL() << "past_value should not export";
+        FAIL() << "past_value with offset 2 should not export";
     } catch (const NotImplementedError& e) {
         EXPECT_NE(std::string(e.what()).find("past_value"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("delayed"), std::string::npos) << e.what();
@@ -304,7 +304,7 @@ TEST(OnnxSequence, SequenceOpsAreNotExported) {
         sequence_input_variable({2, 6, 6}, DataType::f32, false, false, Axis::default_dynamic_axis(), "x");
     const std::string dir = test::temp_dir("onnx_seq_ops");
     for (const FunctionPtr& f :
-         {sequence::past_value(x, {}, 1, "delayed"), sequence::reduce_sum(x, "total")}) {
+         {sequence::past_value(x, {}, 2, "delayed"), sequence::reduce_sum(x, "total")}) {
         try {
             save_onnx_model(f, dir + "/m.onnx");
             ADD_FAILURE() << f->to_string() << " should not export";
