@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "ctk/error.h"
 #include "ctk/function.h"
 
 namespace ctk::detail::onnx_io {
@@ -24,6 +25,14 @@ int32_t onnx_of_dtype(DataType dtype);
 // allocated; external data is refused. Throws IOError naming `where`.
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where);
 void tensor_to_proto(const Tensor& value, const std::string& name, onnx::TensorProto& out);
+
+// a * b for dims and element counts, which a hostile file can make overflow: throws ShapeError naming
+// `where` instead.
+inline int64_t checked_mul(int64_t a, int64_t b, const std::string& where) {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) throw ShapeError(where + ": dimension product overflows");
+    return r;
+}
 
 // The graph of a model: export builds a ModelProto, import reads one.
 void export_model(const FunctionPtr& model, onnx::ModelProto& out);

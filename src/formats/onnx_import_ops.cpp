@@ -195,8 +195,8 @@ Dims static_shape_after_reshape(NodeCtx& c, const Variable& x, Dims target, bool
             for (size_t i = 1; i < target.size(); ++i)
                 if (target[i] == -1) unsupported(c, "a reshape that moves the batch dimension");
             int64_t have = 1, want = 1;
-            for (int64_t d : xs) have *= d;
-            for (size_t i = 1; i < target.size(); ++i) want *= target[i];
+            for (int64_t d : xs) have = checked_mul(have, d, c.where);
+            for (size_t i = 1; i < target.size(); ++i) want = checked_mul(want, target[i], c.where);
             if (have != want) unsupported(c, "a reshape that moves the batch dimension");
         } else if (target[0] != 0) {
             unsupported(c, "a reshape that moves the batch dimension");
@@ -226,7 +226,7 @@ Dims resolve_free_dim(const NodeCtx& c, Dims target, int64_t numel) {
             continue;
         }
         if (target[i] < 0) unsupported(c, "a shape with several -1 dims");
-        known *= target[i];
+        known = checked_mul(known, target[i], c.where);
     }
     if (free >= 0) {
         CTK_CHECK(known > 0 && numel % known == 0, ShapeError, c.where, ": cannot reshape ", numel,
@@ -241,7 +241,7 @@ Dims resolve_free_dim(const NodeCtx& c, Dims target, int64_t numel) {
 
 int64_t numel_of(const Dims& d) {
     int64_t n = 1;
-    for (int64_t x : d) n *= x;
+    for (int64_t x : d) n = checked_mul(n, x, "reshape");
     return n;
 }
 
@@ -523,7 +523,10 @@ std::map<std::string, Handler> make_handlers() {
         const int dyn = dyn_of(c, x);
         if (dyn > 1 || (dyn == 1 && axis == 0)) unsupported(c, "flattening the batch dimension");
         int64_t outer = 1, inner = 1;
-        for (int i = dyn; i < r; ++i) (i < axis ? outer : inner) *= s[static_cast<size_t>(i - dyn)];
+        for (int i = dyn; i < r; ++i) {
+            int64_t& part = i < axis ? outer : inner;
+            part = checked_mul(part, s[static_cast<size_t>(i - dyn)], c.where);
+        }
         return {reshape_to(x, dyn == 1 ? Dims{inner} : Dims{outer, inner}, c.name)};
     };
     h["Reshape"] = reshape_node;

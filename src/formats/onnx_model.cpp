@@ -162,6 +162,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where) {
     constexpr int64_t kMaxElements = int64_t(1) << 40;
     for (int64_t d : t.dims()) {
         CTK_CHECK(d >= 0 && d <= kMaxElements, IOError, what, " has an invalid dim ", d);
+        CTK_CHECK(d == 0 || numel <= kMaxElements / d, IOError, what, " declares too many elements");
         numel *= d;
         CTK_CHECK(numel <= kMaxElements, IOError, what, " declares too many elements");
         dims.push_back(d);
