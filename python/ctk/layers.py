@@ -7,7 +7,8 @@ from ._ctk.layers import (identity, default_options, Dense, Convolution, Convolu
                           Convolution2D, Convolution3D, MaxPooling, AveragePooling, GlobalMaxPooling,
                           GlobalAveragePooling, Dropout, BatchNormalization, LayerNormalization, Embedding,
                           Activation, Stabilizer, Label, Sequential, ResNetBlock, SequentialClique, LSTM, GRU,
-                          RNNStep, _recurrence)
+                          RNNStep, _recurrence, ConvolutionTranspose, ConvolutionTranspose1D,
+                          ConvolutionTranspose2D, ConvolutionTranspose3D, MaxUnpooling)
 
 
 def For(what_range, constructor, name=''):
@@ -49,4 +50,5 @@ __all__ = ['identity', 'default_options', 'Dense', 'Convolution', 'Convolution1D
            'Convolution3D', 'MaxPooling', 'AveragePooling', 'GlobalMaxPooling', 'GlobalAveragePooling',
            'Dropout', 'BatchNormalization', 'LayerNormalization', 'Embedding', 'Activation', 'Stabilizer',
            'Label', 'Sequential', 'ResNetBlock', 'SequentialClique', 'For', 'LSTM', 'GRU', 'RNNStep',
-           'Recurrence', 'Fold']
+           'Recurrence', 'Fold', 'ConvolutionTranspose', 'ConvolutionTranspose1D', 'ConvolutionTranspose2D',
+           'ConvolutionTranspose3D', 'MaxUnpooling']

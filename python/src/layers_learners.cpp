@@ -237,6 +237,48 @@ void bind_layers_learners(py::module_& m) {
     conv("Convolution1D", &layers::Convolution1D);
     conv("Convolution2D", &layers::Convolution2D);
     conv("Convolution3D", &layers::Convolution3D);
+    for (int rank : {0, 1, 2, 3}) {
+        static const char* const kNames[] = {"ConvolutionTranspose", "ConvolutionTranspose1D",
+                                             "ConvolutionTranspose2D", "ConvolutionTranspose3D"};
+        const char* pyname = kNames[rank];
+        l.def(
+            pyname,
+            [rank, pyname](const py::object& filter_shape, int64_t num_filters, const py::object& activation,
+                           const py::object& init, const py::object& pad, const py::object& strides,
+                           const py::object& sharing, const py::object& bias, const py::object& init_bias,
+                           const py::object& output_shape, int64_t /*max_temp_mem_size_in_samples*/,
+                           int reduction_rank, const py::object& dilation, const std::string& name) {
+                CTK_CHECK(reduction_rank == 1, NotImplementedError, pyname, ": reduction_rank must be 1");
+                CTK_CHECK(sharing.is_none() || is_unset(sharing) || sharing.cast<bool>(), NotImplementedError,
+                          pyname, ": sharing=False is not supported");
+                const Dims filter = dims_arg(filter_shape);
+                CTK_CHECK(rank == 0 || static_cast<int>(filter.size()) == rank, ValueError, pyname,
+                          ": filter_shape must have ", rank, " dims, got ", dims_to_string(filter));
+                layers::ConvolutionOptions o;
+                o.activation = opt_activation(activation);
+                o.init = opt_init(init);
+                o.pad = opt<bool>(pad);
+                o.strides = dims_arg(strides);
+                o.bias = opt<bool>(bias);
+                o.init_bias = opt<double>(init_bias);
+                o.dilation = dims_arg(dilation);
+                o.name = name;
+                return layers::ConvolutionTranspose(filter, num_filters, o,
+                                                    output_shape.is_none() ? Dims{} : dims_arg(output_shape));
+            },
+            arg("filter_shape"), arg("num_filters"), arg("activation") = U, arg("init") = U, arg("pad") = U,
+            arg("strides") = 1, arg("sharing") = U, arg("bias") = U, arg("init_bias") = U,
+            arg("output_shape") = py::none(), arg("max_temp_mem_size_in_samples") = 0,
+            arg("reduction_rank") = 1, arg("dilation") = 1, arg("name") = "");
+    }
+    l.def(
+        "MaxUnpooling",
+        [](const py::object& filter_shape, const py::object& strides, const py::object& pad,
+           const std::string& name) {
+            return layers::MaxUnpooling(dims_arg(filter_shape), dims_arg(strides),
+                                        is_unset(pad) ? false : pad.cast<bool>(), name);
+        },
+        arg("filter_shape"), arg("strides") = 1, arg("pad") = U, arg("name") = "");
     for (const char* pyname : {"MaxPooling", "AveragePooling"}) {
         const bool is_max = std::string(pyname) == "MaxPooling";
         l.def(

@@ -84,3 +84,24 @@ def test_recurrent_layers(rng):
     np.testing.assert_allclose(got, np.array(want), rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError):
         C.layers.LSTM((4, 2))
+
+
+def test_convolution_transpose_and_max_unpooling(rng):
+    x = C.input_variable((2, 5, 5))
+    up = C.layers.ConvolutionTranspose2D((3, 3), 4, strides=2, pad=False)(x)
+    assert up.shape == (4, 11, 11)
+    data = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    assert up.eval({x: data}).shape == (1, 4, 11, 11)
+    y = C.input_variable((1, 4, 4))
+    pooled = C.layers.MaxPooling((2, 2), strides=2)(y)
+    unpooled = C.layers.MaxUnpooling((2, 2), strides=2)(pooled, y)
+    img = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    out = unpooled.eval({y: img})[0, 0]
+    # Each window's maximum (its bottom-right element here) keeps its value; the rest is 0.
+    want = np.zeros((4, 4), np.float32)
+    for i in (1, 3):
+        for j in (1, 3):
+            want[i, j] = img[0, 0, i, j]
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(ValueError):
+        C.layers.ConvolutionTranspose2D((3,), 4)
