@@ -88,5 +88,7 @@ void save_dictionary(const Dictionary& d, const std::string& path);
 Dictionary load_dictionary(const std::string& path);
 // Atomically replaces `path` with `bytes` (the same temporary-file-and-rename rule).
 void write_file_atomically(const std::string& path, const std::string& bytes);
+// The whole file's bytes; throws IOError naming the file when it cannot be opened or read.
+std::string read_file(const std::string& path);
 
 }  // namespace ctk

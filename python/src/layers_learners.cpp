@@ -153,6 +153,25 @@ TrainingParameterSchedule momentum_arg(const py::object& m, const py::kwargs& kw
 
 }  // namespace
 
+namespace {
+// The options CNTK's Convolution and ConvolutionTranspose layers share, from their Python arguments.
+layers::ConvolutionOptions conv_options(const py::object& activation, const py::object& init,
+                                        const py::object& pad, const py::object& strides,
+                                        const py::object& bias, const py::object& init_bias,
+                                        const py::object& dilation, const std::string& name) {
+    layers::ConvolutionOptions o;
+    o.activation = opt_activation(activation);
+    o.init = opt_init(init);
+    o.pad = opt<bool>(pad);
+    o.strides = dims_arg(strides);
+    o.bias = opt<bool>(bias);
+    o.init_bias = opt<double>(init_bias);
+    o.dilation = dims_arg(dilation);
+    o.name = name;
+    return o;
+}
+}  // namespace
+
 void bind_layers_learners(py::module_& m) {
     using py::arg;
     unset() = py::module_::import("builtins").attr("object")();
@@ -217,16 +236,9 @@ void bind_layers_learners(py::module_& m) {
                            const py::object& bias, const py::object& init_bias, int reduction_rank,
                            const py::object& dilation, int64_t groups, const std::string& name) {
                 CTK_CHECK(reduction_rank == 1, NotImplementedError, pyname, ": reduction_rank must be 1");
-                layers::ConvolutionOptions o;
-                o.activation = opt_activation(activation);
-                o.init = opt_init(init);
-                o.pad = opt<bool>(pad);
-                o.strides = dims_arg(strides);
-                o.bias = opt<bool>(bias);
-                o.init_bias = opt<double>(init_bias);
-                o.dilation = dims_arg(dilation);
+                layers::ConvolutionOptions o =
+                    conv_options(activation, init, pad, strides, bias, init_bias, dilation, name);
                 o.groups = groups;
-                o.name = name;
                 return make(dims_arg(filter_shape), num_filters, o);
             },
             arg("filter_shape"), arg("num_filters"), arg("activation") = U, arg("init") = U, arg("pad") = U,
@@ -254,17 +266,10 @@ void bind_layers_learners(py::module_& m) {
                 const Dims filter = dims_arg(filter_shape);
                 CTK_CHECK(rank == 0 || static_cast<int>(filter.size()) == rank, ValueError, pyname,
                           ": filter_shape must have ", rank, " dims, got ", dims_to_string(filter));
-                layers::ConvolutionOptions o;
-                o.activation = opt_activation(activation);
-                o.init = opt_init(init);
-                o.pad = opt<bool>(pad);
-                o.strides = dims_arg(strides);
-                o.bias = opt<bool>(bias);
-                o.init_bias = opt<double>(init_bias);
-                o.dilation = dims_arg(dilation);
-                o.name = name;
-                return layers::ConvolutionTranspose(filter, num_filters, o,
-                                                    output_shape.is_none() ? Dims{} : dims_arg(output_shape));
+                return layers::ConvolutionTranspose(
+                    filter, num_filters,
+                    conv_options(activation, init, pad, strides, bias, init_bias, dilation, name),
+                    output_shape.is_none() ? Dims{} : dims_arg(output_shape));
             },
             arg("filter_shape"), arg("num_filters"), arg("activation") = U, arg("init") = U, arg("pad") = U,
             arg("strides") = 1, arg("sharing") = U, arg("bias") = U, arg("init_bias") = U,

@@ -282,12 +282,17 @@ void save_dictionary(const Dictionary& d, const std::string& path) {
     write_file_atomically(path, serialize_dictionary(d));
 }
 
-Dictionary load_dictionary(const std::string& path) {
+std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     CTK_CHECK(in, IOError, "cannot open '", path, "' for reading");
     std::ostringstream ss;
     ss << in.rdbuf();
-    return deserialize_dictionary(ss.str(), path);
+    CTK_CHECK(!in.bad(), IOError, "error reading '", path, "'");
+    return ss.str();
+}
+
+Dictionary load_dictionary(const std::string& path) {
+    return deserialize_dictionary(read_file(path), path);
 }
 
 }  // namespace ctk

@@ -8,10 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <mutex>
-#include <sstream>
 
 #include "ctk/error.h"
 #include "ctk/model.h"
@@ -81,15 +79,6 @@ void walk_views(proto::Dictionary& d, Visit&& visit) {
     for (const auto& kv : d.data()) keys.push_back(kv.first);
     std::sort(keys.begin(), keys.end());
     for (const auto& k : keys) walk_views((*d.mutable_data())[k], visit);
-}
-
-std::string read_whole_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IOError("cannot open '" + path + "' for reading");
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (in.bad()) throw IOError("error reading '" + path + "'");
-    return s.str();
 }
 
 }  // namespace
@@ -164,7 +153,7 @@ proto::Dictionary parse_cntk_dictionary(const std::string& bytes, const std::str
 }
 
 proto::Dictionary read_cntk_dictionary_file(const std::string& path) {
-    return parse_cntk_dictionary(read_whole_file(path), "'" + path + "'");
+    return parse_cntk_dictionary(read_file(path), "'" + path + "'");
 }
 
 std::string serialize_cntk_dictionary(const proto::Dictionary& d, uint64_t large_threshold) {

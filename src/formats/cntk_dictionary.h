@@ -56,9 +56,9 @@ Tensor tensor_from_proto(const proto::NDArrayView& view, const std::string& wher
 void axis_to_proto(const Axis& axis, proto::Axis* out);
 Axis axis_from_proto(const proto::Axis& axis, const std::string& where);
 
-// ctk's Dictionary and CNTK's: ints become Int (-2^31..-1) or SizeT (the rest, as bits), doubles Double, tensors NDArrayView,
-// lists Vector. Back: Int and SizeT become ints (a SizeT above 2^63 keeps its bits), Float and Double
-// doubles, NDShape a list of its dims row-major, Axis a Dictionary {static_axis_idx, name,
+// ctk's Dictionary and CNTK's: ints become Int (-2^31..-1) or SizeT (the rest, as bits), doubles Double,
+// tensors NDArrayView, lists Vector. Back: Int and SizeT become ints (a SizeT above 2^63 keeps its bits),
+// Float and Double doubles, NDShape a list of its dims row-major, Axis a Dictionary {static_axis_idx, name,
 // is_ordered_dynamic_axis}, and a value of a type this version does not know None (as CNTK does).
 proto::Dictionary to_cntk_proto(const Dictionary& d);
 Dictionary from_cntk_proto(const proto::Dictionary& d, const std::string& where);

@@ -4,11 +4,10 @@
 #include "formats/cntk_v1_file.h"
 
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
+#include "ctk/dictionary.h"
 #include "ctk/error.h"
 
 namespace ctk::detail::cntk_v1 {
@@ -380,19 +379,10 @@ std::vector<size_t> read_group(ByteReader& r, const Network& net, const char* wh
     return out;
 }
 
-std::string read_whole_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) CTK_THROW(IOError, "cannot open CNTK v1 model '", path, "'");
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (in.bad()) CTK_THROW(IOError, "cannot read CNTK v1 model '", path, "'");
-    return s.str();
-}
-
 }  // namespace
 
 Network read_network(const std::string& path) {
-    ByteReader r(read_whole_file(path), path);
+    ByteReader r(read_file(path), path);
     Network net;
     net.path = path;
 

@@ -2,8 +2,6 @@
 // one forward/backward per step, learner updates, progress accounting and checkpoints.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_set>
 
 #include "ctk/graph_ops.h"
@@ -224,13 +222,6 @@ int64_t fnv1a64(const std::string& bytes) {
     for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
     return static_cast<int64_t>(h);
 }
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    CTK_CHECK(in.good(), IOError, "cannot open '", path, "'");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 // The saved values for `vars`, positionally, shapes checked (nothing is changed yet).
 std::vector<Tensor> checked_values(const std::vector<Variable>& vars, const std::vector<Variable>& saved,
                                    const char* what, const std::string& path) {
@@ -276,12 +267,12 @@ Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
               ": not a trainer checkpoint (no Learners or ExternalState)");
     CTK_CHECK(!d.contains("Version") || d.at("Version").as_int() <= 1, IOError, state_path,
               ": trainer checkpoint version ", d.at("Version").as_int(), " is newer than this ctk reads");
-    std::string model = read_bytes(path);
+    std::string model = read_file(path);
     if (d.contains("ctkModelChecksum") && fnv1a64(model) != d.at("ctkModelChecksum").as_int()) {
         // A save stopped between replacing the state and renaming the model: finish it.
         const std::string next = path + ".new";
         CTK_CHECK(std::filesystem::exists(next) &&
-                      fnv1a64(model = read_bytes(next)) == d.at("ctkModelChecksum").as_int(),
+                      fnv1a64(model = read_file(next)) == d.at("ctkModelChecksum").as_int(),
                   IOError, "checkpoint '", path, "' and '", state_path,
                   "' are from different saves and no whole newer model is left to finish the save");
         std::filesystem::rename(next, path);
