@@ -142,6 +142,18 @@ FunctionPtr batch_normalization(const Variable& x, const Variable& scale, const 
                                 double epsilon = 1e-5, const std::string& name = "");
 FunctionPtr dropout(const Variable& x, double dropout_rate = 0.0, uint64_t seed = kSentinelSeed,
                     const std::string& name = "");
+// CNTK's roipooling: for each region of interest, `operand`'s spatial plane [C, H, W] pooled (max or
+// average) into roi_output_shape [h, w]. rois is [R, 4] per sample: (x_min, y_min, x_max, y_max) in
+// input-image coordinates, mapped onto the feature map by spatial_scale. Output [R, C, h, w] per sample.
+FunctionPtr roipooling(const Variable& operand, const Variable& rois, PoolingType pooling_type,
+                       const Dims& roi_output_shape, double spatial_scale, const std::string& name = "");
+// CNTK's optimized_rnnstack in graph form: a stack of num_layers recurrent layers (recurrent_op "lstm",
+// "gru", "rnnTanh" or "rnnReLU"), optionally bidirectional, over a sequence, with all weights packed into
+// the one parameter `weights` in cuDNN's canonical order (its first dim inferred from the rest). Built
+// from slices of `weights`, times and past_value/future_value loops: it runs wherever the graph runs.
+FunctionPtr optimized_rnnstack(const Variable& operand, const Variable& weights, int64_t hidden_size,
+                               int64_t num_layers, bool bidirectional = false,
+                               const std::string& recurrent_op = "lstm", const std::string& name = "");
 
 // ---- random values (CNTK's cntk.random.uniform, normal, bernoulli, gumbel and *_like; C++ names as
 // CNTK's UniformRandom...): a fresh draw on every evaluation, from the Function's own Philox stream
@@ -163,6 +175,16 @@ FunctionPtr bernoulli_random_like(const Variable& x, double mean = 0.5, uint64_t
                                   const std::string& name = "");
 FunctionPtr gumbel_random_like(const Variable& x, double loc = 0.0, double scale = 1.0,
                                uint64_t seed = kSentinelSeed, const std::string& name = "");
+// CNTK's random_sample: num_samples class indices drawn from the unnormalised, non-negative weights
+// [C] (no dynamic axes), with or without replacement (allow_duplicates), as one-hot rows
+// [num_samples, C]. A fresh draw on every evaluation; no gradient.
+FunctionPtr random_sample(const Variable& weights, int64_t num_samples, bool allow_duplicates,
+                          uint64_t seed = kSentinelSeed, const std::string& name = "");
+// The expected number of times each class appears in such a draw: [C] (CNTK's
+// random_sample_inclusion_frequency; used to correct sampled losses).
+FunctionPtr random_sample_inclusion_frequency(const Variable& weights, int64_t num_samples,
+                                              bool allow_duplicates, uint64_t seed = kSentinelSeed,
+                                              const std::string& name = "");
 
 // ---- losses and metrics (per sample: the reduced static axis kept as dim 1, shape [1] for vectors) ----
 FunctionPtr squared_error(const Variable& output, const Variable& target, const std::string& name = "");
@@ -175,6 +197,28 @@ FunctionPtr binary_cross_entropy(const Variable& output, const Variable& target,
 FunctionPtr weighted_binary_cross_entropy(const Variable& output, const Variable& target,
                                           const Variable& weight, const std::string& name = "");
 FunctionPtr cosine_distance(const Variable& x, const Variable& y, const std::string& name = "");
+// CNTK's nce_loss (noise-contrastive estimation, a composite): weights [C, D], biases [C, 1] (or [C]),
+// inputs [D] and labels one-hot [C] per sample, noise_distribution [C] (a Constant of unnormalised
+// weights); num_samples noise classes are drawn per minibatch. Per-sample loss [1].
+FunctionPtr nce_loss(const Variable& weights, const Variable& biases, const Variable& inputs,
+                     const Variable& labels, const Variable& noise_distribution, int64_t num_samples = 32,
+                     bool allow_duplicates = true, uint64_t seed = kSentinelSeed, const std::string& name = "");
+// CNTK's ranking criteria over the samples of a minibatch grouped by `group` (a query id per sample,
+// shape [1]): output and gain are scores and relevance gains [1] per sample. lambda_rank's value is
+// the minibatch's summed NDCG-weighted pairwise loss and its gradient CNTK's lambdas; ndcg_at_1 is the
+// NDCG@1 summed over the groups (a metric: no gradient). Both are scalars without dynamic axes.
+FunctionPtr lambda_rank(const Variable& output, const Variable& gain, const Variable& group,
+                        const std::string& name = "");
+FunctionPtr ndcg_at_1(const Variable& output, const Variable& gain, const Variable& group,
+                      const std::string& name = "");
+// CNTK's edit_distance_error between two sequences of one-hot (or score) vectors, compared by their
+// argmax token per frame: the Levenshtein distance with the given penalties, divided by input_b's
+// length; squash_inputs merges repeated tokens first and tokens_to_ignore are dropped. A metric: no
+// gradient.
+FunctionPtr edit_distance_error(const Variable& input_a, const Variable& input_b,
+                                double substitution_penalty = 1.0, double deletion_penalty = 1.0,
+                                double insertion_penalty = 1.0, bool squash_inputs = false,
+                                const std::vector<int64_t>& tokens_to_ignore = {}, const std::string& name = "");
 
 // ---- sequences (CNTK's cntk.sequence; inputs need a sequence axis) ----
 // x [#] x [T, sample...] -> [#, new axis] x [sample...]; lengths ([#] x [] or [1]) default to T.

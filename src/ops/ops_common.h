@@ -62,6 +62,9 @@ void register_conv_ops(OpTable& t);
 void register_random_ops(OpTable& t);
 void register_plumbing_ops(OpTable& t);
 void register_sequence_ops(OpTable& t);
+void register_sampling_ops(OpTable& t);
+void register_ranking_ops(OpTable& t);
+void register_roipooling_ops(OpTable& t);
 
 struct OpTable {
     std::vector<OpDef> defs = std::vector<OpDef>(static_cast<size_t>(kNumPrimitiveOps));

@@ -88,6 +88,9 @@ std::vector<GraphCase> elementwise_graph_cases();
 std::vector<GraphCase> structure_graph_cases();  // times, reductions, shape ops, softmax, losses, ...
 std::vector<GraphCase> conv_graph_cases();
 std::vector<GraphCase> sequence_graph_cases();  // delays, recurrent loops, sequence.*
+std::vector<GraphCase> sampling_graph_cases();  // random_sample, inclusion frequency, nce_loss
+std::vector<GraphCase> ranking_graph_cases();   // lambda_rank, ndcg_at_1, edit_distance_error
+std::vector<GraphCase> roipooling_graph_cases(); // roipooling, optimized_rnnstack
 
 // Empty when the check passes, else what failed.
 std::string check_graph_forward(const GraphCase& c, DataType dtype);
