@@ -1,4 +1,4 @@
-// The CPU allocator: 64-byte aligned blocks with statistics, and a bounded cache of large blocks.
+// The CPU allocator: 64-byte aligned blocks with statistics, and a bounded cache of freed blocks.
 // Why a cache: glibc hands large freed blocks back to the kernel (munmap, or a heap trim), so a training
 // step that frees and reallocates the same activations pays a page fault per 4 KiB every step (~2 us
 // each here: a third of a ResNet convolution's time). Keeping freed blocks for reuse removes that, as
@@ -19,13 +19,14 @@ namespace ctk {
 
 namespace {
 
-// Blocks below this go straight to malloc, which keeps small blocks in its own free lists anyway. At
-// 256 KiB the MLP benchmark's 200 KB activations (64 x 784 floats) still faulted ~100 pages a step:
-// glibc trims freed heap tops above 128 KiB back to the kernel.
-constexpr size_t kCacheMinBytes = size_t(64) << 10;
+// Requests of this size and more round up to one of 8 classes per power of two (at most 12.5 % more
+// than asked), so a freed block serves every later request of its class exactly; smaller ones are
+// kept by their exact size in whole cache lines. Every size is cached: with the executor releasing
+// values by liveness, a steady training step then takes all its tensors from the cache and asks the
+// system for nothing (glibc also trims freed heap tops above 128 KiB back to the kernel, which cost the
+// MLP benchmark ~100 page faults a step before large blocks were cached).
+constexpr size_t kSizeClassMinBytes = size_t(4) << 10;
 
-// Large requests round up to one of 8 classes per power of two (at most 12.5 % more than asked), so a
-// freed block serves every later request of its class exactly.
 size_t size_class(size_t bytes) {
     size_t step = std::bit_floor(bytes) / 8;
     return (bytes + step - 1) / step * step;
@@ -52,7 +53,7 @@ public:
         size_t rounded = block_bytes(bytes);
         void* p = nullptr;
         if (rounded >= bytes) {  // else the rounding overflowed: an absurd request
-            if (rounded >= kCacheMinBytes) p = take_cached(rounded);  // small blocks are never cached
+            p = take_cached(rounded);
             if (!p) p = std::aligned_alloc(kCpuAlignment, rounded);
             if (!p && empty_cache_if_any()) p = std::aligned_alloc(kCpuAlignment, rounded);
         }
@@ -70,8 +71,7 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         stats_.bytes_in_use -= static_cast<int64_t>(bytes);
         ++stats_.num_frees;
-        if (rounded >= kCacheMinBytes &&
-            stats_.bytes_cached + static_cast<int64_t>(rounded) <= static_cast<int64_t>(cache_limit_)) {
+        if (stats_.bytes_cached + static_cast<int64_t>(rounded) <= static_cast<int64_t>(cache_limit_)) {
             free_blocks_[rounded].push_back(ptr);
             stats_.bytes_cached += static_cast<int64_t>(rounded);
         } else {
@@ -107,7 +107,7 @@ private:
     // cached sizes the size class. May wrap around for absurd requests; allocate() checks.
     static size_t block_bytes(size_t bytes) {
         size_t lines = std::max<size_t>((bytes + kCpuAlignment - 1) / kCpuAlignment, 1) * kCpuAlignment;
-        return lines >= kCacheMinBytes ? size_class(lines) : lines;
+        return lines >= kSizeClassMinBytes ? size_class(lines) : lines;
     }
 
     // A cached block of exactly `rounded` bytes, or null.

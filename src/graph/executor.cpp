@@ -3,6 +3,11 @@
 // gradients per value slot. Values not needed for backward are released after their last reader.
 #include "graph/executor.h"
 
+#include <atomic>
+#include <limits>
+#include <map>
+#include <mutex>
+
 #include "ctk/ops.h"
 
 namespace ctk {
@@ -43,6 +48,29 @@ int64_t bytes_of(const Value& v) {
     return v.defined() ? v.data().numel() * static_cast<int64_t>(v.data().element_size()) : 0;
 }
 
+std::atomic<bool> g_poison_unread{false};
+
+// One NaN element per dtype and device, shared by every released value.
+Tensor released_marker(DataType dtype, Device device) {
+    static std::mutex mutex;
+    static std::map<std::pair<int, std::string>, Tensor>* markers =
+        new std::map<std::pair<int, std::string>, Tensor>;
+    std::lock_guard<std::mutex> lock(mutex);
+    Tensor& m = (*markers)[{static_cast<int>(dtype), device.to_string()}];
+    if (!m.defined()) m = Tensor::full(Shape{}, std::numeric_limits<double>::quiet_NaN(), dtype, device);
+    return m;
+}
+
+// A value whose data backward never reads, released: its shape, dtype and layout stay (gradients are
+// shaped by them), its data is one shared NaN, so a rule that reads it anyway gives NaN, not garbage.
+Value released(const Value& v) {
+    const Tensor& d = v.data();
+    return Value(released_marker(d.dtype(), d.device()).broadcast_to(d.shape()), v.layout());
+}
+bool is_released(const Value& v) {
+    return v.defined() && v.data().shares_storage(released_marker(v.data().dtype(), v.data().device()));
+}
+
 // Runs the deferred side effects of a finished evaluation (assign), in execution order. Loops never
 // hold such steps (they are not frame-local).
 void commit_side_effects(const Plan& plan, const std::vector<std::vector<std::vector<Tensor>>>& saved) {
@@ -70,6 +98,13 @@ std::vector<Tensor> committed_leaf_values(const Plan& plan) {
 }
 
 }  // namespace
+
+void set_poison_unread_values(bool on) {
+    g_poison_unread = on;
+}
+bool poison_unread_values() {
+    return g_poison_unread;
+}
 
 }  // namespace detail
 
@@ -343,19 +378,25 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
             }
         }
         state->peak_bytes_ = std::max(state->peak_bytes_, live);
-        if (!keep_all)
-            for (size_t k = i; k < unit_end; ++k)
-                for (int s : plan.steps[k].in)
-                    if (plan.last_use[static_cast<size_t>(s)] == static_cast<int>(unit_end - 1) &&
-                        !is_requested[static_cast<size_t>(s)] &&
-                        plan.slot_vars[static_cast<size_t>(s)].is_output() &&
-                        values[static_cast<size_t>(s)].defined()) {
-                        live -= detail::bytes_of(values[static_cast<size_t>(s)]);
-                        values[static_cast<size_t>(s)] = Value();
-                    }
+        // Liveness: a computed value goes after its last forward reader, unless it was asked for or
+        // (when backward may follow) a backward rule reads it.
+        for (size_t k = i; k < unit_end; ++k)
+            for (int s : plan.steps[k].in) {
+                const size_t si = static_cast<size_t>(s);
+                Value& v = values[si];
+                if (plan.last_use[si] != static_cast<int>(unit_end - 1) || is_requested[si] ||
+                    !plan.slot_vars[si].is_output() || !v.defined() ||
+                    (keep_all && plan.read_by_backward[si]) || detail::is_released(v))
+                    continue;
+                live -= detail::bytes_of(v);
+                v = keep_all ? detail::released(v) : Value();
+            }
         i = unit_end;
     }
     for (auto& [v, value] : outputs) value = values[static_cast<size_t>(plan.slot(v))];
+    if (keep_all && detail::poison_unread_values())
+        for (size_t s = 0; s < values.size(); ++s)
+            if (!plan.read_by_backward[s] && values[s].defined()) values[s] = detail::released(values[s]);
     if (plan.has_side_effects) {
         // An output that is (a view of) a leaf about to be assigned keeps the value this evaluation saw.
         const std::vector<Tensor> overwritten = detail::committed_leaf_values(plan);
@@ -517,7 +558,7 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
     std::vector<Value> padded_zeroed(values.size());
     auto zero_padded = [&](int s) -> const Value& {
         const Value& v = values[static_cast<size_t>(s)];
-        if (!v.defined() || !v.has_layout() || !v.layout()->has_padding()) return v;
+        if (!v.defined() || !v.has_layout() || !v.layout()->has_padding() || detail::is_released(v)) return v;
         Value& z = padded_zeroed[static_cast<size_t>(s)];
         if (!z.defined()) z = Value(v.masked_data(0.0), v.layout());
         return z;

@@ -34,6 +34,7 @@ struct Plan {
     std::vector<int> leaves;                       // slots of inputs, parameters and constants
     std::vector<int> requested;                    // slots of the requested outputs
     std::vector<int> last_use;                     // per slot: the last step reading it (-1: none)
+    std::vector<bool> read_by_backward;            // per slot: some backward rule reads its value
     uint64_t generation = 0;                       // graph_generation() when built
     bool has_side_effects = false;                 // some step commits a side effect (assign)
     int slot(const Variable& v) const;             // -1 when the variable is not part of this plan
@@ -41,6 +42,12 @@ struct Plan {
 
 std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs);
 bool is_delay(PrimitiveOp op);
+
+// Test hook: a forward that keeps state for backward replaces every value backward does not read
+// (leaves and requested outputs too) with NaN, so that a backward rule reading a value its op did not
+// declare (OpDef::backward_reads) gives NaN gradients. Off by default; the graph harness turns it on.
+void set_poison_unread_values(bool on);
+bool poison_unread_values();
 
 // Bumped by every in-place graph edit (replace_placeholders): cached plans older than it are rebuilt.
 uint64_t graph_generation();

@@ -85,6 +85,13 @@ struct CommitContext {
     const std::string& where;
 };
 
+// What an op's backward reads: bit i for operand i (operands past 30 share bit 30), the top bit for
+// its outputs. Only shapes, dtypes and layouts of the rest.
+inline constexpr uint32_t kReadsNothing = 0, kReadsOutputs = 1u << 31, kReadsInputs = kReadsOutputs - 1;
+constexpr uint32_t reads_input(int i) {
+    return 1u << (i < 30 ? i : 30);
+}
+
 struct OpDef {
     const char* cntk_name = "";  // CNTK's op name, shown in Function::op_name
     int min_inputs = 1;
@@ -97,6 +104,11 @@ struct OpDef {
     bool frame_local = true;
     // Ops with a deferred side effect (assign): applies it once the evaluation is over (see CommitContext).
     void (*commit)(const CommitContext&) = nullptr;
+    // Which values `backward` reads (beyond their shapes, dtypes and layouts). A forward that keeps
+    // state for backward releases every other value after its last forward reader, so a training step
+    // holds only what the backward rules need (as PyTorch's saved tensors). Declared per op where its
+    // backward rule was checked; the graph harness verifies it by poisoning every value not declared.
+    uint32_t backward_reads = kReadsInputs | kReadsOutputs;
 };
 
 // A delay's initial state as one frame [N, 1, sample...] (a per-sequence [#] state, or a value that

@@ -245,6 +245,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
         plan->loops.push_back(loop);
     }
     plan->last_use.assign(plan->slot_vars.size(), -1);
+    plan->read_by_backward.assign(plan->slot_vars.size(), false);
     for (size_t i = 0; i < plan->steps.size(); ++i) {
         const Step& s = plan->steps[i];
         // A loop reads its operands until its last step has run.
@@ -254,6 +255,15 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
         for (int in : s.in)
             plan->last_use[static_cast<size_t>(in)] = std::max(plan->last_use[static_cast<size_t>(in)], last);
         plan->has_side_effects = plan->has_side_effects || s.def->commit != nullptr;
+        // A loop's backward reads every value of its steps frame by frame.
+        const uint32_t reads = s.loop >= 0                               ? kReadsInputs | kReadsOutputs
+                               : s.def->backward || is_delay(s.fn->op()) ? s.def->backward_reads
+                                                                         : kReadsNothing;
+        for (size_t j = 0; j < s.in.size(); ++j)
+            if (reads & reads_input(static_cast<int>(j)))
+                plan->read_by_backward[static_cast<size_t>(s.in[j])] = true;
+        if (reads & kReadsOutputs)
+            for (int out : s.out) plan->read_by_backward[static_cast<size_t>(out)] = true;
     }
     return plan;
 }

@@ -440,6 +440,7 @@ void backward_bn(BackwardContext& c) {
 
 void register_conv_ops(OpTable& t) {
     t.add(PrimitiveOp::convolution, OpDef{"Convolution", 2, 2, infer_conv, forward_conv, backward_conv});
+    t.backward_reads(PrimitiveOp::convolution, kReadsInputs);
     t.add(PrimitiveOp::convolution_transpose, OpDef{"ConvolutionTranspose", 2, 2, infer_conv_transpose,
                                                     forward_conv_transpose, backward_conv_transpose});
     t.add(PrimitiveOp::pooling, OpDef{"Pooling", 1, 1, infer_pool, forward_pool, backward_pool});

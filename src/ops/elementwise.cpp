@@ -201,23 +201,66 @@ bool differentiable(OpKind k) {
     }
 }
 
+// What each element-wise gradient reads (the kernels' unary_backward and backward_binary above):
+// x, y = f(x), both, or only shapes.
+uint32_t unary_backward_reads(OpKind k) {
+    switch (k) {
+        case OpKind::negate:
+        case OpKind::floor:
+        case OpKind::ceil:
+        case OpKind::round:
+        case OpKind::element_not:
+            return kReadsNothing;
+        case OpKind::sqrt:
+        case OpKind::exp:
+        case OpKind::tan:
+        case OpKind::tanh:
+        case OpKind::reciprocal:
+        case OpKind::sigmoid:
+        case OpKind::relu:
+            return kReadsOutputs;
+        case OpKind::elu:
+        case OpKind::selu:
+            return kReadsInputs | kReadsOutputs;
+        default:
+            return kReadsInputs;
+    }
+}
+uint32_t binary_backward_reads(OpKind k) {
+    switch (k) {
+        case OpKind::plus:
+        case OpKind::minus:
+            return kReadsNothing;
+        case OpKind::element_times:
+        case OpKind::element_max:
+        case OpKind::element_min:
+        case OpKind::param_relu:
+            return kReadsInputs;
+        default:
+            return kReadsInputs | kReadsOutputs;
+    }
+}
+
 }  // namespace
 
 void register_elementwise_ops(OpTable& t) {
 #define CTK_REGISTER_UNARY(name, attrs)                                                     \
     t.add(PrimitiveOp::name,                                                                \
           OpDef{cntk_name_of(OpKind::name), 1, 1, infer_unary, forward_unary<OpKind::name>, \
-                differentiable(OpKind::name) ? backward_unary<OpKind::name> : nullptr});
+                differentiable(OpKind::name) ? backward_unary<OpKind::name> : nullptr});    \
+    t.backward_reads(PrimitiveOp::name, unary_backward_reads(OpKind::name));
     CTK_UNARY_OPS(CTK_REGISTER_UNARY)
 #undef CTK_REGISTER_UNARY
 #define CTK_REGISTER_BINARY(name, attrs)                                                         \
     t.add(PrimitiveOp::name,                                                                     \
           OpDef{cntk_name_of(OpKind::name), 2, 2, infer_broadcast, forward_binary<OpKind::name>, \
-                differentiable(OpKind::name) ? backward_binary<OpKind::name> : nullptr});
+                differentiable(OpKind::name) ? backward_binary<OpKind::name> : nullptr});        \
+    t.backward_reads(PrimitiveOp::name, binary_backward_reads(OpKind::name));
     CTK_BINARY_OPS(CTK_REGISTER_BINARY)
 #undef CTK_REGISTER_BINARY
     t.add(PrimitiveOp::element_select,
           OpDef{"Select", 3, 3, infer_broadcast, forward_select, backward_select});
+    t.backward_reads(PrimitiveOp::element_select, reads_input(0));  // the condition
 }
 
 }  // namespace detail

@@ -73,6 +73,10 @@ struct OpTable {
         defs[static_cast<size_t>(op)] = def;
         present[static_cast<size_t>(op)] = true;
     }
+    // Declares what op's backward reads (kReadsInputs | kReadsOutputs, or kReadsNothing: shapes only).
+    void backward_reads(PrimitiveOp op, uint32_t reads) {
+        defs[static_cast<size_t>(op)].backward_reads = reads;
+    }
 };
 
 }  // namespace ctk::detail

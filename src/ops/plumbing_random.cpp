@@ -123,6 +123,7 @@ void forward_random(ForwardContext& c) {
 void register_plumbing_ops(OpTable& t) {
     t.add(PrimitiveOp::stop_gradient, OpDef{"StopGradient", 1, 1, infer_identity, forward_identity, nullptr});
     t.add(PrimitiveOp::pass, OpDef{"Pass", 1, 1, infer_identity, forward_identity, backward_identity});
+    t.backward_reads(PrimitiveOp::pass, kReadsNothing);
     // Not frame-local: a recurrent loop runs it per frame, and ref would take every frame's value.
     t.add(PrimitiveOp::assign,
           OpDef{"Assign", 2, 2, infer_assign, forward_assign, backward_assign, false, commit_assign});
@@ -130,6 +131,7 @@ void register_plumbing_ops(OpTable& t) {
 
 void register_random_ops(OpTable& t) {
     t.add(PrimitiveOp::dropout, OpDef{"Dropout", 1, 1, infer_identity, forward_dropout, backward_dropout});
+    t.backward_reads(PrimitiveOp::dropout, kReadsNothing);  // its mask is saved
     t.add(PrimitiveOp::random_distribution,
           OpDef{"RandomDistribution", 0, 1, infer_random, forward_random, nullptr});
 }

@@ -390,6 +390,10 @@ void register_shape_ops(OpTable& t) {
     t.add(PrimitiveOp::one_hot, OpDef{"OneHot", 1, 1, infer_one_hot, forward_one_hot, nullptr});
     t.add(PrimitiveOp::top_k, OpDef{"TopK", 1, 1, infer_top_k, forward_top_k, backward_top_k});
     t.add(PrimitiveOp::cast, OpDef{"Cast", 1, 1, infer_cast, forward_cast, backward_cast});
+    // Their gradients move dy into the operand's shape: only shapes are read.
+    for (PrimitiveOp op : {PrimitiveOp::reshape, PrimitiveOp::slice, PrimitiveOp::splice,
+                           PrimitiveOp::transpose, PrimitiveOp::pad, PrimitiveOp::cast})
+        t.backward_reads(op, kReadsNothing);
 }
 
 }  // namespace detail

@@ -254,11 +254,15 @@ void register_softmax_ops(OpTable& t) {
                 backward_softmax<PrimitiveOp::log_softmax>});
     t.add(PrimitiveOp::hardmax,
           OpDef{"Hardmax", 1, 1, infer_softmax, forward_softmax<PrimitiveOp::hardmax>, nullptr});
+    t.backward_reads(PrimitiveOp::softmax, kReadsOutputs);
+    t.backward_reads(PrimitiveOp::log_softmax, kReadsOutputs);
 }
 
 void register_loss_ops(OpTable& t) {
     t.add(PrimitiveOp::cross_entropy_with_softmax,
           OpDef{"CrossEntropyWithSoftmax", 2, 2, infer_ce, forward_ce, backward_ce});
+    t.backward_reads(PrimitiveOp::cross_entropy_with_softmax,
+                     reads_input(1));  // the logits' log_softmax is saved
     t.add(PrimitiveOp::classification_error,
           OpDef{"ClassificationError", 2, 2, infer_error, forward_error, nullptr});
     t.add(PrimitiveOp::squared_error,

@@ -124,8 +124,10 @@ void backward_times_transpose(BackwardContext& c) {
 
 void register_times_ops(OpTable& t) {
     t.add(PrimitiveOp::times, OpDef{"Times", 2, 2, infer_times, forward_times, backward_times});
+    t.backward_reads(PrimitiveOp::times, kReadsInputs);
     t.add(PrimitiveOp::transpose_times, OpDef{"TransposeTimes", 2, 2, infer_times_transpose,
                                               forward_times_transpose, backward_times_transpose});
+    t.backward_reads(PrimitiveOp::transpose_times, kReadsInputs);
 }
 
 }  // namespace detail

@@ -1,4 +1,4 @@
-// The CPU allocator: alignment, statistics, and its cache of large freed blocks.
+// The CPU allocator: alignment, statistics, and its cache of freed blocks.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -45,7 +45,7 @@ TEST(Storage, HugeAllocationFailsCleanly) {
     EXPECT_THROW(Tensor::empty(Shape{int64_t(1) << 50}), OutOfMemoryError);
 }
 
-// The cache of large freed blocks. Each test sets its own limit and restores the process's afterwards.
+// The cache of freed blocks. Each test sets its own limit and restores the process's afterwards.
 class CpuCache : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -93,9 +93,17 @@ TEST_F(CpuCache, NearbySizesShareAClass) {
     EXPECT_NE(bigger.raw_data(), first);
 }
 
-TEST_F(CpuCache, SmallBlocksAreNotCached) {
-    { Tensor t = Tensor::empty(Shape{1024}); }
-    EXPECT_EQ(cpu_allocator().stats().bytes_cached, 0);
+TEST_F(CpuCache, SmallBlocksAreCachedByExactLineCount) {
+    const void* first = nullptr;
+    {
+        Tensor t = Tensor::empty(Shape{1000});  // 4000 bytes: 63 cache lines
+        first = t.raw_data();
+    }
+    EXPECT_EQ(cpu_allocator().stats().bytes_cached, 63 * 64);
+    Tensor other = Tensor::empty(Shape{1024});  // 64 lines: a different block
+    EXPECT_NE(other.raw_data(), first);
+    Tensor again = Tensor::empty(Shape{995});  // 3980 bytes: 63 lines again
+    EXPECT_EQ(again.raw_data(), first);
 }
 
 TEST_F(CpuCache, LimitBoundsTheCache) {

@@ -1,6 +1,8 @@
 // The graph op harness runner (see graph_harness.h).
 #include "graph/graph_harness.h"
 
+#include "graph/executor.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -152,6 +154,12 @@ std::string check_graph_gradient(const GraphCase& c) {
             if (c.slots[i].differentiable) wrt.push_back(b.vars[i]);
         if (wrt.empty()) return "";
         ValueMap outs{{b.out, Value()}};
+        // Every value no backward rule declares it reads becomes NaN before backward runs: an op that
+        // reads more than its OpDef::backward_reads says fails here rather than in a training step.
+        struct Poison {
+            Poison() { detail::set_poison_unread_values(true); }
+            ~Poison() { detail::set_poison_unread_values(false); }
+        } poison;
         auto state = b.f->forward(arguments(c, b, DataType::f64, data), outs, {b.out}, c.training);
         ValueMap grads = b.f->backward(*state, {{b.out, Value(r, outs.at(b.out).layout())}}, wrt);
         for (size_t i = 0; i < c.slots.size(); ++i) {

@@ -486,3 +486,36 @@ TEST(Assign, ErrorsNameTheFunctionAndShapes) {
     assign(r, p);
     EXPECT_EQ(r.shape(), (Dims{3}));
 }
+
+// A forward that keeps state for backward holds only what the backward rules read: times keeps its
+// operands, plus (a bias) keeps nothing, relu keeps its output. So of x W1 -> + b1 -> relu -> W2 ->
+// + b2 -> relu, the two times outputs and the two plus outputs go as soon as they are read.
+TEST(Liveness, TrainingForwardKeepsOnlyWhatBackwardReads) {
+    const int64_t n = 64, d = 256;
+    Variable x = input_variable({d}, DataType::f32);
+    Variable w1 = parameter({d, d}), w2 = parameter({d, d});
+    Variable b1 = parameter({d}, constant_initializer(0.1)), b2 = parameter({d}, constant_initializer(0.1));
+    FunctionPtr t1 = times(x, w1), p1 = plus(t1, b1), h1 = relu(p1);
+    FunctionPtr t2 = times(h1, w2), p2 = plus(t2, b2), h2 = relu(p2);
+    FunctionPtr loss = reduce_sum(h2);
+    Tensor xv = Tensor::empty(Shape{n, d});
+    Generator(3).uniform(xv, -1.0, 1.0);
+    const int64_t act = n * d * 4;
+
+    ValueMap outs{{loss->output(), Value()}};
+    auto state = loss->forward({{x, Value(xv)}}, outs, {loss->output()}, true);
+    // Live at once at most: relu1's output, times2's and plus2's outputs (then relu2's replaces times2's).
+    EXPECT_LE(state->peak_bytes(), 3 * act + 1024);
+    EXPECT_GE(state->peak_bytes(), 3 * act);
+    Tensor ones = Tensor::ones(outs.at(loss->output()).data().shape());
+    ValueMap g = loss->backward(*state, {{loss->output(), Value(ones)}}, {w1, w2, b1, b2});
+
+    // The same gradients as from a graph whose every intermediate value is asked for (and so kept).
+    ValueMap all{{loss->output(), Value()}};
+    for (const FunctionPtr& f : {t1, p1, h1, t2, p2, h2}) all.emplace(f->output(), Value());
+    auto kept = loss->forward({{x, Value(xv)}}, all, {loss->output()}, true);
+    EXPECT_GE(kept->peak_bytes(), 6 * act);
+    ValueMap g2 = loss->backward(*kept, {{loss->output(), Value(ones)}}, {w1, w2, b1, b2});
+    for (const Variable& p : std::vector<Variable>{w1, w2, b1, b2})
+        EXPECT_EQ(reduce_max(ctk::abs(minus(g.at(p).data(), g2.at(p).data()))).item(), 0.0) << p.to_string();
+}

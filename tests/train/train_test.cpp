@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ctk/layers.h"
+#include "ctk/rng.h"
 #include "ctk/model.h"
 #include "ctk/train.h"
 
@@ -599,6 +600,55 @@ TEST(TrainingSession, BadDataStopsWithFileLineColumnAndKeepsTheCheckpoint) {
     EXPECT_GE(fresh.trainer->total_number_of_samples_seen(), 48);
     EXPECT_TRUE(external.contains("TrainingMinibatchSource"));
     fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ctk
+
+namespace ctk {
+namespace {
+
+// After the first steps (which create the learners' state and fill the allocator's cache), a training
+// step of a ConvNet takes every tensor from the cache: it asks the system for no memory.
+TEST(Trainer, SteadyStateStepAllocatesNothingNew) {
+    Allocator& a = cpu_allocator();
+    const size_t saved_limit = a.cache_limit();
+    a.set_cache_limit(size_t(1) << 30);  // 0 in sanitizer builds
+    {
+        Variable x = input_variable({1, 12, 12}, DataType::f32);
+        Variable y = input_variable({10}, DataType::f32);
+        FunctionPtr z;
+        {
+            using namespace layers;
+            default_options options({.activation = ActivationFn([](const Variable& v) { return relu(v); })});
+            ConvolutionOptions same;
+            same.pad = true;
+            FunctionPtr c1 = call(Convolution2D({3, 3}, 8, same), x);
+            FunctionPtr p1 = call(MaxPooling({2, 2}, {2, 2}), c1);
+            FunctionPtr f = call(Dense({32}), p1);
+            FunctionPtr d = call(Dropout(0.5), f);
+            z = call(Dense({10}, ActivationFn()), d);
+        }
+        FunctionPtr loss = cross_entropy_with_softmax(z, y);
+        FunctionPtr metric = classification_error(z, y);
+        auto learner = adam(z->parameters(), learning_parameter_schedule(0.01), momentum_schedule(0.9));
+        Trainer t(z, loss, metric, {learner});
+        Tensor xv = Tensor::empty(Shape{16, 1, 12, 12}), yv = Tensor::zeros(Shape{16, 10});
+        Generator(5).uniform(xv, 0.0, 1.0);
+        for (int64_t i = 0; i < 16; ++i) yv.set({i, i % 10}, 1.0);
+        MinibatchArguments mb{{x, Value(xv)}, {y, Value(yv)}};
+        for (int step = 0; step < 3; ++step) t.train_minibatch(mb);
+        const AllocatorStats before = a.stats();
+        for (int step = 0; step < 5; ++step) t.train_minibatch(mb);
+        const AllocatorStats after = a.stats();
+        const int64_t allocations = after.num_allocations - before.num_allocations;
+        const int64_t from_cache = after.num_cache_hits - before.num_cache_hits;
+        EXPECT_GT(allocations, 0);
+        EXPECT_EQ(allocations, from_cache) << "of " << allocations << " allocations in 5 steady steps, "
+                                           << allocations - from_cache << " went to the system";
+        EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);  // nothing accumulates from step to step
+    }
+    a.set_cache_limit(saved_limit);
 }
 
 }  // namespace

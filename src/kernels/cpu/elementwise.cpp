@@ -196,8 +196,8 @@ void unary_backward_kernel(const KernelCall& call) {
             return grad_loop<T>(call, [](C, C y, C g) { return -y * y * g; });
         case OpKind::sigmoid:
             return grad_loop<T>(call, [=](C, C y, C g) { return y * (one - y) * g; });
-        case OpKind::relu:
-            return grad_loop<T>(call, [=](C x, C, C g) { return x > zero ? g : zero; });
+        case OpKind::relu:  // from y (y > 0 exactly where x > 0), so that a training step may free x
+            return grad_loop<T>(call, [=](C, C y, C g) { return y > zero ? g : zero; });
         case OpKind::elu:
             return grad_loop<T>(call, [=](C x, C y, C g) { return x > zero ? g : (y + alpha) * g; });
         case OpKind::selu:

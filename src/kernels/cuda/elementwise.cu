@@ -136,8 +136,8 @@ __device__ __forceinline__ C unary_grad(OpKind op, C x, C y, C g, C alpha, C bet
             return -y * y * g;
         case OpKind::sigmoid:
             return y * (one - y) * g;
-        case OpKind::relu:
-            return x > zero ? g : zero;
+        case OpKind::relu:  // from y, as the CPU kernel
+            return y > zero ? g : zero;
         case OpKind::elu:
             return x > zero ? g : (y + alpha) * g;
         case OpKind::selu:
