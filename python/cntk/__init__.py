@@ -5,10 +5,11 @@ import sys
 import ctk
 from ctk import *  # noqa: F401,F403
 from ctk import (ops, layers, learners, losses, metrics, initializer, io, train, logging,  # noqa: F401
-                 cntk_py, device, sequence, random, debugging, __version__)
+                 cntk_py, device, sequence, random, debugging, core, __version__)
 
 for _name in ('ops', 'ops.sequence', 'ops.functions', 'layers', 'learners', 'losses', 'metrics', 'initializer',
-              'io', 'train', 'logging', 'cntk_py', 'device', 'train.training_session', 'random', 'debugging'):
+              'io', 'train', 'logging', 'cntk_py', 'device', 'train.training_session', 'random', 'debugging',
+              'core'):
     sys.modules['cntk.' + _name] = sys.modules['ctk.' + _name]
 sys.modules['cntk.sequence'] = sys.modules['ctk.ops.sequence']
 del _name

@@ -7,7 +7,7 @@ this one under CNTK's module paths.
 """
 from ._ctk import __version__
 from . import (ops, layers, learners, losses, metrics, initializer, io, train, logging, cntk_py, device,
-               random, debugging)
+               random, debugging, core)
 from .ops import *  # noqa: F401,F403  (CNTK's top level holds every op)
 from .ops import sequence
 from .learners import *  # noqa: F401,F403
@@ -15,6 +15,6 @@ from .losses import *  # noqa: F401,F403
 from .metrics import *  # noqa: F401,F403
 from .initializer import *  # noqa: F401,F403
 from .train import *  # noqa: F401,F403
-from ._ctk import Value, set_fixed_random_seed, set_num_threads, num_threads  # noqa: F401
+from ._ctk import Value, NDArrayView, set_fixed_random_seed, set_num_threads, num_threads  # noqa: F401
 import sys as _sys
 _sys.modules[__name__ + '.train.training_session'] = train  # CNTK: from cntk.train.training_session import *

@@ -104,7 +104,15 @@ Value value_for(const Variable& var, const py::handle& data) {
         const std::string stream = var.name().empty() ? var.uid() : var.name();
         return bind_minibatch({{stream, data.cast<const MinibatchData&>()}}, {{var, stream}}).at(var);
     }
-    if (py::isinstance<Value>(data)) return data.cast<Value>();
+    if (py::isinstance<Value>(data)) {
+        Value v = data.cast<Value>();
+        // Sequences of one frame each (what Value.one_hot makes from single indices) feed a variable
+        // without a sequence axis as a plain batch, as in CNTK.
+        if (v.has_layout() && !var.has_sequence_axis() && v.layout()->max_length() == 1 &&
+            !v.layout()->has_padding())
+            return Value(v.data().select(1, 0));
+        return v;
+    }
     const DataType dtype = var.dtype();
     const int sample_rank = var.rank();
     if (var.has_sequence_axis()) {

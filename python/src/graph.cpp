@@ -42,6 +42,56 @@ py::tuple shape_tuple(const Dims& dims) {
     return t;
 }
 
+// ctk's Python package computes on the CPU (cntk.device says so); a GPU device is refused clearly.
+void check_cpu_device(const py::object& device) {
+    if (device.is_none()) return;
+    CTK_CHECK(py::hasattr(device, "type") && device.attr("type")().cast<int>() == 0, ValueError, "device ",
+              std::string(py::str(device)), ": ctk's Python package computes on the CPU for now");
+}
+
+// CNTK's seq_starts: False marks a sequence continuing from the previous minibatch, which ctk's values
+// do not carry; all True (or None) is the only kind accepted.
+void check_seq_starts(const py::object& seq_starts) {
+    if (seq_starts.is_none()) return;
+    for (const py::handle& b : seq_starts)
+        CTK_CHECK(b.cast<bool>(), ValueError,
+                  "seq_starts: a sequence continuing the previous minibatch (False) is not supported; "
+                  "pass whole sequences");
+}
+
+// CNTK's Value.one_hot: `batch` is a list of sequences, each a list of class indices, and becomes a
+// Value of one-hot rows [length, num_classes] per sequence (dense: ctk has no sparse storage).
+Value one_hot_value(const py::object& batch, const py::object& num_classes, const py::object& dtype,
+                    const py::object& device) {
+    check_cpu_device(device);
+    Dims classes = to_dims(num_classes);
+    CTK_CHECK(classes.size() == 1 && classes[0] > 0, ValueError,
+              "Value.one_hot: num_classes must be a positive ", "number (or a one-element shape), got ",
+              std::string(py::str(num_classes)));
+    const int64_t c = classes[0];
+    const DataType dt = dtype.is_none() ? DataType::f32 : dtype_from_python(dtype);
+    std::vector<Tensor> sequences;
+    int64_t i = 0;
+    for (const py::handle& seq : batch) {
+        std::vector<int64_t> idx;
+        if (py::isinstance<py::int_>(seq)) {
+            idx.push_back(seq.cast<int64_t>());  // a bare index: a sequence of one
+        } else {
+            for (const py::handle& k : seq) idx.push_back(k.cast<int64_t>());
+        }
+        Tensor rows = Tensor::zeros(Shape{static_cast<int64_t>(idx.size()), c}, DataType::f64);
+        for (size_t j = 0; j < idx.size(); ++j) {
+            CTK_CHECK(idx[j] >= 0 && idx[j] < c, ValueError, "Value.one_hot: index ", idx[j], " at position ",
+                      j, " of sequence ", i, " is outside [0, ", c, ")");
+            rows.set({static_cast<int64_t>(j), idx[j]}, 1.0);
+        }
+        sequences.push_back(rows.to(dt));
+        ++i;
+    }
+    CTK_CHECK(!sequences.empty(), ValueError, "Value.one_hot: the batch is empty");
+    return Value::from_sequences(sequences);
+}
+
 // The dtype of whichever operand is a graph node (CNTK's sanitize_multi_var_inputs).
 DataType common_dtype(const py::handle& a, const py::handle& b) {
     for (const py::handle& h : {a, b}) {
@@ -183,25 +233,125 @@ void bind_graph(py::module_& m) {
         .def("__repr__", &Axis::to_string);
     py::implicitly_convertible<py::int_, Axis>();
 
-    // ---- Value ----
+    // ---- NDArrayView: a dense tensor (CNTK's NDArrayView; ctk keeps no sparse storage) ----
+    py::class_<Tensor>(m, "NDArrayView")
+        .def(py::init([](const py::object& shape, const py::object& data_type, const py::object& device) {
+                 check_cpu_device(device);
+                 return Tensor::zeros(Shape(to_dims(shape)),
+                                      data_type.is_none() ? DataType::f32 : dtype_from_python(data_type));
+             }),
+             py::arg("shape"), py::arg("data_type") = py::none(), py::arg("device") = py::none())
+        .def_static(
+            "from_dense",
+            [](const py::handle& np_array, const py::object& device, bool, bool borrow) {
+                check_cpu_device(device);
+                Tensor t = tensor_from_numpy(np_array);
+                return borrow ? t : t.clone();  // CNTK copies unless asked to borrow
+            },
+            py::arg("np_array"), py::arg("device") = py::none(), py::arg("read_only") = false,
+            py::arg("borrow") = false)
+        .def_static(
+            "from_data",
+            [](const py::handle& data, const py::object& device, bool, bool borrow) {
+                check_cpu_device(device);
+                if (py::isinstance<Tensor>(data)) return data.cast<Tensor>();
+                Tensor t = tensor_from_numpy(data);
+                return borrow ? t : t.clone();
+            },
+            py::arg("data"), py::arg("device") = py::none(), py::arg("read_only") = false,
+            py::arg("borrow") = false)
+        .def_property_readonly("shape", [](const Tensor& t) { return shape_tuple(t.shape().dims()); })
+        .def_property_readonly("dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); })
+        .def_property_readonly("is_sparse", [](const Tensor&) { return false; })
+        .def("asarray", [](const Tensor& t) { return numpy_from_tensor(t); })
+        .def("to_ndarray", [](const Tensor& t) { return numpy_from_tensor(t); })
+        .def("__repr__", [](const Tensor& t) { return "NDArrayView(" + t.to_string() + ")"; });
+
+    // ---- Value: a minibatch's data, and its sequence layout ----
     py::class_<Value>(m, "Value")
-        .def(py::init([](const py::handle& data) { return Value(tensor_from_numpy(data)); }),
-             py::arg("batch"))
+        .def(
+            py::init([](const py::object& shape, const py::object& dtype, const py::object& batch,
+                        const py::object& seq_starts, const py::object& device, const py::object& data) {
+                check_cpu_device(device);
+                check_seq_starts(seq_starts);
+                std::optional<DataType> dt;
+                if (!dtype.is_none()) dt = dtype_from_python(dtype);
+                Value v;
+                if (!data.is_none()) {
+                    v = Value(py::isinstance<Tensor>(data) ? data.cast<Tensor>()
+                                                           : tensor_from_numpy(data, dt));
+                } else if (!batch.is_none()) {
+                    if (py::isinstance<py::list>(batch) || py::isinstance<py::tuple>(batch)) {
+                        std::vector<Tensor> sequences;  // CNTK: a list of sequences, each [length, sample...]
+                        for (const py::handle& s : batch) sequences.push_back(tensor_from_numpy(s, dt));
+                        v = Value::from_sequences(sequences);
+                    } else {
+                        v = Value(tensor_from_numpy(batch, dt));
+                    }
+                } else {
+                    throw ValueError("Value: give `batch` (an array or a list of sequences) or `data`");
+                }
+                if (!shape.is_none()) {
+                    const Dims want = to_dims(shape), got = v.data().shape().dims();
+                    CTK_CHECK(
+                        got.size() >= want.size() &&
+                            std::equal(want.begin(), want.end(), got.end() - static_cast<long>(want.size())),
+                        ShapeError, "Value: data of shape ", v.data().shape().to_string(),
+                        " does not end in the sample shape ", Shape(want).to_string());
+                }
+                return v;
+            }),
+            py::arg("shape") = py::none(), py::arg("dtype") = py::none(), py::arg("batch") = py::none(),
+            py::arg("seq_starts") = py::none(), py::arg("device") = py::none(), py::arg("data") = py::none())
+        .def_static(
+            "create",
+            [](const Variable& var, const py::object& data, const py::object& seq_starts,
+               const py::object& device, bool) {
+                check_cpu_device(device);
+                check_seq_starts(seq_starts);
+                return value_for(var, data);
+            },
+            py::arg("var"), py::arg("data"), py::arg("seq_starts") = py::none(),
+            py::arg("device") = py::none(), py::arg("read_only") = false)
+        .def_static("one_hot", &one_hot_value, py::arg("batch"), py::arg("num_classes"),
+                    py::arg("dtype") = py::none(), py::arg("device") = py::none())
         .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.data().shape().dims()); })
         .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.data().dtype()); })
+        .def_property_readonly("data", [](const Value& v) { return v.data(); })
+        .def_property_readonly("is_sparse", [](const Value&) { return false; })
+        .def_property_readonly("device",
+                               [](const Value&) { return py::module_::import("ctk.device").attr("cpu")(); })
+        // CNTK's MaskKind per frame: 2 where a sequence starts, 1 at its other frames, 0 at padding.
+        .def_property_readonly("mask",
+                               [](const Value& v) {
+                                   const int64_t n = v.data().dim(0);
+                                   const int64_t t = v.has_layout() ? v.layout()->max_length() : 1;
+                                   py::array_t<int8_t> out({n, t});
+                                   auto m = out.mutable_unchecked<2>();
+                                   for (int64_t i = 0; i < n; ++i)
+                                       for (int64_t j = 0; j < t; ++j) {
+                                           const int64_t len =
+                                               v.has_layout() ? v.layout()->lengths()[static_cast<size_t>(i)]
+                                                              : 1;
+                                           m(i, j) = static_cast<int8_t>(j == 0 ? 2 : j < len ? 1 : 0);
+                                       }
+                                   return out;
+                               })
         .def("asarray", [](const Value& v) { return numpy_from_tensor(v.data()); })
-        .def("as_sequences",
-             [](const Value& v) {
-                 py::list out;
-                 if (!v.has_layout()) {
-                     for (int64_t i = 0; i < v.data().dim(0); ++i)
-                         out.append(numpy_from_tensor(v.data().select(0, i)));
-                 } else {
-                     for (int64_t i = 0; i < v.layout()->num_sequences(); ++i)
-                         out.append(numpy_from_tensor(v.sequence(i)));
-                 }
-                 return out;
-             })
+        .def(
+            "as_sequences",
+            [](const Value& v, const py::object&) {
+                py::list out;
+                if (!v.has_layout()) {
+                    for (int64_t i = 0; i < v.data().dim(0); ++i)
+                        out.append(numpy_from_tensor(v.data().select(0, i)));
+                } else {
+                    for (int64_t i = 0; i < v.layout()->num_sequences(); ++i)
+                        out.append(numpy_from_tensor(v.sequence(i)));
+                }
+                return out;
+            },
+            py::arg("variable") = py::none())
         .def("__repr__", [](const Value& v) { return "Value(" + v.data().to_string() + ")"; });
 
     // ---- Initializers ----
