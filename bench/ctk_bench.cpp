@@ -500,6 +500,10 @@ struct Timing {
     double median_s = 0.0;
     double min_s = 0.0;
     double faults_per_iter = 0.0;  // minor page faults: memory the allocator handed back to the kernel
+    // From ctk's allocator (host or device) over the timed iterations: the most tensor memory in use at
+    // once, and the requests per iteration that its cache could not serve (0 in a steady state).
+    double tensor_peak_mb = 0.0;
+    double uncached_allocs_per_iter = 0.0;
 };
 
 // Resident memory in MiB from /proc/self/status: now (VmRSS) and this program's peak (VmHWM). Not
@@ -524,7 +528,8 @@ long minor_faults() {
 // Warm-up (at least 2 iterations and warmup_s seconds: first-touch pages, oneDNN primitive creation,
 // OpenMP team start-up), then iterations timed one by one until min_time_s has passed and at least
 // 5 were taken; the median resists the odd slow iteration on a shared machine.
-Timing time_iterations(const std::function<void()>& iteration, double warmup_s, double min_time_s) {
+Timing time_iterations(const std::function<void()>& iteration, double warmup_s, double min_time_s,
+                       ctk::Allocator& allocator) {
     using clock = std::chrono::steady_clock;
     auto seconds_since = [](clock::time_point t0) {
         return std::chrono::duration<double>(clock::now() - t0).count();
@@ -533,6 +538,8 @@ Timing time_iterations(const std::function<void()>& iteration, double warmup_s, 
     for (int i = 0; i < 2 || seconds_since(warm_start) < warmup_s; ++i) iteration();
 
     std::vector<double> samples;
+    allocator.reset_peak();
+    const ctk::AllocatorStats alloc_before = allocator.stats();
     long faults_before = minor_faults();
     auto start = clock::now();
     while (samples.size() < 5 || seconds_since(start) < min_time_s) {
@@ -544,6 +551,12 @@ Timing time_iterations(const std::function<void()>& iteration, double warmup_s, 
     t.iterations = static_cast<int64_t>(samples.size());
     t.faults_per_iter =
         static_cast<double>(minor_faults() - faults_before) / static_cast<double>(samples.size());
+    const ctk::AllocatorStats alloc_after = allocator.stats();
+    t.tensor_peak_mb = static_cast<double>(alloc_after.peak_bytes_in_use) / (1 << 20);
+    t.uncached_allocs_per_iter =
+        static_cast<double>((alloc_after.num_allocations - alloc_before.num_allocations) -
+                            (alloc_after.num_cache_hits - alloc_before.num_cache_hits)) /
+        static_cast<double>(samples.size());
     t.min_s = *std::min_element(samples.begin(), samples.end());
     std::sort(samples.begin(), samples.end());
     size_t mid = samples.size() / 2;
@@ -644,7 +657,7 @@ int main(int argc, char** argv) {
             std::cout << head << ",\"dumped\":" << json_string(dump_dir) << "}" << std::endl;
             return 0;
         }
-        Timing t = time_iterations(iteration, warmup, min_time);
+        Timing t = time_iterations(iteration, warmup, min_time, ctk::allocator_for(device));
         // add: bytes moved (two reads, one write) per second.
         const double rate = c.kind == CaseKind::gemm ? flops_per_iter(c) * 1e-9 / t.median_s
                             : c.kind == CaseKind::add
@@ -663,6 +676,8 @@ int main(int argc, char** argv) {
                                                              : "images/s")
                   << ",\"gflops\":" << json_number(flops_per_iter(c) * 1e-9 / t.median_s)
                   << ",\"faults_per_iter\":" << json_number(t.faults_per_iter)
+                  << ",\"tensor_peak_mb\":" << json_number(t.tensor_peak_mb)
+                  << ",\"uncached_allocs_per_iter\":" << json_number(t.uncached_allocs_per_iter)
                   << ",\"base_rss_mb\":" << json_number(base_rss_mb)
                   << ",\"peak_rss_mb\":" << json_number(status_mb("VmHWM"))
                   << ",\"device\":" << json_string(device.to_string())

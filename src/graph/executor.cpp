@@ -68,7 +68,11 @@ Value released(const Value& v) {
     return Value(released_marker(d.dtype(), d.device()).broadcast_to(d.shape()), v.layout());
 }
 bool is_released(const Value& v) {
-    return v.defined() && v.data().shares_storage(released_marker(v.data().dtype(), v.data().device()));
+    if (!v.defined()) return false;
+    const Tensor& d = v.data();
+    for (int i = 0; i < d.rank(); ++i)  // cheap rejection first: a released value has only zero strides
+        if (d.strides()[static_cast<size_t>(i)] != 0 && d.dim(i) != 1) return false;
+    return d.shares_storage(released_marker(d.dtype(), d.device()));
 }
 
 // Runs the deferred side effects of a finished evaluation (assign), in execution order. Loops never

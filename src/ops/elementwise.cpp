@@ -30,10 +30,19 @@ void forward_unary(ForwardContext& c) {
     c.outputs.push_back(Value(unary(K, c.inputs[0].data(), scalars_of(c.attrs, K))));
 }
 
+uint32_t unary_backward_reads(OpKind k);
+
 template <OpKind K>
 void backward_unary(BackwardContext& c) {
-    c.input_grads[0] =
-        unary_backward(K, c.inputs[0].data(), c.outputs[0].data(), c.output_grads[0], scalars_of(c.attrs, K));
+    // The operand the gradient does not read may be released (a NaN broadcast): hand the kernel the one
+    // it reads in both places, so that it keeps its dense, vectorised path.
+    const uint32_t reads = unary_backward_reads(K);
+    const Tensor& dy = c.output_grads[0];
+    const Tensor& x = reads & kReadsInputs    ? c.inputs[0].data()
+                      : reads & kReadsOutputs ? c.outputs[0].data()
+                                              : dy;
+    const Tensor& y = reads & kReadsOutputs ? c.outputs[0].data() : x;
+    c.input_grads[0] = unary_backward(K, x, y, dy, scalars_of(c.attrs, K));
 }
 
 std::vector<OutputSpec> infer_broadcast(InferContext& c) {
