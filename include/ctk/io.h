@@ -36,7 +36,7 @@ struct StreamInformation {
     int id = 0;
     Dims sample_shape;
     DataType dtype = DataType::f32;
-    bool is_sparse = false;  // declared sparse; data is delivered densely (one-hot rows) for now
+    bool is_sparse = false;  // declared sparse: one-hot samples come in index form, others as dense rows
     bool defines_mb_size = false;
 };
 
@@ -52,9 +52,12 @@ struct MinibatchData {
     Value as_batch(const std::string& stream_name = "") const;
 };
 
-// One sequence of one stream as read from a file: [length, sample...] on the CPU.
+// One sequence of one stream as read from a file: [length, sample...] on the CPU. A sparse stream whose
+// samples each hold a single 1 comes as one_hot_indices [length] (int64) instead, `data` undefined, so
+// that a large vocabulary never becomes dense rows (the minibatch is then a one-hot Value).
 struct SequenceData {
     Tensor data;
+    Tensor one_hot_indices;
 };
 
 // A deserializer exposes its data as chunks of sequences; each sequence has one SequenceData per stream.

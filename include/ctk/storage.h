@@ -1,7 +1,7 @@
 // Storage: a reference-counted block of device memory, and the allocators that provide it.
 // The CPU allocator aligns to 64 bytes (a cache line, and what AVX-512 and oneDNN prefer), keeps
-// statistics, and caches freed blocks of 256 KiB and more for reuse (bounded by a limit); the CUDA
-// caching allocator will implement the same interface.
+// statistics, and caches freed blocks of every size for reuse (bounded by a limit); the CUDA caching
+// allocator implements the same interface.
 #pragma once
 
 #include <cstddef>

@@ -44,19 +44,35 @@ public:
     // A batch of variable-length sequences: each entry is [length, sample...]; they are padded to the
     // longest. Throws ShapeError naming the sequence whose sample shape differs.
     static Value from_sequences(const std::vector<Tensor>& sequences);
+    // A one-hot value in index form, CNTK's sparse input with a single 1 per sample: `indices` (int64,
+    // the value's dynamic dims: [batch] or [batch, max_length]) holds the hot class of each sample, -1
+    // for an all-zero row; padded frames are set to -1 here. times() with this value as its left
+    // operand gathers rows instead of multiplying (an embedding lookup); every other reader calls
+    // data(), which builds the dense [dims..., num_classes] rows once and shares them between copies.
+    static Value one_hot(Tensor indices, int64_t num_classes, DataType dtype = DataType::f32,
+                         std::shared_ptr<const SequenceLayout> layout = nullptr);
+    bool is_one_hot() const { return one_hot_ != nullptr; }
+    const Tensor& one_hot_indices() const;  // ValueError unless is_one_hot()
+    int64_t num_classes() const;            // ValueError unless is_one_hot()
+    // The value's shape, without building dense rows for a one-hot value.
+    Shape shape() const;
+    DataType dtype() const;
     // The real frames of sequence `i`, [length, sample...] (a view).
     Tensor sequence(int64_t i) const;
 
-    bool defined() const { return data_.defined(); }
-    const Tensor& data() const { return data_; }
+    bool defined() const { return data_.defined() || one_hot_ != nullptr; }
+    const Tensor& data() const { return data_.defined() || !one_hot_ ? data_ : dense_one_hot(); }
     const std::shared_ptr<const SequenceLayout>& layout() const { return layout_; }
     bool has_layout() const { return layout_ != nullptr; }
     // Data with padded frames set to `fill` (the data itself when nothing is padded).
     Tensor masked_data(double fill = 0.0) const;
 
 private:
+    struct OneHot;
+    const Tensor& dense_one_hot() const;
     Tensor data_;
     std::shared_ptr<const SequenceLayout> layout_;
+    std::shared_ptr<OneHot> one_hot_;  // the index form, and its dense rows once built
 };
 
 }  // namespace ctk

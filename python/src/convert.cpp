@@ -110,7 +110,9 @@ Value value_for(const Variable& var, const py::handle& data) {
         // without a sequence axis as a plain batch, as in CNTK.
         if (v.has_layout() && !var.has_sequence_axis() && v.layout()->max_length() == 1 &&
             !v.layout()->has_padding())
-            return Value(v.data().select(1, 0));
+            return v.is_one_hot() ? Value::one_hot(v.one_hot_indices().select(1, 0).contiguous(),
+                                                   v.num_classes(), v.dtype())
+                                  : Value(v.data().select(1, 0));
         return v;
     }
     const DataType dtype = var.dtype();

@@ -59,8 +59,8 @@ void check_seq_starts(const py::object& seq_starts) {
                   "pass whole sequences");
 }
 
-// CNTK's Value.one_hot: `batch` is a list of sequences, each a list of class indices, and becomes a
-// Value of one-hot rows [length, num_classes] per sequence (dense: ctk has no sparse storage).
+// CNTK's Value.one_hot: `batch` is a list of sequences, each a list of class indices (a bare index is a
+// sequence of one). The Value keeps the indices (CNTK's sparse form): times() gathers rows from them.
 Value one_hot_value(const py::object& batch, const py::object& num_classes, const py::object& dtype,
                     const py::object& device) {
     check_cpu_device(device);
@@ -70,26 +70,28 @@ Value one_hot_value(const py::object& batch, const py::object& num_classes, cons
               std::string(py::str(num_classes)));
     const int64_t c = classes[0];
     const DataType dt = dtype.is_none() ? DataType::f32 : dtype_from_python(dtype);
-    std::vector<Tensor> sequences;
-    int64_t i = 0;
+    std::vector<std::vector<int64_t>> seqs;
+    std::vector<int64_t> lengths;
     for (const py::handle& seq : batch) {
         std::vector<int64_t> idx;
         if (py::isinstance<py::int_>(seq)) {
-            idx.push_back(seq.cast<int64_t>());  // a bare index: a sequence of one
+            idx.push_back(seq.cast<int64_t>());
         } else {
             for (const py::handle& k : seq) idx.push_back(k.cast<int64_t>());
         }
-        Tensor rows = Tensor::zeros(Shape{static_cast<int64_t>(idx.size()), c}, DataType::f64);
-        for (size_t j = 0; j < idx.size(); ++j) {
+        for (size_t j = 0; j < idx.size(); ++j)
             CTK_CHECK(idx[j] >= 0 && idx[j] < c, ValueError, "Value.one_hot: index ", idx[j], " at position ",
-                      j, " of sequence ", i, " is outside [0, ", c, ")");
-            rows.set({static_cast<int64_t>(j), idx[j]}, 1.0);
-        }
-        sequences.push_back(rows.to(dt));
-        ++i;
+                      j, " of sequence ", seqs.size(), " is outside [0, ", c, ")");
+        lengths.push_back(static_cast<int64_t>(idx.size()));
+        seqs.push_back(std::move(idx));
     }
-    CTK_CHECK(!sequences.empty(), ValueError, "Value.one_hot: the batch is empty");
-    return Value::from_sequences(sequences);
+    CTK_CHECK(!seqs.empty(), ValueError, "Value.one_hot: the batch is empty");
+    auto layout = std::make_shared<SequenceLayout>(lengths);  // ValueError for an empty sequence
+    Tensor indices = Tensor::full(Shape{layout->num_sequences(), layout->max_length()}, -1.0, DataType::i64);
+    int64_t* p = indices.data<int64_t>();
+    for (size_t i = 0; i < seqs.size(); ++i)
+        std::copy(seqs[i].begin(), seqs[i].end(), p + static_cast<int64_t>(i) * layout->max_length());
+    return Value::one_hot(indices, c, dt, layout);
 }
 
 // The dtype of whichever operand is a graph node (CNTK's sanitize_multi_var_inputs).
@@ -315,16 +317,16 @@ void bind_graph(py::module_& m) {
             py::arg("device") = py::none(), py::arg("read_only") = false)
         .def_static("one_hot", &one_hot_value, py::arg("batch"), py::arg("num_classes"),
                     py::arg("dtype") = py::none(), py::arg("device") = py::none())
-        .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.data().shape().dims()); })
-        .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.data().dtype()); })
+        .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.shape().dims()); })
+        .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.dtype()); })
         .def_property_readonly("data", [](const Value& v) { return v.data(); })
-        .def_property_readonly("is_sparse", [](const Value&) { return false; })
+        .def_property_readonly("is_sparse", &Value::is_one_hot)
         .def_property_readonly("device",
                                [](const Value&) { return py::module_::import("ctk.device").attr("cpu")(); })
         // CNTK's MaskKind per frame: 2 where a sequence starts, 1 at its other frames, 0 at padding.
         .def_property_readonly("mask",
                                [](const Value& v) {
-                                   const int64_t n = v.data().dim(0);
+                                   const int64_t n = v.shape()[0];
                                    const int64_t t = v.has_layout() ? v.layout()->max_length() : 1;
                                    py::array_t<int8_t> out({n, t});
                                    auto m = out.mutable_unchecked<2>();

@@ -17,8 +17,32 @@ namespace detail {
 namespace {
 
 // Checks an argument's value against its variable and converts its dtype if needed.
+// A one-hot value stays in index form: it is checked against the variable and retyped, never made dense.
+Value bind_one_hot_argument(const Variable& var, const Value& value) {
+    const int dyn = var.dynamic_rank();
+    const Tensor& idx = value.one_hot_indices();
+    auto describe = [&] {
+        return "one-hot data of shape " + value.shape().to_string() + " for " + var.to_string();
+    };
+    CTK_CHECK(
+        var.shape().size() == 1 && (var.shape()[0] == value.num_classes() || var.shape()[0] == kFreeDim),
+        ShapeError, describe(), ": a one-hot value feeds a variable of sample shape [", value.num_classes(),
+        "]");
+    CTK_CHECK(idx.rank() == dyn, ShapeError, describe(), ": expected ", dyn, " leading dynamic axes (",
+              detail::dynamic_axes_string(var.dynamic_axes()), ")");
+    if (var.has_sequence_axis() && value.layout()) {
+        const SequenceLayout& l = *value.layout();
+        CTK_CHECK(l.num_sequences() == idx.dim(0) && l.max_length() == idx.dim(1), ShapeError, describe(),
+                  ": its sequence layout has ", l.num_sequences(), " sequences of at most ", l.max_length(),
+                  " frames");
+    }
+    if (value.dtype() == var.dtype()) return value;
+    return Value::one_hot(idx, value.num_classes(), var.dtype(), value.layout());
+}
+
 Value bind_argument(const Variable& var, const Value& value) {
     CTK_CHECK(value.defined(), ValueError, "no data given for ", var.to_string());
+    if (value.is_one_hot()) return bind_one_hot_argument(var, value);
     Tensor data = value.data();
     const int dyn = var.dynamic_rank();
     const Dims& shape = var.shape();
@@ -562,7 +586,9 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
     std::vector<Value> padded_zeroed(values.size());
     auto zero_padded = [&](int s) -> const Value& {
         const Value& v = values[static_cast<size_t>(s)];
-        if (!v.defined() || !v.has_layout() || !v.layout()->has_padding() || detail::is_released(v)) return v;
+        if (!v.defined() || !v.has_layout() || !v.layout()->has_padding() || v.is_one_hot() ||
+            detail::is_released(v))
+            return v;  // (one-hot padding is already zero)
         Value& z = padded_zeroed[static_cast<size_t>(s)];
         if (!z.defined()) z = Value(v.masked_data(0.0), v.layout());
         return z;

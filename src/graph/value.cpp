@@ -2,10 +2,19 @@
 #include "ctk/value.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "ctk/ops.h"
 
 namespace ctk {
+
+struct Value::OneHot {
+    Tensor indices;  // int64, the value's dynamic dims; -1: an all-zero row
+    int64_t num_classes = 0;
+    DataType dtype = DataType::f32;
+    std::once_flag built;
+    Tensor dense;
+};
 
 SequenceLayout::SequenceLayout(std::vector<int64_t> lengths) : lengths_(std::move(lengths)) {
     for (size_t i = 0; i < lengths_.size(); ++i) {
@@ -53,22 +62,90 @@ Value Value::from_sequences(const std::vector<Tensor>& sequences) {
     return Value(data, layout);
 }
 
+Value Value::one_hot(Tensor indices, int64_t num_classes, DataType dtype,
+                     std::shared_ptr<const SequenceLayout> layout) {
+    CTK_CHECK(indices.defined() && indices.dtype() == DataType::i64, TypeError,
+              "Value::one_hot: indices must be an int64 tensor");
+    CTK_CHECK(num_classes > 0, ValueError, "Value::one_hot: num_classes is ", num_classes);
+    CTK_CHECK(is_floating(dtype), TypeError, "Value::one_hot: dtype ", dtype_name(dtype),
+              " is not floating-point");
+    Tensor idx = indices.device().is_cpu() ? indices.contiguous() : indices.to(Device::cpu());
+    if (layout) {
+        CTK_CHECK(
+            idx.rank() == 2 && idx.dim(0) == layout->num_sequences() && idx.dim(1) == layout->max_length(),
+            ShapeError, "Value::one_hot: indices of shape ", idx.shape().to_string(), " for ",
+            layout->num_sequences(), " sequences of at most ", layout->max_length(), " frames");
+        if (layout->has_padding()) idx = idx.clone();
+    }
+    int64_t* p = idx.data<int64_t>();
+    const int64_t frames = idx.rank() >= 2 ? idx.dim(1) : 1;
+    for (int64_t k = 0; k < idx.numel(); ++k) {
+        if (layout && k % frames >= layout->lengths()[static_cast<size_t>(k / frames)]) {
+            p[k] = -1;  // padding is zero, as the executor makes every padded frame
+            continue;
+        }
+        CTK_CHECK(p[k] >= -1 && p[k] < num_classes, IndexError, "Value::one_hot: index ", p[k],
+                  " at position ", k, " is outside [0, ", num_classes, ") (-1 marks an all-zero row)");
+    }
+    Value v;
+    v.layout_ = std::move(layout);
+    v.one_hot_ = std::make_shared<OneHot>();
+    v.one_hot_->indices = indices.device().is_cpu() ? idx : idx.to(indices.device());
+    v.one_hot_->num_classes = num_classes;
+    v.one_hot_->dtype = dtype;
+    return v;
+}
+
+const Tensor& Value::one_hot_indices() const {
+    CTK_CHECK(one_hot_ != nullptr, ValueError, "Value::one_hot_indices: the value is not one-hot");
+    return one_hot_->indices;
+}
+
+int64_t Value::num_classes() const {
+    CTK_CHECK(one_hot_ != nullptr, ValueError, "Value::num_classes: the value is not one-hot");
+    return one_hot_->num_classes;
+}
+
+Shape Value::shape() const {
+    if (data_.defined() || !one_hot_) return data_.shape();
+    Dims d = one_hot_->indices.shape().dims();
+    d.push_back(one_hot_->num_classes);
+    return Shape(d);
+}
+
+DataType Value::dtype() const {
+    return data_.defined() || !one_hot_ ? data_.dtype() : one_hot_->dtype;
+}
+
+const Tensor& Value::dense_one_hot() const {
+    std::call_once(one_hot_->built, [this] {
+        const OneHot& h = *one_hot_;
+        // Rows of -1 stay zero: one_hot() of the clamped index times a 0/1 validity column.
+        Tensor idx = h.indices.to(h.dtype);
+        Tensor zero = Tensor::full(Shape{}, 0.0, h.dtype, idx.device());
+        Tensor rows = ctk::one_hot(element_max(idx, zero), h.num_classes, -1, h.dtype);
+        one_hot_->dense = element_times(rows, greater_equal(idx, zero).expand_dims(-1));
+    });
+    return one_hot_->dense;
+}
+
 Tensor Value::sequence(int64_t i) const {
-    CTK_CHECK(data_.defined() && data_.rank() >= 2, ValueError,
-              "Value::sequence: the value holds no sequences");
-    CTK_CHECK(i >= 0 && i < data_.dim(0), IndexError, "Value::sequence: index ", i, " out of range for ",
-              data_.dim(0), " sequences");
-    const int64_t len = layout_ ? layout_->lengths()[static_cast<size_t>(i)] : data_.dim(1);
-    return data_.select(0, i).slice(0, 0, len);
+    const Tensor& d = data();
+    CTK_CHECK(d.defined() && d.rank() >= 2, ValueError, "Value::sequence: the value holds no sequences");
+    CTK_CHECK(i >= 0 && i < d.dim(0), IndexError, "Value::sequence: index ", i, " out of range for ",
+              d.dim(0), " sequences");
+    const int64_t len = layout_ ? layout_->lengths()[static_cast<size_t>(i)] : d.dim(1);
+    return d.select(0, i).slice(0, 0, len);
 }
 
 Tensor Value::masked_data(double fill) const {
-    if (!layout_ || !layout_->has_padding()) return data_;
-    Tensor mask = layout_->mask(data_.dtype(), data_.device());
+    const Tensor& d = data();
+    if (!layout_ || !layout_->has_padding() || (one_hot_ && fill == 0.0)) return d;  // one-hot padding is 0
+    Tensor mask = layout_->mask(d.dtype(), d.device());
     Dims dims = mask.shape().dims();
-    dims.resize(static_cast<size_t>(data_.rank()), 1);
+    dims.resize(static_cast<size_t>(d.rank()), 1);
     Tensor m = mask.view(dims);
-    return element_select(m, data_, Tensor::full(Shape{}, fill, data_.dtype(), data_.device()));
+    return element_select(m, d, Tensor::full(Shape{}, fill, d.dtype(), d.device()));
 }
 
 }  // namespace ctk

@@ -267,7 +267,11 @@ private:
     }
 
     struct StreamBuffer {
-        std::vector<float> values;
+        std::vector<float> values;  // dense streams: the samples' values
+        // Sparse streams: every index:value entry in order, and each sample's end in that list.
+        std::vector<int64_t> sparse_index;
+        std::vector<float> sparse_value;
+        std::vector<size_t> sample_end;
         int64_t count = 0;
         int64_t last_line = -1;
     };
@@ -325,7 +329,6 @@ private:
                 fail(line, col(bar), detail::concat("input '", name, "' appears twice on one line"));
             b.last_line = line;
             const int64_t dim = dims_[s];
-            const size_t base = b.values.size();
             if (!defs_[s].is_sparse) {
                 int64_t n = 0;
                 for (;;) {
@@ -350,7 +353,6 @@ private:
                     fail(line, col(bar),
                          detail::concat("input '", name, "' has ", n, " values; its dim is ", dim));
             } else {
-                b.values.resize(base + static_cast<size_t>(dim), 0.0f);
                 for (;;) {
                     while (q < e && is_blank(*q)) ++q;
                     if (q == e || *q == '|') break;
@@ -379,8 +381,10 @@ private:
                              detail::concat("malformed number '", std::string_view(vat, size_t(r - vat)),
                                             "' in input '", name, "'"));
                     }
-                    b.values[base + index] = v;
+                    b.sparse_index.push_back(static_cast<int64_t>(index));
+                    b.sparse_value.push_back(v);
                 }
+                b.sample_end.push_back(b.sparse_index.size());
             }
             ++b.count;
         }
@@ -412,8 +416,37 @@ private:
             }
             Dims dims{bufs[s].count};
             dims.insert(dims.end(), defs_[s].shape.begin(), defs_[s].shape.end());
-            out[s].data = Tensor::from_vector(bufs[s].values, Shape(dims));
+            if (defs_[s].is_sparse)
+                out[s] = sparse_sequence(bufs[s], Shape(dims));
+            else
+                out[s].data = Tensor::from_vector(bufs[s].values, Shape(dims));
         }
+        return out;
+    }
+
+    // A sparse stream's sequence: one-hot indices when every sample has at most one entry, of value 1
+    // (or 0: an all-zero sample, index -1), else dense rows (a repeated index keeps its last value).
+    static SequenceData sparse_sequence(const StreamBuffer& b, const Shape& shape) {
+        bool one_hot = shape.rank() == 2;
+        for (size_t i = 0, begin = 0; one_hot && i < b.sample_end.size(); begin = b.sample_end[i++])
+            one_hot =
+                b.sample_end[i] - begin <= 1 &&
+                (b.sample_end[i] == begin || b.sparse_value[begin] == 1.0f || b.sparse_value[begin] == 0.0f);
+        SequenceData out;
+        if (one_hot) {
+            out.one_hot_indices = Tensor::empty(Shape{shape[0]}, DataType::i64);
+            int64_t* p = out.one_hot_indices.data<int64_t>();
+            for (size_t i = 0, begin = 0; i < b.sample_end.size(); begin = b.sample_end[i++])
+                p[i] = b.sample_end[i] > begin && b.sparse_value[begin] == 1.0f ? b.sparse_index[begin] : -1;
+            return out;
+        }
+        const int64_t dim = shape.numel() / std::max<int64_t>(shape[0], 1);
+        std::vector<float> values(static_cast<size_t>(shape.numel()), 0.0f);
+        for (size_t i = 0, begin = 0; i < b.sample_end.size(); begin = b.sample_end[i++])
+            for (size_t k = begin; k < b.sample_end[i]; ++k)
+                values[i * static_cast<size_t>(dim) + static_cast<size_t>(b.sparse_index[k])] =
+                    b.sparse_value[k];
+        out.data = Tensor::from_vector(values, shape);
         return out;
     }
 };

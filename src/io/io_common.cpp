@@ -123,7 +123,8 @@ std::vector<std::vector<SequenceData>> one_sample_sequences(const Tensor& featur
     const int64_t n = features.dim(0);
     std::vector<std::vector<SequenceData>> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
-        out[size_t(i)] = {SequenceData{features.slice(0, i, i + 1)}, SequenceData{labels.slice(0, i, i + 1)}};
+        out[size_t(i)] = {SequenceData{features.slice(0, i, i + 1), {}},
+                          SequenceData{labels.slice(0, i, i + 1), {}}};
     return out;
 }
 

@@ -16,6 +16,13 @@
 namespace ctk {
 
 Value MinibatchData::as_batch(const std::string& stream_name) const {
+    if (data.is_one_hot()) {
+        const Tensor& idx = data.one_hot_indices();
+        CTK_CHECK(idx.rank() == 2 && idx.dim(1) == 1, ValueError, "as_batch: stream '", stream_name,
+                  "' has sequences of up to ", idx.rank() == 2 ? idx.dim(1) : 0,
+                  " samples; a variable without a sequence axis needs one sample per sequence");
+        return Value::one_hot(idx.select(1, 0).contiguous(), data.num_classes(), data.dtype());
+    }
     const Tensor& t = data.data();
     CTK_CHECK(t.defined() && t.rank() >= 2, ValueError, "as_batch: stream '", stream_name,
               "' holds no [sequences, T, sample...] data");
@@ -140,6 +147,12 @@ const StreamInformation& MinibatchSource::stream_info(const std::string& name) c
     CTK_THROW(ValueError, "MinibatchSource: no stream named '", name, "'; the streams are ", known);
 }
 
+namespace {
+int64_t sequence_length(const SequenceData& d) {
+    return d.one_hot_indices.defined() ? d.one_hot_indices.dim(0) : d.data.dim(0);
+}
+}  // namespace
+
 std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
     int64_t minibatch_size_in_samples, int64_t num_partitions, int64_t partition_index) {
     Impl& m = *impl_;
@@ -168,7 +181,7 @@ std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
         const std::vector<SequenceData>& seq = (*it->second)[size_t(order.index[size_t(p)])];
         int64_t measure = 0;
         for (size_t s = 0; s < num_streams; ++s) {
-            next[s] = totals[s] + seq[s].data.dim(0);
+            next[s] = totals[s] + sequence_length(seq[s]);
             measure = std::max(measure, next[s]);
         }
         if (m.mb_stream >= 0) measure = next[size_t(m.mb_stream)];
@@ -191,10 +204,27 @@ std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
         const StreamInformation& info = m.infos[s];
         std::vector<int64_t> lengths;
         int64_t max_len = mine.empty() ? 1 : 0, frames = 0;
+        bool one_hot = !mine.empty() && info.sample_shape.size() == 1;
         for (const auto* seq : mine) {
-            lengths.push_back((*seq)[s].data.dim(0));
+            lengths.push_back(sequence_length((*seq)[s]));
             max_len = std::max(max_len, lengths.back());
             frames += lengths.back();
+            one_hot = one_hot && (*seq)[s].one_hot_indices.defined();
+        }
+        MinibatchData mb;
+        mb.num_sequences = static_cast<int64_t>(mine.size());
+        mb.num_samples = frames;
+        mb.sweep_end = sweep_end;
+        if (one_hot) {  // every sequence in index form: the minibatch stays one-hot
+            Tensor idx = Tensor::full(Shape{static_cast<int64_t>(mine.size()), max_len}, -1.0, DataType::i64);
+            for (size_t i = 0; i < mine.size(); ++i)
+                idx.select(0, static_cast<int64_t>(i))
+                    .slice(0, 0, lengths[i])
+                    .copy_from((*mine[i])[s].one_hot_indices);
+            mb.data = Value::one_hot(idx, info.sample_shape[0], DataType::f32,
+                                     std::make_shared<SequenceLayout>(lengths));
+            result.emplace(info.name, std::move(mb));
+            continue;
         }
         Dims dims{static_cast<int64_t>(mine.size()), max_len};
         dims.insert(dims.end(), info.sample_shape.begin(), info.sample_shape.end());
@@ -203,18 +233,21 @@ std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
         for (int64_t d : info.sample_shape) sample *= d;
         float* out = data.data<float>();
         for (size_t i = 0; i < mine.size(); ++i) {
-            Tensor src = (*mine[i])[s].data.to(DataType::f32).contiguous();
+            const SequenceData& sd = (*mine[i])[s];
+            if (sd.one_hot_indices.defined()) {  // a one-hot sequence among dense ones: its rows
+                const int64_t* p = sd.one_hot_indices.data<int64_t>();
+                for (int64_t t = 0; t < lengths[i]; ++t)
+                    if (p[t] >= 0) out[(int64_t(i) * max_len + t) * sample + p[t]] = 1.0f;
+                continue;
+            }
+            Tensor src = sd.data.to(DataType::f32).contiguous();
             CTK_CHECK(src.numel() == lengths[i] * sample, ShapeError, "MinibatchSource: stream '", info.name,
                       "' delivered a sequence of shape ", src.shape().to_string(), "; its sample shape is ",
                       dims_to_string(info.sample_shape));
             std::memcpy(out + int64_t(i) * max_len * sample, src.data<float>(),
                         static_cast<size_t>(src.numel()) * sizeof(float));
         }
-        MinibatchData mb;
         mb.data = Value(data, std::make_shared<SequenceLayout>(lengths));
-        mb.num_sequences = static_cast<int64_t>(mine.size());
-        mb.num_samples = frames;
-        mb.sweep_end = sweep_end;
         result.emplace(info.name, std::move(mb));
     }
 

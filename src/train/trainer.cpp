@@ -60,6 +60,10 @@ MinibatchArguments bind_minibatch(const std::unordered_map<std::string, Minibatc
         CTK_CHECK(it != minibatch.end(), ValueError, "the minibatch has no stream '", stream, "' for input ",
                   input.to_string(), "; its streams are ", known_streams(minibatch));
         Value v = input.has_sequence_axis() ? it->second.data : it->second.as_batch(stream);
+        if (v.is_one_hot() && input.rank() == 1) {  // stays in index form; the executor checks it
+            args.emplace(input, std::move(v));
+            continue;
+        }
         v = fit_sample_shape(std::move(v), input, stream);
         if (v.data().dtype() != input.dtype()) v = Value(v.data().to(input.dtype()), v.layout());
         args.emplace(input, std::move(v));

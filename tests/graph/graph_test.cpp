@@ -519,3 +519,46 @@ TEST(Liveness, TrainingForwardKeepsOnlyWhatBackwardReads) {
     for (const Variable& p : std::vector<Variable>{w1, w2, b1, b2})
         EXPECT_EQ(reduce_max(ctk::abs(minus(g.at(p).data(), g2.at(p).data()))).item(), 0.0) << p.to_string();
 }
+
+// Sparse inputs in one-hot index form: times(x, W) gathers rows and its gradient scatters them back,
+// with the same results as the dense one-hot rows; padded frames and -1 rows are zero.
+TEST(OneHotInput, TimesGathersRowsAndMatchesDenseRows) {
+    Variable x = sequence_input_variable({5}, DataType::f64, false, true);
+    Variable w = parameter({5, 3}, glorot_uniform(), DataType::f64);
+    FunctionPtr y = times(x, w);
+    FunctionPtr loss = sequence::reduce_sum(reduce_sum(element_times(y, y)));
+    Tensor idx = Tensor::from_vector<int64_t>({4, 0, -1, 2, 2, 9}, {2, 3});  // 9 sits in padding
+    auto layout = std::make_shared<SequenceLayout>(std::vector<int64_t>{3, 2});
+    Value sparse = Value::one_hot(idx, 5, DataType::f64, layout);
+    EXPECT_TRUE(sparse.is_one_hot());
+    EXPECT_EQ(sparse.shape(), (Shape{2, 3, 5}));
+    EXPECT_EQ(sparse.one_hot_indices().to_vector<int64_t>(), (std::vector<int64_t>{4, 0, -1, 2, 2, -1}));
+    Value dense(sparse.data().clone(), layout);  // the same rows, built densely
+    EXPECT_EQ(dense.data().at({0, 2, 0}), 0.0);
+    EXPECT_EQ(dense.data().at({1, 1, 2}), 1.0);
+
+    ValueMap gs = loss->grad({{x, sparse}}, {w});
+    ValueMap gd = loss->grad({{x, dense}}, {w});
+    EXPECT_LE(reduce_max(ctk::abs(minus(gs.at(w).data(), gd.at(w).data()))).item(), 1e-12);
+    Tensor ys = y->eval({{x, sparse}}).at(y->output()).data();
+    Tensor yd = y->eval({{x, dense}}).at(y->output()).data();
+    for (int64_t s = 0; s < 2; ++s)
+        for (int64_t t = 0; t < layout->lengths()[static_cast<size_t>(s)]; ++t)
+            for (int64_t j = 0; j < 3; ++j) EXPECT_DOUBLE_EQ(ys.at({s, t, j}), yd.at({s, t, j}));
+    EXPECT_EQ(ys.at({0, 2, 1}), 0.0);  // the -1 row
+}
+
+TEST(OneHotInput, BadIndicesAndShapesAreRejected) {
+    Tensor idx = Tensor::from_vector<int64_t>({1, 7}, {2});
+    EXPECT_THROW(Value::one_hot(idx, 5), IndexError);
+    EXPECT_THROW(Value::one_hot(Tensor::zeros(Shape{2}), 5), TypeError);  // indices must be int64
+    Variable x = input_variable({4}, DataType::f32, false, true);
+    FunctionPtr y = times(x, parameter({4, 2}));
+    Value v = Value::one_hot(Tensor::from_vector<int64_t>({1, 2}, {2}), 5);
+    try {
+        y->eval({{x, v}});
+        FAIL() << "expected ShapeError";
+    } catch (const ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("sample shape [5]"), std::string::npos) << e.what();
+    }
+}

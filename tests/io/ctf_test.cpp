@@ -43,10 +43,14 @@ TEST(CtfDeserializer, DenseSparseCommentsTabsCrlfAndFreeOrder) {
     auto all = read_all(*d);
     ASSERT_EQ(all.size(), 4u);  // each line is a sequence (the first line has no id)
     EXPECT_EQ(all[0][0].data.to_vector<float>(), (std::vector<float>{1, 2.5f, -3}));
-    EXPECT_EQ(all[0][1].data.to_vector<float>(), (std::vector<float>{0, 0, 1, 0}));
+    // A sparse sample with a single 1 comes as its index; anything else as dense rows.
+    EXPECT_FALSE(all[0][1].data.defined());
+    EXPECT_EQ(all[0][1].one_hot_indices.to_vector<int64_t>(), (std::vector<int64_t>{2}));
     EXPECT_EQ(all[1][0].data.to_vector<float>(), (std::vector<float>{4, 50, 0.25f}));
     EXPECT_EQ(all[1][1].data.to_vector<float>(), (std::vector<float>{0.5f, 0, 0, -0.01f}));
-    EXPECT_EQ(all[2][1].data.to_vector<float>(), (std::vector<float>{0, 0, 0, 0}));  // empty sparse sample
+    EXPECT_FALSE(all[1][1].one_hot_indices.defined());
+    EXPECT_EQ(all[2][1].one_hot_indices.to_vector<int64_t>(), (std::vector<int64_t>{-1}));  // empty: all zero
+    EXPECT_EQ(all[3][1].data.to_vector<float>(), (std::vector<float>{0, 2, 0, 0}));  // a 2 is not one-hot
     EXPECT_EQ(all[3][0].data.to_vector<float>(), (std::vector<float>{0, 0, 1000}));
     EXPECT_EQ(all[3][0].data.shape(), (Shape{1, 3}));
 }
@@ -65,10 +69,10 @@ TEST(CtfDeserializer, SequenceIdsGroupConsecutiveLines) {
     auto all = read_all(*d);
     ASSERT_EQ(all.size(), 3u);
     EXPECT_EQ(all[0][0].data.shape(), (Shape{3, 3}));
-    EXPECT_EQ(all[0][1].data.shape(), (Shape{1, 4}));  // streams of one sequence may differ in length
+    EXPECT_EQ(all[0][1].one_hot_indices.shape(), (Shape{1}));  // streams of one sequence may differ in length
     EXPECT_EQ(all[0][0].data.to_vector<float>(), (std::vector<float>{1, 1, 1, 2, 2, 2, 3, 3, 3}));
     EXPECT_EQ(all[1][0].data.shape(), (Shape{2, 3}));
-    EXPECT_EQ(all[2][1].data.to_vector<float>(), (std::vector<float>{0, 0, 0, 1}));
+    EXPECT_EQ(all[2][1].one_hot_indices.to_vector<int64_t>(), (std::vector<int64_t>{3}));
     EXPECT_EQ(d->chunk_num_samples(0), 6);
 }
 

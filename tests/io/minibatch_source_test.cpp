@@ -46,7 +46,7 @@ public:
             const int64_t id = first_[size_t(c)] + i, len = length(id);
             Tensor ids = Tensor::full(Shape{len, 1}, double(id));
             Tensor x = Tensor::arange(Shape{len, 2});
-            out.push_back({SequenceData{ids}, SequenceData{x}});
+            out.push_back({SequenceData{ids, {}}, SequenceData{x, {}}});
         }
         return out;
     }

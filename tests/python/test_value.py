@@ -46,7 +46,8 @@ def test_value_errors():
 
 def test_one_hot_feeds_sequence_and_plain_inputs():
     v = Value.one_hot([[0, 2], [1]], 3)
-    assert v.shape == (2, 2, 3)
+    assert v.shape == (2, 2, 3) and v.is_sparse  # kept as indices
+    np.testing.assert_array_equal(v.mask, [[2, 1], [2, 0]])
     np.testing.assert_array_equal(v.as_sequences()[0], [[1, 0, 0], [0, 0, 1]])
     np.testing.assert_array_equal(v.as_sequences()[1], [[0, 1, 0]])
 

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "ctk/layers.h"
-#include "ctk/rng.h"
 #include "ctk/model.h"
+#include "ctk/rng.h"
 #include "ctk/train.h"
 
 namespace ctk {
@@ -649,6 +649,67 @@ TEST(Trainer, SteadyStateStepAllocatesNothingNew) {
         EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);  // nothing accumulates from step to step
     }
     a.set_cache_limit(saved_limit);
+}
+
+}  // namespace
+}  // namespace ctk
+
+namespace ctk {
+namespace {
+
+// A sparse CTF stream of word ids reaches the trainer as a one-hot Value (indices, no dense rows), feeds
+// an embedding (times), and trains to the same parameters as the same words given as dense rows.
+TEST(Trainer, SparseOneHotStreamTrainsLikeDenseRows) {
+    fs::path dir = temp_dir("sparse");
+    const int64_t vocab = 50;
+    {
+        std::ofstream f(dir / "words.ctf");
+        for (int s = 0; s < 24; ++s) {
+            const int len = 1 + s % 4;
+            for (int t = 0; t < len; ++t) {
+                f << s << " |w " << (s * 7 + t * 3) % vocab << ":1";
+                if (t == 0) f << " |y " << (s % 3 == 0 ? "1 0" : "0 1");
+                f << "\n";
+            }
+        }
+    }
+    auto build = [&](Variable& w, Variable& y, FunctionPtr& z, FunctionPtr& loss) {
+        set_fixed_random_seed(11);
+        w = sequence_input_variable({vocab}, DataType::f32, false, true, Axis::default_dynamic_axis(), "w");
+        y = input_variable({2}, DataType::f32, false, false, default_batch_axes(), "y");
+        Variable emb = parameter({vocab, 8}, glorot_uniform(), DataType::f32, "E");
+        Variable out = parameter({8, 2}, glorot_uniform(), DataType::f32, "O");
+        z = times(sequence::reduce_sum(times(w, emb)), out);
+        loss = cross_entropy_with_softmax(z, y);
+    };
+    MinibatchSourceConfig c;
+    c.deserializers = {ctf_deserializer((dir / "words.ctf").string(), {{"words", "w", {vocab}, true, false},
+                                                                       {"labels", "y", {2}, false, false}})};
+    c.randomize = false;
+    MinibatchSource source(c);
+    std::vector<std::unordered_map<std::string, MinibatchData>> mbs;
+    for (int i = 0; i < 3; ++i) mbs.push_back(source.next_minibatch(20));
+    ASSERT_TRUE(mbs[0].at("words").data.is_one_hot());
+    EXPECT_EQ(mbs[0].at("words").data.one_hot_indices().dtype(), DataType::i64);
+
+    std::vector<std::vector<float>> result[2];
+    for (int dense = 0; dense < 2; ++dense) {
+        Variable w, y;
+        FunctionPtr z, loss;
+        build(w, y, z, loss);
+        Trainer t(z, loss, nullptr, {sgd(z->parameters(), learning_parameter_schedule(0.5))});
+        for (const auto& mb : mbs) {
+            MinibatchArguments args = bind_minibatch(mb, {{w, "words"}, {y, "labels"}});
+            if (dense) args[w] = Value(args.at(w).data().clone(), args.at(w).layout());
+            ASSERT_EQ(args.at(w).is_one_hot(), dense == 0);
+            t.train_minibatch(args);
+        }
+        for (const Variable& p : z->parameters()) result[dense].push_back(p.value().to_vector<float>());
+    }
+    ASSERT_EQ(result[0].size(), result[1].size());
+    for (size_t p = 0; p < result[0].size(); ++p)
+        for (size_t i = 0; i < result[0][p].size(); ++i) EXPECT_NEAR(result[0][p][i], result[1][p][i], 1e-6);
+    fs::remove_all(dir);
 }
 
 }  // namespace
