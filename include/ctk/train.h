@@ -193,6 +193,9 @@ public:
 
     // One step: forward, backward, learner updates. Returns false when the minibatch is empty.
     bool train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end = false);
+    // The same, also filling `outputs` (any variables of the graph, e.g. the model's output) with the
+    // values this step's forward computed, before the update (CNTK's outputsToFetch).
+    bool train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end = false);
     bool train_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                          const StreamMap& input_map);
     // The average metric (or loss, without a metric) over the minibatch, in inference mode.

@@ -305,15 +305,26 @@ void bind_io_train(py::module_& m) {
         .def(
             "train_minibatch",
             [](Trainer& t, const py::object& arguments, const py::object& outputs,
-               const py::object& /*device*/, const py::object& is_sweep_end) {
-                CTK_CHECK(outputs.is_none(), NotImplementedError,
-                          "train_minibatch: outputs= is not supported yet");
+               const py::object& /*device*/, const py::object& is_sweep_end) -> py::object {
                 bool sweep_end = false;
                 MinibatchArguments args = minibatch_arguments(arguments, t.loss_function(), &sweep_end);
                 if (!is_sweep_end.is_none()) sweep_end = is_sweep_end.cast<bool>();
+                // CNTK: with outputs, (updated, {variable: value}) with the values before the update.
+                const std::vector<Variable> wanted =
+                    outputs.is_none() ? std::vector<Variable>{} : to_variables(outputs);
+                ValueMap fetched;
+                for (const Variable& v : wanted) fetched.emplace(v, Value());
                 StdoutSync s;
-                py::gil_scoped_release nogil;
-                return t.train_minibatch(args, sweep_end);
+                bool updated = false;
+                {
+                    py::gil_scoped_release nogil;
+                    updated = t.train_minibatch(args, fetched, sweep_end);
+                }
+                if (outputs.is_none()) return py::bool_(updated);
+                py::dict out;
+                for (const Variable& v : wanted)
+                    if (fetched.at(v).defined()) out[py::cast(v)] = numpy_from_value(v, fetched.at(v));
+                return py::make_tuple(updated, out);
             },
             arg("arguments"), arg("outputs") = py::none(), arg("device") = py::none(),
             arg("is_sweep_end") = py::none())

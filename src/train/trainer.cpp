@@ -111,11 +111,18 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::v
 }
 
 bool Trainer::train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end) {
+    ValueMap none;
+    return train_minibatch(arguments, none, is_sweep_end);
+}
+
+bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end) {
     if (arguments.empty()) return false;
     ValueMap outs{{aggregate_loss_->output(), Value()}, {loss_->output(), Value()}};
     if (metric_) outs.emplace(aggregate_metric_->output(), Value());
+    for (const auto& [v, value] : outputs) outs.emplace(v, Value());
     ValueMap args(arguments.begin(), arguments.end());
     auto state = combined_->forward(args, outs, {aggregate_loss_->output()}, true);
+    for (auto& [v, value] : outputs) value = outs.at(v);
     const Value& agg = outs.at(aggregate_loss_->output());
     const int64_t samples = sample_count(outs.at(loss_->output()), loss_->output());
     if (samples == 0) return false;

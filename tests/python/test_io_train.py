@@ -61,6 +61,19 @@ def test_trainer_step_with_numpy():
     assert 0 <= trainer.test_minibatch({x: xs, y: ys}) <= 1
 
 
+def test_train_minibatch_fetches_outputs_before_the_update():
+    x, y, z, ce, pe = model_and_criteria()
+    trainer = C.Trainer(z, (ce, pe), [C.sgd(z.parameters, C.learning_parameter_schedule(0.1))])
+    xs = np.array([[1, 0], [0, 1]], np.float32)
+    ys = np.array([[1, 0], [0, 1]], np.float32)
+    expected = z.eval({x: xs})
+    updated, out = trainer.train_minibatch({x: xs, y: ys}, outputs=[z.output, ce])
+    assert updated and set(out.keys()) == {z.output, ce.output}
+    np.testing.assert_allclose(out[z.output], expected, rtol=1e-6)
+    assert out[ce.output].shape == (2, 1)
+    assert not np.allclose(z.eval({x: xs}), expected)  # the update happened after the fetch
+
+
 def test_trainer_on_reader_data_learns(ctf_file, capfd):
     x, y, z, ce, pe = model_and_criteria()
     src = make_source(ctf_file, sweeps=INFINITELY_REPEAT, randomize=True)
