@@ -41,12 +41,15 @@ FunctionPtr call(const FunctionPtr& layer, const Variable& x);
 // Applies a layer with two placeholders (MaxUnpooling) to (x, y): CNTK's `layer(x, y)`.
 FunctionPtr call(const FunctionPtr& layer, const Variable& x, const Variable& y);
 
-// y = activation(x times W + b); W is [input dims..., shape...], input dims inferred from the first x
-// (all of x's static axes unless input_rank says how many trailing ones).
+// y = activation(x times W + b); W is [input dims..., shape...], input dims inferred from the first x:
+// all of x's static axes, or the trailing input_rank ones, or all but the leading map_rank ones (those
+// are mapped: the layer applies to each of their elements; CNTK's map_rank). input_rank and map_rank
+// exclude each other (ValueError).
 FunctionPtr Dense(const Dims& shape, std::optional<ActivationFn> activation = std::nullopt,
                   std::optional<Initializer> init = std::nullopt,
                   std::optional<int> input_rank = std::nullopt, std::optional<bool> bias = std::nullopt,
-                  std::optional<double> init_bias = std::nullopt, const std::string& name = "");
+                  std::optional<double> init_bias = std::nullopt, std::optional<int> map_rank = std::nullopt,
+                  const std::string& name = "");
 
 struct ConvolutionOptions {
     std::optional<ActivationFn> activation{};

@@ -221,9 +221,9 @@ void bind_layers_learners(py::module_& m) {
         [](const py::object& shape, const py::object& activation, const py::object& init,
            const py::object& input_rank, const py::object& map_rank, const py::object& bias,
            const py::object& init_bias, const std::string& name) {
-            CTK_CHECK(map_rank.is_none(), NotImplementedError, "Dense: map_rank is not supported by ctk yet");
             return layers::Dense(dims_arg(shape), opt_activation(activation), opt_init(init),
-                                 opt<int>(input_rank), opt<bool>(bias), opt<double>(init_bias), name);
+                                 opt<int>(input_rank), opt<bool>(bias), opt<double>(init_bias),
+                                 opt<int>(map_rank), name);
         },
         arg("shape"), arg("activation") = U, arg("init") = U, arg("input_rank") = py::none(),
         arg("map_rank") = py::none(), arg("bias") = U, arg("init_bias") = U, arg("name") = "");

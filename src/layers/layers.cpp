@@ -71,7 +71,10 @@ FunctionPtr call(const FunctionPtr& layer, const Variable& x, const Variable& y)
 
 FunctionPtr Dense(const Dims& shape, std::optional<ActivationFn> activation, std::optional<Initializer> init,
                   std::optional<int> input_rank, std::optional<bool> bias, std::optional<double> init_bias,
-                  const std::string& name) {
+                  std::optional<int> map_rank, const std::string& name) {
+    CTK_CHECK(!(input_rank && map_rank), ValueError, "Dense '", name,
+              "': input_rank and map_rank cannot be given together");
+    CTK_CHECK(!map_rank || *map_rank >= 0, ValueError, "Dense '", name, "': map_rank must be >= 0");
     CTK_CHECK(!shape.empty(), ValueError, "Dense '", name, "': empty output shape");
     for (int64_t d : shape) CTK_CHECK(d > 0, ValueError, "Dense '", name, "': output shape dims must be > 0");
     const ActivationFn act = option(activation, &LayerDefaults::activation, ActivationFn());
@@ -87,8 +90,9 @@ FunctionPtr Dense(const Dims& shape, std::optional<ActivationFn> activation, std
     if (option(bias, &LayerDefaults::bias, true))
         b = parameter(shape, constant_initializer(option(init_bias, &LayerDefaults::init_bias, 0.0)),
                       DataType::f32, "b");
-    // Without input_rank, W takes all of x's static axes (CNTK's infer_input_rank_to_map = 0).
-    const int infer_rank = input_rank ? -1 : 0;
+    // Without input_rank, W takes x's static axes after the first map_rank (CNTK's
+    // infer_input_rank_to_map; 0: all of them).
+    const int infer_rank = input_rank ? -1 : map_rank.value_or(0);
     return make_layer("Dense", name, [=](const Variable& x) {
         FunctionPtr r = times(x, W, output_rank, infer_rank);
         if (b.defined()) r = plus(r, b);

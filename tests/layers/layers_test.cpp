@@ -55,6 +55,13 @@ TEST(Layers, DenseOverSeveralInputAxesAndInputRank) {
     EXPECT_EQ(last->output().shape(), (Dims{2, 7}));
     FunctionPtr no_bias = call(Dense({7}, std::nullopt, std::nullopt, std::nullopt, false), x);
     EXPECT_EQ(no_bias->parameters().size(), 1u);
+    // map_rank 1: the first axis is mapped, the rest contracted ([3] x [2, 5] -> [3, 7] per sample).
+    Variable x3 = input_variable({3, 2, 5});
+    FunctionPtr mapped =
+        call(Dense({7}, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, 1), x3);
+    EXPECT_EQ(find_param(mapped, "W").shape(), (Dims{2, 5, 7}));
+    EXPECT_EQ(mapped->output().shape(), (Dims{3, 7}));
+    EXPECT_THROW(Dense({7}, std::nullopt, std::nullopt, 1, std::nullopt, std::nullopt, 1), ValueError);
 }
 
 TEST(Layers, ApplyingALayerTwiceSharesItsParameters) {

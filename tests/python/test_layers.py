@@ -34,6 +34,17 @@ def test_python_activation_and_identity():
     np.testing.assert_allclose(lin.eval({x: data}), data @ lin.W.value, rtol=1e-5)
 
 
+def test_dense_map_rank_maps_the_leading_axes():
+    x = C.input_variable((3, 2, 5))
+    z = Dense(7, map_rank=1, activation=None)(x)
+    assert z.shape == (3, 7) and z.W.shape == (2, 5, 7)
+    data = np.random.default_rng(0).standard_normal((1, 3, 2, 5)).astype(np.float32)
+    expected = data.reshape(1, 3, 10) @ z.W.value.reshape(10, 7) + z.b.value
+    np.testing.assert_allclose(z.eval({x: data}), expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="input_rank and map_rank"):
+        Dense(7, input_rank=1, map_rank=1)
+
+
 def test_sequential_for_and_default_options():
     x = C.input_variable((1, 12, 12))
     with default_options(activation=C.relu, pad=True):
