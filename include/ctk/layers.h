@@ -136,6 +136,11 @@ FunctionPtr RNNStep(const Dims& shape, const RecurrentOptions& options = {});
 // state when return_full_state.
 FunctionPtr Recurrence(const FunctionPtr& step, bool go_backwards = false, const Variable& initial_state = {},
                        bool return_full_state = false, const std::string& name = "");
+// CNTK's RecurrenceFrom: Recurrence whose initial states are operands, one per state, before x: the
+// layer is applied as layer(s0, ..., x) (call with all operands), e.g. a decoder started from an
+// encoder's final state (a per-sequence [#] value, or a static one that broadcasts).
+FunctionPtr RecurrenceFrom(const FunctionPtr& step, bool go_backwards = false, bool return_full_state = false,
+                           const std::string& name = "");
 // Recurrence, then the last step of the sequence (go_backwards: the first): CNTK's Fold.
 FunctionPtr Fold(const FunctionPtr& step, bool go_backwards = false, const Variable& initial_state = {},
                  bool return_full_state = false, const std::string& name = "");

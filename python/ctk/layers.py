@@ -7,7 +7,7 @@ from ._ctk.layers import (identity, default_options, Dense, Convolution, Convolu
                           Convolution2D, Convolution3D, MaxPooling, AveragePooling, GlobalMaxPooling,
                           GlobalAveragePooling, Dropout, BatchNormalization, LayerNormalization, Embedding,
                           Activation, Stabilizer, Label, Sequential, ResNetBlock, SequentialClique, LSTM, GRU,
-                          RNNStep, _recurrence, ConvolutionTranspose, ConvolutionTranspose1D,
+                          RNNStep, _recurrence, _recurrence_from, ConvolutionTranspose, ConvolutionTranspose1D,
                           ConvolutionTranspose2D, ConvolutionTranspose3D, MaxUnpooling)
 
 
@@ -46,9 +46,15 @@ def Fold(folder_function, go_backwards=False, initial_state=None, return_full_st
                        name)
 
 
+def RecurrenceFrom(step_function, go_backwards=False, return_full_state=False, name=''):
+    """CNTK's RecurrenceFrom: Recurrence whose initial states are given when it is applied,
+    layer(s0, ..., x), e.g. a decoder started from an encoder's final state."""
+    return _recurrence_from(_as_step_function(step_function), go_backwards, return_full_state, name)
+
+
 __all__ = ['identity', 'default_options', 'Dense', 'Convolution', 'Convolution1D', 'Convolution2D',
            'Convolution3D', 'MaxPooling', 'AveragePooling', 'GlobalMaxPooling', 'GlobalAveragePooling',
            'Dropout', 'BatchNormalization', 'LayerNormalization', 'Embedding', 'Activation', 'Stabilizer',
            'Label', 'Sequential', 'ResNetBlock', 'SequentialClique', 'For', 'LSTM', 'GRU', 'RNNStep',
-           'Recurrence', 'Fold', 'ConvolutionTranspose', 'ConvolutionTranspose1D', 'ConvolutionTranspose2D',
+           'Recurrence', 'RecurrenceFrom', 'Fold', 'ConvolutionTranspose', 'ConvolutionTranspose1D', 'ConvolutionTranspose2D',
            'ConvolutionTranspose3D', 'MaxUnpooling']

@@ -371,6 +371,8 @@ void bind_layers_learners(py::module_& m) {
         },
         arg("step_function"), arg("go_backwards"), arg("initial_state"), arg("return_full_state"),
         arg("fold"), arg("name"));
+    l.def("_recurrence_from", &layers::RecurrenceFrom, arg("step_function"), arg("go_backwards"),
+          arg("return_full_state"), arg("name"));
     l.def("Label", &layers::Label, arg("name"));
     l.def(
         "Sequential",

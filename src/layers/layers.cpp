@@ -384,19 +384,26 @@ FunctionPtr RNNStep(const Dims& shape, const RecurrentOptions& options) {
 namespace {
 // The recurrence over x as a composite: each state a placeholder, fed back delayed, then bound to the
 // step's output.
-FunctionPtr recur(const FunctionPtr& step, const Variable& x, bool go_backwards,
-                  const Variable& initial_state, bool return_full_state, const std::string& where) {
+// The number of states of a step function: its operands but the last (the input).
+size_t num_step_states(const FunctionPtr& step, const std::string& where) {
     CTK_CHECK(step != nullptr, ValueError, where, ": null step function");
-    const auto params = step->placeholders();
-    CTK_CHECK(params.size() >= 2, ValueError, where,
-              ": the step function needs state operand(s) and an input; ", step->op_name(), " takes ",
-              params.size());
-    const size_t num_states = params.size() - 1;
+    const size_t n = step->placeholders().size();
+    CTK_CHECK(n >= 2, ValueError, where, ": the step function needs state operand(s) and an input; ",
+              step->op_name(), " takes ", n);
+    return n - 1;
+}
+
+// `initial_states`: one per state (RecurrenceFrom), or one for all (Recurrence; undefined: 0).
+FunctionPtr recur(const FunctionPtr& step, const Variable& x, bool go_backwards,
+                  const std::vector<Variable>& initial_states, bool return_full_state,
+                  const std::string& where) {
+    const size_t num_states = num_step_states(step, where);
     std::vector<Variable> forward, args;
     for (size_t i = 0; i < num_states; ++i) {
+        const Variable& init = initial_states.size() == num_states ? initial_states[i] : initial_states.at(0);
         forward.push_back(placeholder());
-        args.push_back(go_backwards ? Variable(sequence::future_value(forward[i], initial_state))
-                                    : Variable(sequence::past_value(forward[i], initial_state)));
+        args.push_back(go_backwards ? Variable(sequence::future_value(forward[i], init))
+                                    : Variable(sequence::past_value(forward[i], init)));
     }
     args.push_back(x);
     FunctionPtr out = (*step)(args);
@@ -415,7 +422,7 @@ FunctionPtr recurrence_layer(const char* op_name, const FunctionPtr& step, bool 
                              const std::string& name) {
     const std::string where = std::string(op_name) + " '" + name + "'";
     Variable inner = placeholder();
-    FunctionPtr body = recur(step, inner, go_backwards, initial_state, return_full_state, where);
+    FunctionPtr body = recur(step, inner, go_backwards, {initial_state}, return_full_state, where);
     if (fold) {
         std::vector<Variable> picked;
         for (const Variable& v : body->outputs())
@@ -434,6 +441,22 @@ FunctionPtr Recurrence(const FunctionPtr& step, bool go_backwards, const Variabl
 FunctionPtr Fold(const FunctionPtr& step, bool go_backwards, const Variable& initial_state,
                  bool return_full_state, const std::string& name) {
     return recurrence_layer("Fold", step, go_backwards, initial_state, return_full_state, true, name);
+}
+
+FunctionPtr RecurrenceFrom(const FunctionPtr& step, bool go_backwards, bool return_full_state,
+                           const std::string& name) {
+    const std::string where = "RecurrenceFrom '" + name + "'";
+    const size_t num_states = num_step_states(step, where);
+    std::vector<Variable> inits;
+    std::vector<std::pair<Variable, Variable>> operands;
+    for (size_t i = 0; i < num_states; ++i) {
+        inits.push_back(placeholder());
+        operands.emplace_back(inits.back(), placeholder());
+    }
+    Variable inner = placeholder();
+    operands.emplace_back(inner, placeholder());
+    FunctionPtr body = recur(step, inner, go_backwards, inits, return_full_state, where);
+    return as_block(body, operands, "RecurrenceFrom", name);
 }
 
 FunctionPtr Sequential(const std::vector<FunctionPtr>& layers, const std::string& name) {

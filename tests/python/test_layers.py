@@ -97,6 +97,34 @@ def test_recurrent_layers(rng):
         C.layers.LSTM((4, 2))
 
 
+def test_recurrence_from_starts_each_sequence_from_its_own_state(rng):
+    x = C.sequence.input_variable(3)
+    h0 = C.input_variable(3)  # per sequence, e.g. an encoder's last state
+    ema = C.layers.RecurrenceFrom(lambda h, v: 0.5 * h + 0.5 * v)(h0, x)
+    seqs = [rng.standard_normal((3, 3)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)]
+    starts = rng.standard_normal((2, 3)).astype(np.float32)
+    got = ema.eval({x: seqs, h0: starts})
+    for s, seq in enumerate(seqs):
+        h, want = starts[s], []
+        for v in seq:
+            h = 0.5 * h + 0.5 * v
+            want.append(h)
+        np.testing.assert_allclose(got[s], np.array(want), rtol=1e-6, atol=1e-6)
+    # An LSTM decoder from (h, c): two states, given in the step's order.
+    c0 = C.input_variable(4)
+    hh = C.input_variable(4)
+    lstm = C.layers.LSTM(4)
+    dec = C.layers.RecurrenceFrom(lstm)(hh, c0, x)
+    zeros = np.zeros((2, 4), np.float32)
+    got = dec.eval({x: seqs, hh: zeros, c0: zeros})
+    assert [o.shape for o in got] == [(3, 4), (2, 4)]
+    plain = C.layers.Recurrence(lstm)(x).eval({x: seqs})  # the same LSTM from zero states
+    for a, b in zip(got, plain):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError):  # a state of the wrong size
+        dec.eval({x: seqs, hh: np.zeros((2, 5), np.float32), c0: zeros})
+
+
 def test_convolution_transpose_and_max_unpooling(rng):
     x = C.input_variable((2, 5, 5))
     up = C.layers.ConvolutionTranspose2D((3, 3), 4, strides=2, pad=False)(x)
