@@ -8,6 +8,17 @@ from ._ctk.learners import (Learner, TrainingParameterSchedule, IGNORE,  # noqa:
                             momentum_as_time_constant_schedule, set_default_unit_gain_value,
                             default_unit_gain_value, sgd, momentum_sgd, nesterov, adagrad, fsadagrad, adam,
                             rmsprop, adadelta)
+from ._ctk.learners import UserLearner as _UserLearnerBase
+
+
+class UserLearner(_UserLearnerBase):
+    """CNTK's UserLearner: subclass it and define update(gradient_values, training_sample_count,
+    sweep_end), which gets {parameter: gradient} (NumPy arrays unless as_numpy=False), sets the
+    parameters' values itself and returns False once learning has stopped."""
+
+    def __init__(self, parameters, lr_schedule, as_numpy=True):
+        super().__init__(list(parameters), lr_schedule, as_numpy)
+        self._keep_python_object(self)
 
 
 class UnitType(enum.Enum):
@@ -23,7 +34,7 @@ def learning_rate_schedule(lr, unit, epoch_size=None):
     return learning_parameter_schedule(lr, epoch_size=epoch_size)
 
 
-__all__ = ['Learner', 'TrainingParameterSchedule', 'UnitType', 'IGNORE', 'learning_rate_schedule',
+__all__ = ['Learner', 'UserLearner', 'TrainingParameterSchedule', 'UnitType', 'IGNORE', 'learning_rate_schedule',
            'learning_parameter_schedule', 'learning_parameter_schedule_per_sample', 'momentum_schedule',
            'momentum_schedule_per_sample', 'momentum_as_time_constant_schedule',
            'set_default_unit_gain_value', 'default_unit_gain_value', 'sgd', 'momentum_sgd', 'nesterov',

@@ -151,6 +151,37 @@ TrainingParameterSchedule momentum_arg(const py::object& m, const py::kwargs& kw
     return momentum_schedule(m.cast<double>(), mb, epoch);
 }
 
+// CNTK's UserLearner: a learner whose update is a Python method. The Python subclass implements
+// update(gradient_values, training_sample_count, sweep_end), writes its parameters itself and returns
+// False to say learning has stopped. The Trainer calls it without the GIL, so it takes it here. The
+// Python object is kept alive by the C++ one (a cycle, as CNTK's SWIG director had): a learner passed
+// inline to a Trainer must not lose its Python half.
+class UserLearner : public Learner {
+public:
+    UserLearner(std::vector<Variable> parameters, TrainingParameterSchedule lr, bool as_numpy)
+        : Learner(std::move(parameters), std::move(lr), {}, "UserLearner"), as_numpy_(as_numpy) {}
+    bool update(const GradientMap& gradients, int64_t training_sample_count, bool sweep_end) override {
+        py::gil_scoped_acquire gil;
+        py::function f = py::get_override(static_cast<const UserLearner*>(this), "update");
+        CTK_CHECK(f, NotImplementedError, "UserLearner: the subclass must define update(gradient_values, ",
+                  "training_sample_count, sweep_end)");
+        py::dict grads;
+        for (const auto& [p, g] : gradients)
+            grads[py::cast(p)] = as_numpy_ ? py::object(numpy_from_tensor(g)) : py::cast(g);
+        py::object r = f(grads, training_sample_count, sweep_end);
+        return r.is_none() ? true : r.cast<bool>();
+    }
+    void keep_python_object(py::object self) { self_ = hold(self); }
+
+protected:
+    void update_parameter(const Variable&, Tensor&, const Tensor&, std::vector<Tensor>&, double,
+                          int64_t) override {}  // not reached: update() is the Python method
+
+private:
+    bool as_numpy_;
+    std::shared_ptr<py::object> self_;
+};
+
 }  // namespace
 
 namespace {
@@ -479,6 +510,14 @@ void bind_layers_learners(py::module_& m) {
                 return l.update(g, training_sample_count, is_sweep_end);
             },
             arg("gradient_values"), arg("training_sample_count"), arg("is_sweep_end") = false);
+    py::class_<UserLearner, Learner, std::shared_ptr<UserLearner>>(ln, "UserLearner", py::dynamic_attr())
+        .def(py::init(
+                 [](const std::vector<Variable>& parameters, const py::object& lr_schedule, bool as_numpy) {
+                     return std::make_shared<UserLearner>(parameters, lr_arg(lr_schedule, py::kwargs()),
+                                                          as_numpy);
+                 }),
+             arg("parameters"), arg("lr_schedule"), arg("as_numpy") = true)
+        .def("_keep_python_object", &UserLearner::keep_python_object);
 
     ln.def(
         "sgd",

@@ -62,3 +62,51 @@ def test_unknown_learner_option_is_a_type_error():
     p = C.parameter(init=np.ones(1, np.float32))
     with pytest.raises(TypeError):
         sgd([p], 0.1, no_such_option=1)
+
+
+class MySgd(C.learners.UserLearner):
+    """Plain SGD written in Python, as CNTK's UserLearner examples do."""
+
+    def __init__(self, parameters, lr):
+        super().__init__(parameters, C.learning_parameter_schedule(lr))
+        self.lr = lr
+        self.calls = 0
+
+    def update(self, gradient_values, training_sample_count, sweep_end):
+        self.calls += 1
+        for p, g in gradient_values.items():
+            p.value = p.value - self.lr * g / training_sample_count
+        return True
+
+
+def test_user_learner_trains_like_sgd():
+    x = C.input_variable(2)
+    y = C.input_variable(2)
+    xs = np.array([[1, 0], [0, 1], [1, 1]], np.float32)
+    ys = np.array([[1, 0], [0, 1], [1, 0]], np.float32)
+    results = []
+    for user in (True, False):
+        C.set_fixed_random_seed(3)
+        z = C.layers.Dense(2, activation=None)(x)
+        loss = C.cross_entropy_with_softmax(z, y)
+        learner = MySgd(z.parameters, 0.5) if user else C.sgd(z.parameters, C.learning_parameter_schedule(0.5))
+        trainer = C.Trainer(z, loss, [learner])  # the learner passed inline keeps its Python half alive
+        for _ in range(3):
+            trainer.train_minibatch({x: xs, y: ys})
+        if user:
+            assert learner.calls == 3
+        results.append([p.value.copy() for p in z.parameters])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_user_learner_without_update_fails_clearly():
+    x = C.input_variable(2)
+    z = C.layers.Dense(2)(x)
+
+    class NoUpdate(C.learners.UserLearner):
+        pass
+
+    trainer = C.Trainer(z, C.reduce_sum(z), [NoUpdate(z.parameters, C.learning_parameter_schedule(0.1))])
+    with pytest.raises(NotImplementedError, match="update"):
+        trainer.train_minibatch({x: np.ones((1, 2), np.float32)})
