@@ -60,6 +60,48 @@ std::shared_ptr<MinibatchSource> source_arg(const py::object& a, const py::objec
     return s.is_none() ? nullptr : s.cast<std::shared_ptr<MinibatchSource>>();
 }
 
+// A progress writer written in Python (subclassing cntk.logging.ProgressWriter): its on_write_* methods
+// and write() are called with CNTK's arguments, (start, end) pairs as tuples; a method it does not
+// define does nothing. Called from training without the GIL, so each call takes it. The Python half is
+// kept alive by the C++ one (a writer passed inline to a Trainer must keep its methods).
+class PyProgressWriter : public ProgressWriter {
+public:
+    using ProgressWriter::ProgressWriter;
+    void on_write_training_update(Range samples, Range updates, Sums loss,
+                                  std::optional<Sums> metric) override {
+        call("on_write_training_update", samples, updates, loss, metric);  // (None without a metric)
+    }
+    void on_write_test_update(Range samples, Range updates, Sums metric) override {
+        call("on_write_test_update", samples, updates, metric);
+    }
+    void on_write_training_summary(int64_t samples, int64_t updates, int64_t summaries, double loss,
+                                   std::optional<double> metric, int64_t elapsed_ms) override {
+        call("on_write_training_summary", samples, updates, summaries, loss, metric, elapsed_ms);
+    }
+    void on_write_test_summary(int64_t samples, int64_t updates, int64_t summaries, double metric,
+                               int64_t elapsed_ms) override {
+        call("on_write_test_summary", samples, updates, summaries, metric, elapsed_ms);
+    }
+    void write(const std::string& key, double value) override { call("write", key, value); }
+    void keep(py::object self) {
+        self_ = std::shared_ptr<py::object>(new py::object(std::move(self)), [](py::object* p) {
+            if (!Py_IsInitialized()) return;
+            py::gil_scoped_acquire gil;
+            delete p;
+        });
+    }
+
+private:
+    // Converts the arguments only once the GIL is held.
+    template <typename... Args>
+    void call(const char* name, Args&&... args) {
+        py::gil_scoped_acquire gil;
+        if (py::function f = py::get_override(static_cast<const ProgressWriter*>(this), name))
+            f(std::forward<Args>(args)...);
+    }
+    std::shared_ptr<py::object> self_;
+};
+
 std::vector<ProgressWriterPtr> writers_arg(const py::object& w) {
     if (w.is_none()) return {};
     if (py::isinstance<ProgressWriter>(w)) return {w.cast<ProgressWriterPtr>()};
@@ -220,7 +262,20 @@ void bind_io_train(py::module_& m) {
 
     // ---- logging ----
     py::module_ lg = m.def_submodule("logging", "cntk.logging");
-    py::class_<ProgressWriter, ProgressWriterPtr>(lg, "ProgressWriter")
+    py::class_<ProgressWriter, PyProgressWriter, ProgressWriterPtr>(lg, "ProgressWriter", py::dynamic_attr())
+        .def(py::init(
+                 [](const py::object& freq, int64_t first, const py::object& test_freq, int64_t test_first) {
+                     auto frequency = [](const py::object& f) {
+                         return f.is_none() ? ProgressWriter::kNever : f.cast<int64_t>();
+                     };
+                     return std::make_shared<PyProgressWriter>(frequency(freq), first, frequency(test_freq),
+                                                               test_first);
+                 }),
+             arg("freq") = py::none(), arg("first") = 0, arg("test_freq") = py::none(), arg("test_first") = 0)
+        .def("_keep_python_object",
+             [](ProgressWriter& w, py::object self) {
+                 if (auto* p = dynamic_cast<PyProgressWriter*>(&w)) p->keep(std::move(self));
+             })
         .def_property_readonly("total_training_updates", &ProgressWriter::total_training_updates)
         .def_property_readonly("total_test_updates", &ProgressWriter::total_test_updates);
     py::class_<ProgressPrinter, ProgressWriter, std::shared_ptr<ProgressPrinter>>(lg, "ProgressPrinter")

@@ -136,3 +136,37 @@ def test_tensorboard_progress_writer(tmp_path):
     assert b'minibatch/avg_loss' in files[0].read_bytes() and b'summary/avg_metric' in files[0].read_bytes()
     with pytest.raises(RuntimeError):
         writer.flush()
+
+
+class Recorder(C.logging.ProgressWriter):
+    """A progress writer in Python, as CNTK scripts write them."""
+
+    def __init__(self):
+        super().__init__(freq=2)
+        self.updates, self.summaries, self.values = [], [], []
+
+    def on_write_training_update(self, samples, updates, aggregate_loss, aggregate_metric):
+        self.updates.append((samples, updates, aggregate_loss, aggregate_metric))
+
+    def on_write_training_summary(self, samples, updates, summaries, aggregate_loss, aggregate_metric,
+                                  elapsed_milliseconds):
+        self.summaries.append((samples, updates, summaries, aggregate_loss, aggregate_metric))
+
+    def write(self, key, value):
+        self.values.append((key, value))
+
+
+def test_python_progress_writer_gets_cntks_calls():
+    x, y, z, ce, pe = model_and_criteria()
+    rec = Recorder()
+    trainer = C.Trainer(z, (ce, pe), [C.sgd(z.parameters, C.learning_parameter_schedule(0.1))], [rec])
+    xs = np.array([[1, 0], [0, 1]], np.float32)
+    ys = np.array([[1, 0], [0, 1]], np.float32)
+    for _ in range(4):
+        trainer.train_minibatch({x: xs, y: ys})
+    trainer.summarize_training_progress()
+    assert [u[1] for u in rec.updates] == [(0, 2), (2, 4)]  # every 2 minibatches
+    assert rec.updates[0][0] == (0, 4) and rec.updates[1][0] == (4, 8)
+    assert rec.updates[0][3] is not None
+    assert len(rec.summaries) == 1 and rec.summaries[0][:3] == (8, 4, 1)
+    assert isinstance(rec, C.logging.ProgressWriter) and rec.total_training_updates == 4
