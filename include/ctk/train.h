@@ -275,6 +275,14 @@ public:
                     std::optional<CheckpointConfig> checkpoint = std::nullopt,
                     std::optional<CrossValidationConfig> cross_validation = std::nullopt,
                     std::optional<TestConfig> test = std::nullopt);
+    // The same with CNTK's minibatch_size_schedule: the size of each minibatch is the schedule's value
+    // (rounded) at the samples (or sweeps) seen so far; a resumed run picks up where it was.
+    TrainingSession(std::shared_ptr<Trainer> trainer, std::shared_ptr<MinibatchSource> source,
+                    TrainingParameterSchedule minibatch_size, StreamMap model_inputs_to_streams,
+                    Frequency progress_frequency = {}, int64_t max_samples = kInfinitelyRepeat,
+                    std::optional<CheckpointConfig> checkpoint = std::nullopt,
+                    std::optional<CrossValidationConfig> cross_validation = std::nullopt,
+                    std::optional<TestConfig> test = std::nullopt);
     // Runs to max_samples (or the source's end), summarising progress, checkpointing, cross-validating
     // and testing as configured. Restores from the checkpoint first when configured and present.
     void train();
@@ -288,7 +296,7 @@ private:
 
     std::shared_ptr<Trainer> trainer_;
     std::shared_ptr<MinibatchSource> source_;
-    int64_t minibatch_size_;
+    TrainingParameterSchedule minibatch_size_;
     StreamMap map_;
     Frequency progress_;
     int64_t max_samples_;

@@ -7,11 +7,12 @@ __all__ = ['Trainer', 'Evaluator', 'TrainingSession', 'training_session', 'Check
 
 
 def minibatch_size_schedule(schedule, epoch_size=1):
-    """CNTK's minibatch_size_schedule. ctk's training_session takes a fixed minibatch size, so only a
-    constant schedule is accepted; it is returned as that size."""
+    """CNTK's minibatch_size_schedule: a number, a list of sizes, or [(count, size), ...] with each entry
+    lasting count * epoch_size samples (the last one forever); training_session's mb_size takes it."""
+    from .learners import learning_parameter_schedule
     if isinstance(schedule, int):
-        return schedule
-    raise NotImplementedError('minibatch_size_schedule: ctk supports a constant minibatch size only')
+        schedule = [schedule]
+    return learning_parameter_schedule(schedule, epoch_size=epoch_size)
 
 
 __all__.append('minibatch_size_schedule')

@@ -505,17 +505,21 @@ void bind_io_train(py::module_& m) {
     tr.def(
         "training_session",
         [](const std::shared_ptr<Trainer>& trainer, const std::shared_ptr<MinibatchSource>& mb_source,
-           int64_t mb_size, const py::object& model_inputs_to_streams, const py::object& progress_frequency,
-           const py::object& max_samples, const py::object& checkpoint_config, const py::object& cv_config,
-           const py::object& test_config) {
+           const py::object& mb_size, const py::object& model_inputs_to_streams,
+           const py::object& progress_frequency, const py::object& max_samples,
+           const py::object& checkpoint_config, const py::object& cv_config, const py::object& test_config) {
             std::optional<CheckpointConfig> ck;
             std::optional<CrossValidationConfig> cv;
             std::optional<TestConfig> test;
             if (!checkpoint_config.is_none()) ck = checkpoint_config.cast<CheckpointConfig>();
             if (!cv_config.is_none()) cv = cv_config.cast<CrossValidationConfig>();
             if (!test_config.is_none()) test = test_config.cast<TestConfig>();
+            // mb_size: a number or a minibatch_size_schedule.
+            TrainingParameterSchedule sizes = py::isinstance<TrainingParameterSchedule>(mb_size)
+                                                  ? mb_size.cast<TrainingParameterSchedule>()
+                                                  : TrainingParameterSchedule(mb_size.cast<double>());
             return std::make_shared<TrainingSession>(
-                trainer, mb_source, mb_size, stream_map(model_inputs_to_streams),
+                trainer, mb_source, sizes, stream_map(model_inputs_to_streams),
                 frequency_arg(progress_frequency),
                 max_samples.is_none() ? kInfinitelyRepeat : max_samples.cast<int64_t>(), ck, cv, test);
         },

@@ -1,5 +1,6 @@
 // training_session: CNTK's training loop with progress summaries, checkpoints (restored on start),
 // cross-validation and a final test, all driven by sample, minibatch or sweep frequencies.
+#include <cmath>
 #include <filesystem>
 
 #include "ctk/train.h"
@@ -12,9 +13,20 @@ TrainingSession::TrainingSession(std::shared_ptr<Trainer> trainer, std::shared_p
                                  std::optional<CheckpointConfig> checkpoint,
                                  std::optional<CrossValidationConfig> cross_validation,
                                  std::optional<TestConfig> test)
+    : TrainingSession(std::move(trainer), std::move(source),
+                      TrainingParameterSchedule(static_cast<double>(minibatch_size)),
+                      std::move(model_inputs_to_streams), progress_frequency, max_samples,
+                      std::move(checkpoint), std::move(cross_validation), std::move(test)) {}
+
+TrainingSession::TrainingSession(std::shared_ptr<Trainer> trainer, std::shared_ptr<MinibatchSource> source,
+                                 TrainingParameterSchedule minibatch_size, StreamMap model_inputs_to_streams,
+                                 Frequency progress_frequency, int64_t max_samples,
+                                 std::optional<CheckpointConfig> checkpoint,
+                                 std::optional<CrossValidationConfig> cross_validation,
+                                 std::optional<TestConfig> test)
     : trainer_(std::move(trainer)),
       source_(std::move(source)),
-      minibatch_size_(minibatch_size),
+      minibatch_size_(std::move(minibatch_size)),
       map_(std::move(model_inputs_to_streams)),
       progress_(progress_frequency),
       max_samples_(max_samples),
@@ -23,8 +35,9 @@ TrainingSession::TrainingSession(std::shared_ptr<Trainer> trainer, std::shared_p
       test_(std::move(test)) {
     CTK_CHECK(trainer_ && source_, ValueError,
               "training_session: a trainer and a minibatch source are required");
-    CTK_CHECK(minibatch_size_ > 0, ValueError, "training_session: minibatch_size must be > 0, got ",
-              minibatch_size_);
+    for (double v : minibatch_size_.values())
+        CTK_CHECK(v >= 1 && v == std::floor(v), ValueError,
+                  "training_session: minibatch sizes must be whole numbers > 0, got ", v);
     CTK_CHECK(!map_.empty(), ValueError, "training_session: model_inputs_to_streams is empty");
     CTK_CHECK(max_samples_ > 0, ValueError, "training_session: max_samples must be > 0");
     if (checkpoint_)
@@ -107,7 +120,8 @@ void TrainingSession::train() {
     while (!stop && trainer_->total_number_of_samples_seen() < max_samples_) {
         const int64_t samples_before = trainer_->total_number_of_samples_seen();
         const int64_t sweeps_before = source_->sweeps_completed();
-        auto mb = source_->next_minibatch(std::min(minibatch_size_, max_samples_ - samples_before));
+        const auto size = static_cast<int64_t>(minibatch_size_.at(samples_before, sweeps_before));
+        auto mb = source_->next_minibatch(std::min(size, max_samples_ - samples_before));
         if (mb.empty()) break;
         trainer_->train_minibatch(mb, map_);
         ++minibatches;

@@ -102,6 +102,30 @@ def test_training_session(ctf_file, capfd):
     assert 'Finished Epoch[2 of 2]' in capfd.readouterr().out
 
 
+def test_training_session_with_a_minibatch_size_schedule(ctf_file):
+    x, y, z, ce, pe = model_and_criteria()
+    src = make_source(ctf_file, sweeps=INFINITELY_REPEAT)
+
+    class Sizes(C.logging.ProgressWriter):
+        def __init__(self):
+            super().__init__(freq=1)
+            self.sizes = []
+
+        def on_write_training_update(self, samples, updates, aggregate_loss, aggregate_metric):
+            self.sizes.append(samples[1] - samples[0])
+
+    rec = Sizes()
+    trainer = C.Trainer(z, (ce, pe), C.sgd(z.parameters, 0.1), [rec])
+    # 4-sample minibatches for the first 8 samples, then 8-sample ones.
+    C.train.training_session(trainer=trainer, mb_source=src, mb_size=C.minibatch_size_schedule([(2, 4), (1, 8)], 4),
+                             model_inputs_to_streams={x: src.streams.features, y: src.streams.labels},
+                             max_samples=32).train()
+    assert rec.sizes == [4, 4, 8, 8, 8]
+    with pytest.raises(ValueError, match="whole numbers"):
+        C.train.training_session(trainer=trainer, mb_source=src, mb_size=C.minibatch_size_schedule([4, 0.5]),
+                                 model_inputs_to_streams={x: src.streams.features, y: src.streams.labels})
+
+
 def test_error_mapping(tmp_path):
     x = C.input_variable(3)
     with pytest.raises(ValueError, match='3'):
