@@ -297,6 +297,25 @@ void bind_ops(py::module_& m) {
         },
         arg("x"), arg("dropout_rate") = 0.0, arg("keep_prob") = py::none(), arg("seed") = kSentinelSeed,
         name);
+    // CNTK's batch_normalization op (CNTK's running_inv_std holds a running variance in ctk); without a
+    // running_count a fresh count of 0 is made, as CNTK does.
+    m.def(
+        "batch_normalization",
+        [](const Variable& operand, const Variable& scale, const Variable& bias, const Variable& running_mean,
+           const Variable& running_inv_std, bool spatial, double normalization_time_constant,
+           double blend_time_constant, double epsilon, bool /*use_cudnn_engine*/, bool disable_regularization,
+           const std::string& n, const py::object& running_count) {
+            CTK_CHECK(!disable_regularization, NotImplementedError,
+                      "batch_normalization: disable_regularization is not supported");
+            Variable count = running_count.is_none() ? constant(Tensor::zeros(Shape{}, operand.dtype()))
+                                                     : to_variable(running_count);
+            return batch_normalization(operand, scale, bias, running_mean, running_inv_std, count, spatial,
+                                       normalization_time_constant, blend_time_constant, epsilon, n);
+        },
+        arg("operand"), arg("scale"), arg("bias"), arg("running_mean"), arg("running_inv_std"),
+        arg("spatial"), arg("normalization_time_constant") = 5000.0, arg("blend_time_constant") = 0.0,
+        arg("epsilon") = 1e-5, arg("use_cudnn_engine") = false, arg("disable_regularization") = false,
+        arg("name") = "", arg("running_count") = py::none());
 
     // ---- losses and metrics ----
     m.def(
