@@ -98,20 +98,27 @@ public:
     const std::vector<std::pair<Variable, Variable>>& block_arguments_mapping() const { return block_map_; }
 
     // ---- execution ----
+    // Execution happens on `device` (CNTK's computeDevice; default: default_device()). Arguments are
+    // copied there; parameters and constants move there for good (see detail::value_on); results and
+    // gradients are on it.
+    //
     // The values of `outputs` (default: this Function's outputs) for the given argument values.
-    ValueMap eval(const ValueMap& arguments, const std::vector<Variable>& outputs = {});
+    ValueMap eval(const ValueMap& arguments, const std::vector<Variable>& outputs = {},
+                  Device device = default_device());
     // Computes `outputs` and keeps what backward() needs for the gradients of `retain_for` (CNTK's
     // outputsToRetainBackwardStateFor). is_training: dropout drops, batch norm uses batch statistics
     // and updates its running statistics.
     std::shared_ptr<BackPropState> forward(const ValueMap& arguments, ValueMap& outputs,
                                            const std::vector<Variable>& retain_for = {},
-                                           bool is_training = true);
+                                           bool is_training = true, Device device = default_device());
     // Gradients of the sum of root_gradient * root over all elements, for each variable in `wrt`
-    // (parameters, inputs, or intermediate outputs). Padded sequence frames get zero gradients.
+    // (parameters, inputs, or intermediate outputs), on the forward's device. Padded sequence frames
+    // get zero gradients.
     ValueMap backward(const BackPropState& state, const ValueMap& root_gradients,
                       const std::vector<Variable>& wrt);
     // forward + backward with a root gradient of ones on `of` (default: the single output).
-    ValueMap grad(const ValueMap& arguments, const std::vector<Variable>& wrt, const Variable& of = {});
+    ValueMap grad(const ValueMap& arguments, const std::vector<Variable>& wrt, const Variable& of = {},
+                  Device device = default_device());
 
     // ---- graph editing ----
     // A copy of the graph upstream of this Function's outputs; `substitutions` replace variables (a
@@ -169,6 +176,7 @@ public:
     // Bytes held by the values this state keeps at its peak during forward.
     int64_t peak_bytes() const { return peak_bytes_; }
     bool is_training() const { return training_; }
+    Device device() const { return device_; }
 
 private:
     friend class Function;
@@ -179,6 +187,7 @@ private:
         saved_;  // per step and frame: what the op kept for backward
     const Function* function_ = nullptr;
     bool training_ = true;
+    Device device_;
     int64_t peak_bytes_ = 0;
     // Whether the deferred side effects (assign) of this evaluation have been applied.
     mutable bool committed_ = false;

@@ -66,6 +66,11 @@ public:
     bool has_layout() const { return layout_ != nullptr; }
     // Data with padded frames set to `fill` (the data itself when nothing is padded).
     Tensor masked_data(double fill = 0.0) const;
+    // The device of the data (of the indices, for a one-hot value).
+    Device device() const;
+    // The same value on `device` (itself when already there): dense data, or one-hot indices (the dense
+    // rows are rebuilt there when read), with the same layout.
+    Value to(Device device) const;
 
 private:
     struct OneHot;

@@ -1,6 +1,9 @@
 // Storage, and the choice of allocator per device (the CPU allocator is in cpu_allocator.cpp).
 #include "ctk/storage.h"
 
+#include <atomic>
+
+#include "ctk/cuda.h"
 #include "ctk/error.h"
 
 #if CTK_HAVE_CUDA
@@ -10,7 +13,38 @@
 namespace ctk {
 
 std::string Device::to_string() const {
-    return type == DeviceType::cpu ? std::string("CPU") : "CUDA:" + std::to_string(index);
+    if (type == DeviceType::cpu) return index == 0 ? std::string("CPU") : "CPU:" + std::to_string(index);
+    return "CUDA:" + std::to_string(index);
+}
+
+std::vector<Device> all_devices() {
+    std::vector<Device> devices{Device::cpu()};
+    for (int i = 0; i < cuda::device_count(); ++i) devices.push_back(Device::cuda(i));
+    return devices;
+}
+
+bool device_available(Device device) {
+    if (device.index < 0) return false;
+    return device.is_cpu() || device.index < cuda::device_count();
+}
+
+namespace {
+// Packed type and index, so that readers on other threads never see half an update.
+std::atomic<int64_t> default_device_code{0};
+int64_t device_code(Device d) {
+    return (static_cast<int64_t>(d.type) << 32) | static_cast<uint32_t>(d.index);
+}
+}  // namespace
+
+Device default_device() {
+    const int64_t code = default_device_code.load(std::memory_order_relaxed);
+    return {static_cast<DeviceType>(code >> 32), static_cast<int>(code & 0xffffffff)};
+}
+
+bool try_set_default_device(Device device) {
+    if (!device_available(device)) return false;
+    default_device_code.store(device_code(device), std::memory_order_relaxed);
+    return true;
 }
 
 Allocator& allocator_for(Device device) {

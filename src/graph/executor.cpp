@@ -236,7 +236,8 @@ int64_t delay_offset(const Step& step) {
 }
 
 void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& values,
-                      std::vector<std::vector<std::vector<Tensor>>>& saved, bool training, bool keep) {
+                      std::vector<std::vector<std::vector<Tensor>>>& saved, bool training, bool keep,
+                      Device device) {
     const LoopFrames lf = loop_frames(plan, loop, values);
     std::vector<Tensor> buffers(plan.slot_vars.size());
     for (int64_t i = 0; i < lf.frames; ++i) {
@@ -288,7 +289,8 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
                                            training,
                                            keep,
                                            detail::FunctionAccess::rng_offset(*step.fn),
-                                           step.where};
+                                           step.where,
+                                           device};
                 step.def->forward(ctx);
             }
             for (size_t o = 0; o < step.out.size(); ++o) {
@@ -312,7 +314,10 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
 }  // namespace
 
 std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, ValueMap& outputs,
-                                                 const std::vector<Variable>& retain_for, bool is_training) {
+                                                 const std::vector<Variable>& retain_for, bool is_training,
+                                                 Device device) {
+    CTK_CHECK(device_available(device), DeviceError, "forward: device ", device.to_string(),
+              " is not available here");
     std::vector<Variable> wanted;
     for (const auto& [v, value] : outputs) wanted.push_back(v);
     if (wanted.empty()) wanted = this->outputs();
@@ -330,6 +335,7 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
     }
     state->function_ = this;
     state->training_ = is_training;
+    state->device_ = device;
     const Plan& plan = *state->plan_;
     for (const auto& [v, value] : arguments)
         CTK_CHECK(plan.slot(v) >= 0 || !v.is_input(), ValueError, "forward: ", v.to_string(),
@@ -343,9 +349,9 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
             auto it = arguments.find(v);
             CTK_CHECK(it != arguments.end(), ValueError, "forward: no value given for argument ",
                       v.to_string());
-            values[static_cast<size_t>(s)] = detail::bind_argument(v, it->second);
+            values[static_cast<size_t>(s)] = detail::bind_argument(v, it->second.to(device));
         } else {
-            values[static_cast<size_t>(s)] = Value(v.value());
+            values[static_cast<size_t>(s)] = Value(detail::value_on(v, device));
         }
     }
     std::vector<bool> is_requested(values.size(), false);
@@ -357,7 +363,7 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
         size_t unit_end = i + 1;
         if (step.loop >= 0) {
             const Loop& loop = plan.loops[static_cast<size_t>(step.loop)];
-            run_loop_forward(plan, loop, values, state->saved_, is_training, keep_all);
+            run_loop_forward(plan, loop, values, state->saved_, is_training, keep_all, device);
             unit_end = static_cast<size_t>(loop.first + loop.count);
             for (size_t k = i; k < unit_end; ++k)
                 for (int s : plan.steps[k].out) live += detail::bytes_of(values[static_cast<size_t>(s)]);
@@ -375,7 +381,8 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
                                        is_training,
                                        keep_all,
                                        detail::FunctionAccess::rng_offset(*step.fn),
-                                       step.where};
+                                       step.where,
+                                       device};
             step.def->forward(ctx);
             CTK_CHECK(outs.size() == step.out.size(), Error, step.where, ": produced ", outs.size(),
                       " outputs, expected ", step.out.size());
@@ -443,10 +450,10 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
     return state;
 }
 
-ValueMap Function::eval(const ValueMap& arguments, const std::vector<Variable>& outputs) {
+ValueMap Function::eval(const ValueMap& arguments, const std::vector<Variable>& outputs, Device device) {
     ValueMap out;
     for (const Variable& v : outputs.empty() ? this->outputs() : outputs) out.emplace(v, Value());
-    forward(arguments, out, {}, false);
+    forward(arguments, out, {}, false, device);
     return out;
 }
 
@@ -567,7 +574,8 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
         CTK_CHECK(g.data().shape() == val.data().shape(), ShapeError, "backward: root gradient of shape ",
                   g.data().shape().to_string(), " for ", v.to_string(), " whose value has shape ",
                   val.data().shape().to_string());
-        grads[static_cast<size_t>(s)] = Value(g.data().to(val.data().dtype()), val.layout()).masked_data(0.0);
+        grads[static_cast<size_t>(s)] =
+            Value(g.data().to(state.device_).to(val.data().dtype()), val.layout()).masked_data(0.0);
     }
     // Which values lead to a wanted variable (a fixed point: loops feed back into themselves).
     for (bool changed = true; changed;) {
@@ -662,10 +670,11 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
     return result;
 }
 
-ValueMap Function::grad(const ValueMap& arguments, const std::vector<Variable>& wrt, const Variable& of) {
+ValueMap Function::grad(const ValueMap& arguments, const std::vector<Variable>& wrt, const Variable& of,
+                        Device device) {
     Variable root = of.defined() ? of : output();
     ValueMap outs{{root, Value()}};
-    auto state = forward(arguments, outs, {root}, false);
+    auto state = forward(arguments, outs, {root}, false, device);
     const Value& y = outs.at(root);
     Tensor ones = Tensor::ones(y.data().shape(), y.data().dtype(), y.data().device());
     return backward(*state, {{root, Value(ones, y.layout())}}, wrt);

@@ -60,6 +60,7 @@ struct ForwardContext {
     bool keep_for_backward;  // backward may follow: keep what it needs (e.g. a pooling workspace)
     uint64_t& rng_offset;    // the Function's random stream position
     const std::string& where;
+    Device device;  // where the evaluation computes: tensors an op makes from nothing go here
     int dyn_rank(size_t i) const { return input_vars[i].dynamic_rank(); }
 };
 
@@ -110,6 +111,10 @@ struct OpDef {
     // backward rule was checked; the graph harness verifies it by poisoning every value not declared.
     uint32_t backward_reads = kReadsInputs | kReadsOutputs;
 };
+
+// A parameter's or constant's value on `device`, moved there for good when it lives elsewhere (a graph
+// computes where it is asked to; its parameters follow, and learners update them there).
+Tensor value_on(const Variable& v, Device device);
 
 // A delay's initial state as one frame [N, 1, sample...] (a per-sequence [#] state, or a value that
 // broadcasts over the sample), and the gradient of that state from a frame gradient [N, 1, sample...].

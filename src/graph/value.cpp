@@ -129,6 +129,22 @@ const Tensor& Value::dense_one_hot() const {
     return one_hot_->dense;
 }
 
+Device Value::device() const {
+    return data_.defined() || !one_hot_ ? data_.device() : one_hot_->indices.device();
+}
+
+Value Value::to(Device device) const {
+    if (!defined() || this->device() == device) return *this;
+    if (data_.defined() || !one_hot_) return Value(data_.to(device), layout_);
+    Value v;
+    v.layout_ = layout_;
+    v.one_hot_ = std::make_shared<OneHot>();
+    v.one_hot_->indices = one_hot_->indices.to(device);
+    v.one_hot_->num_classes = one_hot_->num_classes;
+    v.one_hot_->dtype = one_hot_->dtype;
+    return v;
+}
+
 Tensor Value::sequence(int64_t i) const {
     const Tensor& d = data();
     CTK_CHECK(d.defined() && d.rank() >= 2, ValueError, "Value::sequence: the value holds no sequences");

@@ -155,12 +155,21 @@ Tensor Variable::value() const {
     if (!d.value.defined()) {
         CTK_CHECK(!has_inferred_dims(), ShapeError, to_string(),
                   " has no value yet: its shape still has inferred dims (use it in a graph first)");
+        // Drawn on the CPU whatever the device, so that a seed gives the same weights everywhere.
         Tensor v = Tensor::empty(Shape(d.shape), d.dtype == DataType::f64 ? DataType::f64 : DataType::f32);
         d.init.fill(v);
-        d.value = v.to(d.dtype);
+        d.value = v.to(d.dtype).to(default_device());
     }
     return d.value;
 }
+
+namespace detail {
+Tensor value_on(const Variable& v, Device device) {
+    Tensor value = v.value();
+    if (value.device() != device) v.impl()->value = value = value.to(device);
+    return value;
+}
+}  // namespace detail
 
 void Variable::set_value(const Tensor& v) const {
     Tensor current = value();

@@ -404,13 +404,12 @@ void forward_bn(ForwardContext& c) {
     double blend = tc == 0 ? 1.0 : std::isinf(tc) ? n / (seen + n) : 1.0 - std::exp(-n / tc);
     if (seen == 0) blend = 1.0;
     auto mix = [&](Tensor running, const Tensor& batch) {
-        Tensor updated =
-            plus(element_times(running, Tensor::full(Shape{}, 1 - blend, running.dtype())),
-                 element_times(batch.to(running.dtype()), Tensor::full(Shape{}, blend, running.dtype())));
+        Tensor updated = plus(element_times(running, scalar_like(1 - blend, running)),
+                              element_times(batch.to(running.dtype()), scalar_like(blend, running)));
         running.copy_from(updated);
     };
     mix(rmean, r.mean);
-    mix(rvar, element_times(r.var, Tensor::full(Shape{}, n > 1 ? n / (n - 1) : 1.0, r.var.dtype())));
+    mix(rvar, element_times(r.var, scalar_like(n > 1 ? n / (n - 1) : 1.0, r.var)));
     count.fill(seen + n);
 }
 void backward_bn(BackwardContext& c) {
@@ -426,7 +425,7 @@ void backward_bn(BackwardContext& c) {
     } else {  // inference statistics: y = scale * (x - mean) / sqrt(var + eps) + bias, statistics fixed
         Tensor mean = c.inputs[3].data().reshape({1, channels, 1}),
                var = c.inputs[4].data().reshape({1, channels, 1});
-        Tensor inv = reciprocal(ctk::sqrt(plus(var, Tensor::full(Shape{}, a.epsilon, var.dtype()))));
+        Tensor inv = reciprocal(ctk::sqrt(plus(var, scalar_like(a.epsilon, var))));
         g.dx = element_times(dy, element_times(scale.reshape({1, channels, 1}), inv));
         g.dscale = reduce_sum(element_times(dy, element_times(minus(xv, mean), inv)), {0, 2});
         g.dbias = reduce_sum(dy, {0, 2});

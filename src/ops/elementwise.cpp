@@ -9,10 +9,6 @@ namespace ctk {
 namespace detail {
 namespace {
 
-Tensor scalar_like(double v, const Tensor& t) {
-    return Tensor::full(Shape{}, v, t.dtype(), t.device());
-}
-
 ScalarAttrs scalars_of(const Attributes& a, OpKind op) {
     ScalarAttrs d = default_scalars(op);
     return {a.get_or<double>("alpha", d.alpha), a.get_or<double>("beta", d.beta)};

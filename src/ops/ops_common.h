@@ -33,6 +33,11 @@ Tensor align(const Tensor& data, int dyn, int out_dyn, int out_static);
 // The gradient for an operand: dy summed down to the operand's aligned shape, viewed as its data shape.
 Tensor reduce_to_operand(const Tensor& dy, const Tensor& operand_data, int dyn, int out_dyn, int out_static);
 
+// A 0-d tensor holding `value` with the dtype and device of `like` (operands of one op share a device).
+inline Tensor scalar_like(double value, const Tensor& like) {
+    return Tensor::full(Shape{}, value, like.dtype(), like.device());
+}
+
 // Merges the dynamic dims of data into one leading axis: [d0*..*d(dyn-1), static...] (dyn = 0: [1, ...]).
 Tensor fold_dynamic(const Tensor& data, int dyn);
 // The inverse: [N, static...] back to the dynamic dims of `like` (whose first `dyn` dims are dynamic).

@@ -100,6 +100,7 @@ void forward_random(ForwardContext& c) {
     } else {
         out = Tensor::empty(c.inputs[0].data().shape(), c.inputs[0].data().dtype());
     }
+    // Drawn on the CPU (Philox, the same numbers on every device), then moved to the compute device.
     const std::string& kind = c.attrs.get<std::string>("rvType");
     const double a = c.attrs.get<double>("arg0"), b = c.attrs.get<double>("arg1");
     Generator gen(static_cast<uint64_t>(c.attrs.get<int64_t>("rngSeed")), c.rng_offset);
@@ -111,12 +112,10 @@ void forward_random(ForwardContext& c) {
         gen.bernoulli(out, a);
     } else {  // gumbel: loc - scale * log(-log(U)), U in (0, 1)
         gen.uniform(out, 1e-12, 1.0);
-        out = minus(Tensor::full(Shape{}, a, out.dtype()),
-                    element_times(Tensor::full(Shape{}, b, out.dtype()), ctk::log(negate(ctk::log(out)))));
+        out = minus(scalar_like(a, out), element_times(scalar_like(b, out), ctk::log(negate(ctk::log(out)))));
     }
     c.rng_offset = gen.offset();
-    const Device device = c.inputs.empty() ? Device::cpu() : c.inputs[0].data().device();
-    c.outputs.push_back(Value(out.to(device)));
+    c.outputs.push_back(Value(out.to(c.device)));
 }
 
 }  // namespace

@@ -167,8 +167,9 @@ void forward_random_sample(ForwardContext& c) {
     std::vector<double> w = checked_weights(weights, a.num_samples, a.allow_duplicates, c.where);
     std::vector<int64_t> classes = draw(w, a.num_samples, a.allow_duplicates, a.seed, c.rng_offset);
     c.rng_offset += counters_per_draw(w.size(), a.num_samples, a.allow_duplicates);
-    c.outputs.push_back(Value::one_hot(Tensor::from_vector(classes, Shape{a.num_samples}),
-                                       static_cast<int64_t>(w.size()), weights.dtype()));
+    c.outputs.push_back(
+        Value::one_hot(Tensor::from_vector(classes, Shape{a.num_samples}).to(weights.device()),
+                       static_cast<int64_t>(w.size()), weights.dtype()));
 }
 
 void forward_inclusion_frequency(ForwardContext& c) {

@@ -14,7 +14,8 @@ namespace {
 
 // [N, T, 1...] of rank `rank`: 1 where pred(sequence, frame, length) holds.
 template <typename Pred>
-Tensor frame_flags(const SequenceLayout& l, int64_t frames, int rank, DataType dtype, Pred pred) {
+Tensor frame_flags(const SequenceLayout& l, int64_t frames, int rank, DataType dtype, Device device,
+                   Pred pred) {
     Tensor m = Tensor::empty(Shape{l.num_sequences(), frames}, DataType::f64);
     double* p = m.data<double>();
     for (int64_t s = 0; s < l.num_sequences(); ++s)
@@ -22,7 +23,7 @@ Tensor frame_flags(const SequenceLayout& l, int64_t frames, int rank, DataType d
             p[s * frames + t] = pred(s, t, l.lengths()[static_cast<size_t>(s)]) ? 1.0 : 0.0;
     Dims dims{l.num_sequences(), frames};
     dims.resize(static_cast<size_t>(rank), 1);
-    return m.to(dtype).reshape(dims);
+    return m.to(dtype).to(device).reshape(dims);
 }
 
 Tensor zero_like(const Tensor& t) {
@@ -72,7 +73,7 @@ void forward_delay(ForwardContext& c) {
         dst.copy_from(Past ? x.slice(1, 0, frames - k) : x.slice(1, k, frames));
     }
     if (!Past) {  // the frames whose future lies past their own sequence's end take the initial state
-        Tensor valid = frame_flags(l, frames, x.rank(), x.dtype(),
+        Tensor valid = frame_flags(l, frames, x.rank(), x.dtype(), x.device(),
                                    [k](int64_t, int64_t t, int64_t len) { return t + k < len; });
         y = element_select(valid, y, init);
     }
@@ -90,7 +91,7 @@ void backward_delay(BackwardContext& c) {
     if (Past) {
         to_init = dy.slice(1, 0, std::min(k, frames));
     } else {
-        Tensor valid = frame_flags(l, frames, x.rank(), x.dtype(),
+        Tensor valid = frame_flags(l, frames, x.rank(), x.dtype(), x.device(),
                                    [k](int64_t, int64_t t, int64_t len) { return t + k < len; });
         to_x = element_times(dy, valid);
         to_init = minus(dy, to_x);
@@ -187,9 +188,9 @@ void forward_flags(ForwardContext& c) {
     const Tensor& x = c.inputs[0].data();
     std::shared_ptr<const SequenceLayout> h;
     const SequenceLayout& l = layout_of(c.inputs[0], h);
-    c.outputs.push_back(Value(frame_flags(l, x.dim(1), 2, x.dtype(), [](int64_t, int64_t t, int64_t len) {
-        return First ? t == 0 : t == len - 1;
-    })));
+    c.outputs.push_back(
+        Value(frame_flags(l, x.dim(1), 2, x.dtype(), x.device(),
+                          [](int64_t, int64_t t, int64_t len) { return First ? t == 0 : t == len - 1; })));
 }
 
 // ---- broadcast_as(operand, like) ----
@@ -351,6 +352,7 @@ void forward_seq_where(ForwardContext& c) {
     // frame numbers within each sequence: arange over T for every sequence
     Tensor t =
         Tensor(Tensor::arange(Shape{1, x.dim(1)}, DataType::f64).broadcast_to(Shape{x.dim(0), x.dim(1)}))
+            .to(x.device())
             .contiguous();
     Value packed = pack_frames(t, frames);
     c.outputs.push_back(Value(packed.data().to(x.dtype()), packed.layout()));

@@ -280,8 +280,8 @@ GatherTable gather_table(const Tensor& ref, int ref_dyn, const Tensor& idx, int 
     const int64_t samples = table.dim(0), rows = table.dim(1);
     Dims flat_dims{samples * rows};
     for (int i = 2; i < table.rank(); ++i) flat_dims.push_back(table.dim(i));
-    Tensor base = Tensor::arange(Shape{samples}, idx.dtype());
-    base = element_times(base, Tensor::full(Shape{}, static_cast<double>(rows), idx.dtype()));
+    Tensor base = Tensor::arange(Shape{samples}, idx.dtype()).to(idx.device());
+    base = element_times(base, scalar_like(static_cast<double>(rows), base));
     Dims bd{samples};
     bd.resize(static_cast<size_t>(idx.rank() - idx_dyn + 1), 1);
     Tensor shifted = plus(fold_dynamic(idx, idx_dyn), base.reshape(bd));
@@ -353,8 +353,8 @@ void backward_top_k(BackwardContext& c) {
     Tensor xt = permute(x, order), it = permute(idx, order), gt = permute(c.output_grads[0], order);
     const int64_t n = xt.dim(-1), k = it.dim(-1), rows = xt.numel() / n;
     // Integral float64 indices (exact below 2^53) keep the arithmetic in the floating element-wise ops.
-    Tensor offs = element_times(Tensor::arange(Shape{rows, 1}, DataType::f64),
-                                Tensor::full(Shape{}, double(n), DataType::f64));
+    Tensor offs = Tensor::arange(Shape{rows, 1}, DataType::f64).to(x.device());
+    offs = element_times(offs, scalar_like(double(n), offs));
     Tensor flat_idx = plus(it.reshape({rows, k}).to(DataType::f64), offs).reshape({rows * k});
     Tensor g = scatter_add(Tensor::zeros(Shape{rows * n}, x.dtype(), x.device()), flat_idx,
                            gt.reshape({rows * k}), 0);

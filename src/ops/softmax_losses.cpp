@@ -12,10 +12,6 @@ namespace ctk {
 namespace detail {
 namespace {
 
-Tensor scalar_like(double v, const Tensor& t) {
-    return Tensor::full(Shape{}, v, t.dtype(), t.device());
-}
-
 // ---- softmax family: over one static axis, or (no axis) over all static axes flattened ----
 std::vector<OutputSpec> infer_softmax(InferContext& c) {
     const Variable& x = c.inputs[0];

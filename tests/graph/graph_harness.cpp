@@ -83,10 +83,11 @@ Tensor real_frames(const Value& v) {
     return v.masked_data(0.0).to(DataType::f64);
 }
 
-Value run(const GraphCase& c, Built& b, DataType dtype, const std::vector<Tensor>& data) {
+Value run(const GraphCase& c, Built& b, DataType dtype, const std::vector<Tensor>& data,
+          Device device = Device::cpu()) {
     if (c.replay_random) b.f->set_random_stream_positions(b.random_start);
     ValueMap outs{{b.out, Value()}};
-    b.f->forward(arguments(c, b, dtype, data), outs, {}, c.training);
+    b.f->forward(arguments(c, b, dtype, data), outs, {}, c.training, device);
     return outs.at(b.out);
 }
 
@@ -200,6 +201,55 @@ std::string check_graph_gradient(const GraphCase& c) {
         return "";
     } catch (const std::exception& e) {
         return c.name + " (gradient): threw " + e.what();
+    }
+}
+
+std::string check_graph_on_device(const GraphCase& c, DataType dtype, Device device, double tol_scale) {
+    const std::string label = c.name + " (" + dtype_name(dtype) + " on " + device.to_string() + ")";
+    try {
+        Built b = build(c, dtype);
+        std::vector<Variable> wrt;
+        if (c.gradient)
+            for (size_t i = 0; i < c.slots.size(); ++i)
+                if (c.slots[i].differentiable) wrt.push_back(b.vars[i]);
+        Tensor r;
+        // The same evaluation (random streams rewound) on the CPU, then on `device`.
+        auto evaluate = [&](Device dev, std::vector<Tensor>& results) {
+            b.f->set_random_stream_positions(b.random_start);
+            ValueMap outs{{b.out, Value()}};
+            std::vector<Variable> retain;
+            if (!wrt.empty()) retain.push_back(b.out);
+            auto state = b.f->forward(arguments(c, b, dtype, b.data), outs, retain, c.training, dev);
+            const Value& y = outs.at(b.out);
+            if (y.device() != dev) return "the output is on " + y.device().to_string();
+            results.push_back(real_frames(y));
+            if (wrt.empty()) return std::string();
+            if (!r.defined()) {
+                r = Tensor::empty(y.data().shape(), dtype);
+                Generator(7).uniform(r, -1.0, 1.0);
+            }
+            ValueMap grads = b.f->backward(*state, {{b.out, Value(r, y.layout())}}, wrt);
+            for (const Variable& v : wrt) {
+                const Value& g = grads.at(v);
+                if (g.device() != dev)
+                    return "the gradient of " + v.name() + " is on " + g.device().to_string();
+                results.push_back(g.data().to(DataType::f64));
+            }
+            return std::string();
+        };
+        std::vector<Tensor> on_cpu, on_device;
+        std::string m = evaluate(Device::cpu(), on_cpu);
+        if (m.empty()) m = evaluate(device, on_device);
+        const bool f64 = dtype == DataType::f64;
+        const double rtol = tol_scale * (f64 ? 1e-10 : c.rtol_f32),
+                     atol = tol_scale * (f64 ? 1e-12 : c.atol_f32);
+        for (size_t i = 0; m.empty() && i < on_cpu.size(); ++i) {
+            m = compare_tensors(on_device[i], on_cpu[i], rtol, atol);
+            if (!m.empty()) m = (i == 0 ? "output: " : "gradient " + std::to_string(i - 1) + ": ") + m;
+        }
+        return m.empty() ? "" : label + ": " + m;
+    } catch (const std::exception& e) {
+        return label + ": threw " + e.what();
     }
 }
 

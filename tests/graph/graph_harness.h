@@ -105,6 +105,10 @@ std::vector<GraphCase> misc_graph_cases();        // like ops, crop, negative co
 // Empty when the check passes, else what failed.
 std::string check_graph_forward(const GraphCase& c, DataType dtype);
 std::string check_graph_gradient(const GraphCase& c);
+// Runs the case on `device` and on the CPU with the same data: forward, and (when the case has a
+// gradient) backward with the same root gradient. Empty when every result lives on `device` and agrees
+// with the CPU's within `tol_scale` times the case's tolerances for `dtype`.
+std::string check_graph_on_device(const GraphCase& c, DataType dtype, Device device, double tol_scale = 1.0);
 
 // ---- reference helpers ----
 // Applies fn to every frame of an input's data (all dims before the sample), returning the stacked results.

@@ -63,3 +63,9 @@ TEST(GraphHarnessSelfTest, DetectsWrongReferenceAndWrongGradient) {
     c.build = [](const std::vector<Variable>& v) { return ctk::plus(v[0], ctk::stop_gradient(v[0])); };
     EXPECT_NE(check_graph_gradient(c), "");
 }
+
+// Every case computed on a logical second CPU device: an op that creates a tensor on the default device
+// instead of its operands' (which a GPU run would refuse) fails here, without a GPU.
+TEST_P(GraphHarness, OnAnotherDevice) {
+    EXPECT_EQ(check_graph_on_device(graph_case(), DataType::f64, Device::cpu(1), 0.0), "");
+}
