@@ -101,7 +101,9 @@ public:
     // Applies one update from gradients summed over `minibatch_sample_count` samples. Returns false (and
     // changes nothing, counters included) when the count is 0 or, as in CNTK, when the scheduled learning
     // rate is 0. Parameters missing from `gradients` are left alone. Throws ShapeError for a gradient of
-    // the wrong shape and NotImplementedError for f16/bf16 or non-CPU parameters, before changing anything.
+    // the wrong shape, NotImplementedError for f16/bf16 and DeviceError for a gradient on another device
+    // than its parameter, before changing anything. The update runs where the parameter lives (CPU or GPU:
+    // the same rules, the same bits).
     virtual bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end = false);
 
     const std::vector<Variable>& parameters() const { return parameters_; }

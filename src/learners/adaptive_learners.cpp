@@ -2,7 +2,6 @@
 // (CPUMatrix::Adagrad, FSAdagrad, Adam, RmsProp, AdaDelta and Learner.cpp's per-minibatch counters).
 // Each parameter is updated in one fused pass, or two where CNTK divides by a mean over all elements
 // (AdaGrad's and RMSProp's need_ave_multiplier).
-#include <algorithm>
 #include <cmath>
 
 #include "learners/learner_impl.h"
@@ -48,24 +47,20 @@ protected:
                           double lr, int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            T* w = value.data<T>();
-            T* acc = state[0].data<T>();
-            const T* g = gradient.data<T>();
             const int64_t n = value.numel();
             const T floor = T(1e-16f);  // CNTK's floor is the float literal 1e-16f, also for double
+            const detail::rules::AdaGradAccumulate<T> accumulate{state[0].data<T>(), gradient.data<T>(),
+                                                                 floor};
             double ave = 1.0;
             if (need_ave_multiplier_) {
-                const double sum = detail::sum_elements(n, partials_, [&](int64_t i) {
-                    acc[i] += g[i] * g[i];
-                    return double(T(1) / std::sqrt(acc[i] + floor));
-                });
+                const double sum = detail::sum_rule(value, n, partials_, accumulate);
                 if (n > 0) ave = T(sum / double(n));
             } else {
-                detail::for_each_element(n, [&](int64_t i) { acc[i] += g[i] * g[i]; });
+                detail::apply_rule(value, n, accumulate);
             }
-            const T rate = T(lr / ave);
-            detail::for_each_element(n,
-                                     [&](int64_t i) { w[i] -= rate * (g[i] / std::sqrt(acc[i] + floor)); });
+            detail::apply_rule(value, n,
+                               detail::rules::AdaGradStep<T>{value.data<T>(), state[0].data<T>(),
+                                                             gradient.data<T>(), T(lr / ave), floor});
         });
     }
 
@@ -112,22 +107,10 @@ protected:
         const double ugf = unit_gain_ ? 1.0 - m : 1.0;
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            T* w = value.data<T>();
-            T* ada = state[0].data<T>();
-            T* mom = state[1].data<T>();
-            const T* grad = gradient.data<T>();
-            const T tm = T(m), tvm = T(vm), tugf = T(ugf), rate = T(lr), mul = T(ada_mul_);
-            detail::for_each_element(value.numel(), [&](int64_t i) {
-                T g = grad[i];
-                const T sq = tvm * ada[i] + (T(1) - tvm) * g * g;
-                ada[i] = sq;
-                if (sq != T(0)) g *= std::min(mul * (T(1) / std::sqrt(sq)), T(10));
-                if (tm > T(0)) {
-                    g = tm * mom[i] + tugf * g;
-                    mom[i] = g;
-                }
-                w[i] -= g * rate;
-            });
+            detail::apply_rule(
+                value, value.numel(),
+                detail::rules::FSAdaGradStep<T>{value.data<T>(), state[0].data<T>(), state[1].data<T>(),
+                                                gradient.data<T>(), T(m), T(vm), T(ugf), T(lr), T(ada_mul_)});
         });
     }
 
@@ -178,27 +161,10 @@ protected:
                                     : std::sqrt(1.0 - std::pow(vm, t)) / (1.0 - std::pow(m, t));
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            T* w = value.data<T>();
-            T* ada = state[0].data<T>();
-            T* mom = state[1].data<T>();
-            const T* grad = gradient.data<T>();
-            const T tm = T(m), tvm = T(vm), tugf = T(ugf), rate = T(lr), tbias = T(bias), eps = T(epsilon_);
-            const bool adamax = adamax_;
-            detail::for_each_element(value.numel(), [&](int64_t i) {
-                T g = grad[i];
-                T d;
-                if (!adamax) {
-                    const T sq = tvm * ada[i] + (T(1) - tvm) * g * g;
-                    ada[i] = sq;
-                    d = std::sqrt(sq);
-                } else {
-                    d = ada[i] = std::max(tvm * ada[i], std::abs(g));
-                }
-                const T scale = tbias * (T(1) / (d + eps));
-                g = tm * mom[i] + tugf * g;
-                mom[i] = g;
-                w[i] -= g * scale * rate;
-            });
+            detail::apply_rule(value, value.numel(),
+                               detail::rules::AdamStep<T>{value.data<T>(), state[0].data<T>(),
+                                                          state[1].data<T>(), gradient.data<T>(), T(m), T(vm),
+                                                          T(ugf), T(lr), T(bias), T(epsilon_), adamax_});
         });
     }
 
@@ -245,42 +211,28 @@ protected:
         const bool initialized = smoothed_count_ > 1.0;
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            T* w = value.data<T>();
-            T* avars = state[0].data<T>();
-            T* signs = state[1].data<T>();
-            T* steps = state[2].data<T>();
-            const T* g = gradient.data<T>();
             const int64_t n = value.numel();
-            const T gamma = T(gamma_), one_minus_gamma = T(1) - T(gamma_), inc = T(inc_), dec = T(dec_),
-                    hi = T(max_), lo = T(min_);
-            const T floor = T(1e-6f);  // CNTK's float literal, also for double
-            auto step_element = [&](int64_t i) -> T {
-                if (!initialized) {
-                    avars[i] = g[i] * g[i];
-                    signs[i] = T(0);
-                    steps[i] = T(0.02);
-                }
-                avars[i] = gamma * avars[i] + one_minus_gamma * (g[i] * g[i]);
-                const int sign = (T(0) < g[i]) - (g[i] < T(0));
-                if (signs[i] * T(sign) > T(0))
-                    steps[i] = std::min(steps[i] * inc, hi);
-                else
-                    steps[i] = std::max(steps[i] * dec, lo);
-                signs[i] = T(sign);
-                return steps[i] / std::sqrt(avars[i] + floor);
-            };
+            const detail::rules::RMSPropState<T> st{state[0].data<T>(),
+                                                    state[1].data<T>(),
+                                                    state[2].data<T>(),
+                                                    gradient.data<T>(),
+                                                    T(gamma_),
+                                                    T(1) - T(gamma_),
+                                                    T(inc_),
+                                                    T(dec_),
+                                                    T(max_),
+                                                    T(min_),
+                                                    T(1e-6f),  // CNTK's float literal, also for double
+                                                    initialized};
             double ave = 1.0;
             if (need_ave_multiplier_) {
                 const double sum =
-                    detail::sum_elements(n, partials_, [&](int64_t i) { return double(step_element(i)); });
+                    detail::sum_rule(value, n, partials_, detail::rules::RMSPropStateSum<T>{st});
                 if (n > 0) ave = T(sum / double(n));
-                const T rate = T(lr / ave);
-                detail::for_each_element(
-                    n, [&](int64_t i) { w[i] -= rate * (g[i] * (steps[i] / std::sqrt(avars[i] + floor))); });
-            } else {
-                const T rate = T(lr);
-                detail::for_each_element(n, [&](int64_t i) { w[i] -= rate * (g[i] * step_element(i)); });
             }
+            detail::apply_rule(
+                value, n,
+                detail::rules::RMSPropStep<T>{st, value.data<T>(), T(lr / ave), !need_ave_multiplier_});
         });
     }
 
@@ -308,19 +260,10 @@ protected:
                           double lr, int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            T* w = value.data<T>();
-            T* ada = state[0].data<T>();
-            T* dx2 = state[1].data<T>();
-            const T* grad = gradient.data<T>();
-            const T rho = T(rho_), eps = T(epsilon_), rate = T(lr);
-            detail::for_each_element(value.numel(), [&](int64_t i) {
-                const T g = grad[i];
-                const T sq = rho * ada[i] + (T(1) - rho) * g * g;
-                ada[i] = sq;
-                const T dx = -std::sqrt(dx2[i] + eps) / std::sqrt(sq + eps) * g;
-                dx2[i] = rho * dx2[i] + (T(1) - rho) * dx * dx;
-                w[i] += rate * dx;
-            });
+            detail::apply_rule(
+                value, value.numel(),
+                detail::rules::AdaDeltaStep<T>{value.data<T>(), state[0].data<T>(), state[1].data<T>(),
+                                               gradient.data<T>(), T(rho_), T(epsilon_), T(lr)});
         });
     }
 

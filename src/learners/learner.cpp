@@ -124,9 +124,13 @@ std::vector<Tensor>& Learner::state_for(const Variable& p, const Tensor& value) 
     auto it = state_.find(p);
     if (it == state_.end()) {
         std::vector<Tensor> s;
-        for (int i = 0; i < state_tensors(); ++i) s.push_back(Tensor::zeros(value.shape(), value.dtype()));
+        for (int i = 0; i < state_tensors(); ++i)
+            s.push_back(Tensor::zeros(value.shape(), value.dtype(), value.device()));
         it = state_.emplace(p, std::move(s)).first;
     }
+    // The state follows its parameter (restored on the CPU, say, before the graph first ran on a GPU).
+    for (Tensor& t : it->second)
+        if (t.device() != value.device()) t = t.to(value.device());
     return it->second;
 }
 
@@ -142,30 +146,25 @@ const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const 
     if (scale == 1.0 && std::isinf(limit) && l2 == 0.0 && plain_input) return gradient;
 
     Tensor& out = gradient_scratch_[p];
-    if (!out.defined()) out = Tensor::empty(value.shape(), value.dtype());
+    if (!out.defined() || out.device() != value.device())
+        out = Tensor::empty(value.shape(), value.dtype(), value.device());
     const Tensor src = plain_input ? gradient : gradient.contiguous().to(value.dtype());
     const bool truncate = options_.gradient_clipping_with_truncation;
     detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
         using T = decltype(tag);
-        const T* g = src.data<T>();
-        const T* w = value.data<T>();
-        T* o = out.data<T>();
         const int64_t n = value.numel();
         // Rescaling clip: the whole (mean-scaled) gradient shrinks when its Frobenius norm passes the limit.
         double factor = 1.0;
         if (!truncate && !std::isinf(limit)) {
-            const double norm = scale * std::sqrt(detail::sum_elements(n, partials_, [&](int64_t i) {
-                                    return static_cast<double>(g[i]) * static_cast<double>(g[i]);
-                                }));
+            const double norm =
+                scale * std::sqrt(detail::sum_rule(value, n, partials_,
+                                                   detail::rules::GradientSquare<T>{src.data<T>()}));
             if (norm > limit) factor = limit / norm;
         }
-        const T t_scale = T(scale * factor), t_limit = T(limit), t_l2 = T(l2);
-        const bool clip_elements = truncate && !std::isinf(limit);
-        detail::for_each_element(n, [&](int64_t i) {
-            T v = g[i] * t_scale;
-            if (clip_elements) v = std::clamp(v, -t_limit, t_limit);
-            o[i] = v + t_l2 * w[i];
-        });
+        detail::apply_rule(value, n,
+                           detail::rules::PrepareGradient<T>{src.data<T>(), value.data<T>(), out.data<T>(),
+                                                             T(scale * factor), T(limit), T(l2),
+                                                             truncate && !std::isinf(limit)});
     });
     return out;
 }
@@ -173,16 +172,17 @@ const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const 
 void Learner::postprocess(const Variable& p, Tensor& value, double lr, int64_t mb_size) {
     const double stddev = current_value(options_.gaussian_noise_injection_std_dev);
     if (stddev > 0) {
+        // Drawn on the CPU (the same numbers on every device), then added where the parameter lives.
         Tensor& noise = noise_scratch_[p];
         if (!noise.defined()) noise = Tensor::empty(value.shape(), value.dtype());
         Generator gen(noise_seed_, static_cast<uint64_t>(noise_draws_));
         gen.normal(noise, 0.0, stddev);
         noise_draws_ = static_cast<int64_t>(gen.offset());
+        const Tensor z = noise.to(value.device());
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            T* w = value.data<T>();
-            const T* z = noise.data<T>();
-            detail::for_each_element(value.numel(), [&](int64_t i) { w[i] += z[i]; });
+            detail::apply_rule(value, value.numel(),
+                               detail::rules::AddNoise<T>{value.data<T>(), z.data<T>()});
         });
     }
     if (options_.l1_regularization_weight > 0) {
@@ -190,12 +190,7 @@ void Learner::postprocess(const Variable& p, Tensor& value, double lr, int64_t m
         const double t = lr * options_.l1_regularization_weight * (compatible_mode() ? 1.0 : double(mb_size));
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            T* w = value.data<T>();
-            const T tt = T(t);
-            detail::for_each_element(value.numel(), [&](int64_t i) {
-                const T v = w[i];
-                w[i] = v > tt ? v - tt : (v < -tt ? v + tt : T(0));
-            });
+            detail::apply_rule(value, value.numel(), detail::rules::SoftThreshold<T>{value.data<T>(), T(t)});
         });
     }
 }
@@ -215,8 +210,8 @@ bool Learner::update(const GradientMap& gradients, int64_t minibatch_sample_coun
         const Tensor& g = it->second;
         CTK_CHECK(g.defined(), ValueError, name_, ": the gradient of ", p.to_string(), " is undefined");
         const Tensor value = p.value();
-        CTK_CHECK(value.device().is_cpu() && g.device().is_cpu(), NotImplementedError, name_,
-                  ": only CPU parameters and gradients are supported yet (", p.to_string(), ")");
+        CTK_CHECK(g.device() == value.device(), DeviceError, name_, ": the gradient of ", p.to_string(),
+                  " is on ", g.device().to_string(), " but the parameter is on ", value.device().to_string());
         CTK_CHECK(value.is_contiguous(), NotImplementedError, name_, ": parameter ", p.to_string(),
                   " is not contiguous");
         CTK_CHECK(g.shape() == value.shape(), ShapeError, name_, ": the gradient of ", p.to_string(),
@@ -261,8 +256,14 @@ Dictionary Learner::checkpoint_state() const {
         DictionaryValue::List tensors;
         auto it = state_.find(p);
         for (int i = 0; i < state_tensors(); ++i)
-            tensors.emplace_back(it != state_.end() ? it->second[static_cast<size_t>(i)].clone()
-                                                    : Tensor::zeros(value.shape(), value.dtype()));
+            if (it == state_.end()) {
+                tensors.emplace_back(Tensor::zeros(value.shape(), value.dtype()));
+            } else {  // a host copy, whatever the device
+                const Tensor& t = it->second[static_cast<size_t>(i)];
+                Tensor host = Tensor::empty(t.shape(), t.dtype());
+                host.copy_from(t);
+                tensors.emplace_back(host);
+            }
         e.set("state", std::move(tensors));
         params.emplace_back(e);
     }
@@ -309,7 +310,7 @@ void Learner::restore_from_checkpoint(const Dictionary& state) {
             CTK_CHECK(src.shape() == value.shape(), ValueError, name_,
                       ": restore_from_checkpoint: a state tensor of ", saved_label, " has shape ",
                       src.shape().to_string(), ", expected ", value.shape().to_string());
-            s.push_back(src.to(Device::cpu()).to(value.dtype()).clone());
+            s.push_back(src.to(value.dtype()).to(value.device()).clone());
         }
         restored.emplace(p, std::move(s));
     }

@@ -1,5 +1,6 @@
 // Internals shared by the learner files: dtype dispatch for the fused per-parameter loops, deterministic
-// chunked reductions, and the factories' argument checks. CPU tensors only for now.
+// chunked reductions, running a rule (update_rules.h) on the parameter's device, and the factories'
+// argument checks.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include "ctk/error.h"
 #include "ctk/learners.h"
 #include "ctk/parallel.h"
+#include "learners/update_rules.h"
 
 namespace ctk::detail {
 
@@ -57,6 +59,37 @@ double sum_elements(int64_t n, std::vector<double>& partials, Fn&& fn) {
     double total = 0;
     for (double s : partials) total += s;
     return total;
+}
+
+#if CTK_HAVE_CUDA
+// cuda/update_rules.cu: rule(i) for i in [0, n) on the device's ctk stream, and the sum of its values
+// (in double, a fixed-order tree, read back to the host). Instantiated for the rules in update_rules.h.
+template <typename Rule>
+void cuda_apply_rule(Device device, int64_t n, const Rule& rule);
+template <typename Rule>
+double cuda_sum_rule(Device device, int64_t n, const Rule& rule);
+#endif
+
+// rule(i) for every i in [0, n), where `on` (the parameter) lives.
+template <typename Rule>
+void apply_rule(const Tensor& on, int64_t n, const Rule& rule) {
+    if (on.device().is_cpu()) return for_each_element(n, rule);
+#if CTK_HAVE_CUDA
+    cuda_apply_rule(on.device(), n, rule);
+#else
+    CTK_THROW(DeviceError, "learners: no kernels for ", on.device().to_string(), " in this build");
+#endif
+}
+
+// The sum of rule(i) (which may also write element i) over [0, n), where `on` lives.
+template <typename Rule>
+double sum_rule(const Tensor& on, int64_t n, std::vector<double>& partials, const Rule& rule) {
+    if (on.device().is_cpu()) return sum_elements(n, partials, rule);
+#if CTK_HAVE_CUDA
+    return cuda_sum_rule(on.device(), n, rule);
+#else
+    CTK_THROW(DeviceError, "learners: no kernels for ", on.device().to_string(), " in this build");
+#endif
 }
 
 // Momentum-like values must lie in [0, 1); throws ValueError naming the learner and the argument.

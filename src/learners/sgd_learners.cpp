@@ -20,10 +20,8 @@ protected:
                           double lr, int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            T* w = value.data<T>();
-            const T* g = gradient.data<T>();
-            const T rate = T(lr);
-            detail::for_each_element(value.numel(), [&](int64_t i) { w[i] -= rate * g[i]; });
+            detail::apply_rule(value, value.numel(),
+                               detail::rules::SgdStep<T>{value.data<T>(), gradient.data<T>(), T(lr)});
         });
     }
 };
@@ -54,23 +52,10 @@ protected:
         const double ugf = unit_gain_ ? 1.0 - m : 1.0;
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            T* w = value.data<T>();
-            T* sg = state[0].data<T>();
-            const T* g = gradient.data<T>();
-            const T tm = T(m), step = T(ugf * lr);
-            if (nesterov_) {
-                detail::for_each_element(value.numel(), [&](int64_t i) {
-                    const T v = tm * sg[i] + step * g[i];
-                    sg[i] = v;
-                    w[i] -= tm * v + step * g[i];
-                });
-            } else {
-                detail::for_each_element(value.numel(), [&](int64_t i) {
-                    const T v = tm * sg[i] + step * g[i];
-                    sg[i] = v;
-                    w[i] -= v;
-                });
-            }
+            detail::apply_rule(
+                value, value.numel(),
+                detail::rules::MomentumStep<T>{value.data<T>(), state[0].data<T>(), gradient.data<T>(), T(m),
+                                               T(ugf * lr), nesterov_});
         });
     }
 

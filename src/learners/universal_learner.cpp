@@ -63,8 +63,8 @@ public:
                       " has shape ", g.shape().to_string(), ", expected ", Shape(p.shape()).to_string());
             if (bound_[i]) args.emplace(gradients_[i], Value(g));
         }
-        // Inference-mode evaluation: the assigns take effect when it returns.
-        update_func_->eval(args);
+        // Inference-mode evaluation where the parameters live: the assigns take effect when it returns.
+        update_func_->eval(args, {}, parameters_.front().value().device());
         samples_seen_ += minibatch_sample_count;
         ++minibatches_seen_;
         if (sweep_end) ++sweeps_seen_;

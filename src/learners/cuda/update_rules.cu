@@ -1,0 +1,64 @@
+// The learners' rules (update_rules.h) on a GPU: one grid-stride kernel per rule, on the device's ctk
+// stream. This file is compiled with --fmad=false so that the products and sums round exactly as on the
+// CPU; a learner step is bound by memory traffic, so contraction would buy nothing.
+#include <cuda_runtime_api.h>
+
+#include "core/cuda/cuda_check.h"
+#include "ctk/cuda.h"
+#include "ctk/ops.h"
+#include "ctk/tensor.h"
+#include "learners/learner_impl.h"
+
+namespace ctk::detail {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocks_for(int64_t n) {
+    const int64_t b = (n + kThreads - 1) / kThreads;
+    return static_cast<int>(b < 4096 ? (b > 0 ? b : 1) : 4096);
+}
+
+template <typename Rule>
+__global__ void apply_kernel(int64_t n, Rule rule) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x)
+        rule(i);
+}
+
+template <typename Rule>
+__global__ void values_kernel(int64_t n, Rule rule, double* out) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x)
+        out[i] = static_cast<double>(rule(i));
+}
+
+}  // namespace
+
+template <typename Rule>
+void cuda_apply_rule(Device device, int64_t n, const Rule& rule) {
+    if (n == 0) return;
+    cuda::detail::set_device(device.index);
+    apply_kernel<<<blocks_for(n), kThreads, 0, cuda::detail::cuda_stream(device)>>>(n, rule);
+    CTK_CUDA_CHECK(cudaGetLastError());
+}
+
+// The values go to a scratch vector and ctk's own reduction sums them (a fixed tree, no atomics).
+template <typename Rule>
+double cuda_sum_rule(Device device, int64_t n, const Rule& rule) {
+    if (n == 0) return 0.0;
+    Tensor values = Tensor::empty(Shape{n}, DataType::f64, device);
+    cuda::detail::set_device(device.index);
+    values_kernel<<<blocks_for(n), kThreads, 0, cuda::detail::cuda_stream(device)>>>(n, rule,
+                                                                                     values.data<double>());
+    CTK_CUDA_CHECK(cudaGetLastError());
+    return reduce_sum(values).item();
+}
+
+#define CTK_INSTANTIATE_APPLY(R) template void cuda_apply_rule<rules::R>(Device, int64_t, const rules::R&);
+#define CTK_INSTANTIATE_SUM(R) template double cuda_sum_rule<rules::R>(Device, int64_t, const rules::R&);
+CTK_LEARNER_APPLY_RULES(CTK_INSTANTIATE_APPLY)
+CTK_LEARNER_SUM_RULES(CTK_INSTANTIATE_SUM)
+
+}  // namespace ctk::detail

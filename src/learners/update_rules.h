@@ -1,0 +1,262 @@
+// The learners' per-element rules (CNTK 2.7's dense update formulas, see the learner files) as functors
+// over raw pointers, so that one definition runs on the CPU (a parallel loop, learner_impl.h) and on a GPU
+// (a grid-stride kernel, cuda/update_rules.cu). The GPU file is compiled without FMA contraction and the
+// math below is IEEE on both sides (sqrt and division correctly rounded), so a step gives the same bits on
+// either device. Rules returning a value are summed by sum_rule (the mean multipliers, the clipping norm).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define CTK_HOST_DEVICE __host__ __device__
+#else
+#define CTK_HOST_DEVICE
+#endif
+
+namespace ctk::detail::rules {
+
+template <typename T>
+CTK_HOST_DEVICE inline T root(T x) {
+    if constexpr (sizeof(T) == 4)
+        return ::sqrtf(x);
+    else
+        return ::sqrt(x);
+}
+template <typename T>
+CTK_HOST_DEVICE inline T magnitude(T x) {
+    if constexpr (sizeof(T) == 4)
+        return ::fabsf(x);
+    else
+        return ::fabs(x);
+}
+// std::min/std::max/std::clamp exactly (which operand wins on ties and NaN), usable in device code.
+template <typename T>
+CTK_HOST_DEVICE inline T lesser(T a, T b) {
+    return b < a ? b : a;
+}
+template <typename T>
+CTK_HOST_DEVICE inline T greater(T a, T b) {
+    return a < b ? b : a;
+}
+
+// ---- the Learner base: the gradient the rule sees, and the post-step adjustments ----
+
+// o = clip(g * scale) + l2 * w (clip: to [-limit, limit] when `clip_elements`).
+template <typename T>
+struct PrepareGradient {
+    const T* g;
+    const T* w;
+    T* o;
+    T scale, limit, l2;
+    bool clip_elements;
+    CTK_HOST_DEVICE void operator()(int64_t i) const {
+        T v = g[i] * scale;
+        if (clip_elements) v = v < -limit ? -limit : (limit < v ? limit : v);
+        o[i] = v + l2 * w[i];
+    }
+};
+
+// g^2 in double (the Frobenius norm for rescaling clips).
+template <typename T>
+struct GradientSquare {
+    const T* g;
+    CTK_HOST_DEVICE double operator()(int64_t i) const {
+        return static_cast<double>(g[i]) * static_cast<double>(g[i]);
+    }
+};
+
+// w += z (Gaussian noise injection; z drawn on the host).
+template <typename T>
+struct AddNoise {
+    T* w;
+    const T* z;
+    CTK_HOST_DEVICE void operator()(int64_t i) const { w[i] += z[i]; }
+};
+
+// The L1 proximal step: soft-threshold by t.
+template <typename T>
+struct SoftThreshold {
+    T* w;
+    T t;
+    CTK_HOST_DEVICE void operator()(int64_t i) const {
+        const T v = w[i];
+        w[i] = v > t ? v - t : (v < -t ? v + t : T(0));
+    }
+};
+
+// ---- SGD family ----
+
+template <typename T>
+struct SgdStep {
+    T* w;
+    const T* g;
+    T rate;
+    CTK_HOST_DEVICE void operator()(int64_t i) const { w[i] -= rate * g[i]; }
+};
+
+// sg = m * sg + step * g; w -= sg (Nesterov: w -= m * sg + step * g).
+template <typename T>
+struct MomentumStep {
+    T* w;
+    T* sg;
+    const T* g;
+    T m, step;
+    bool nesterov;
+    CTK_HOST_DEVICE void operator()(int64_t i) const {
+        const T v = m * sg[i] + step * g[i];
+        sg[i] = v;
+        if (nesterov)
+            w[i] -= m * v + step * g[i];
+        else
+            w[i] -= v;
+    }
+};
+
+// ---- adaptive learners ----
+
+// AdaGrad: acc += g^2, returning 1 / sqrt(acc + floor) (summed for the mean multiplier).
+template <typename T>
+struct AdaGradAccumulate {
+    T* acc;
+    const T* g;
+    T floor;
+    CTK_HOST_DEVICE double operator()(int64_t i) const {
+        acc[i] += g[i] * g[i];
+        return static_cast<double>(T(1) / root(acc[i] + floor));
+    }
+};
+
+template <typename T>
+struct AdaGradStep {
+    T* w;
+    const T* acc;
+    const T* g;
+    T rate, floor;
+    CTK_HOST_DEVICE void operator()(int64_t i) const { w[i] -= rate * (g[i] / root(acc[i] + floor)); }
+};
+
+template <typename T>
+struct FSAdaGradStep {
+    T* w;
+    T* ada;
+    T* mom;
+    const T* grad;
+    T m, vm, ugf, rate, mul;
+    CTK_HOST_DEVICE void operator()(int64_t i) const {
+        T g = grad[i];
+        const T sq = vm * ada[i] + (T(1) - vm) * g * g;
+        ada[i] = sq;
+        if (sq != T(0)) g *= lesser(mul * (T(1) / root(sq)), T(10));
+        if (m > T(0)) {
+            g = m * mom[i] + ugf * g;
+            mom[i] = g;
+        }
+        w[i] -= g * rate;
+    }
+};
+
+template <typename T>
+struct AdamStep {
+    T* w;
+    T* ada;
+    T* mom;
+    const T* grad;
+    T m, vm, ugf, rate, bias, eps;
+    bool adamax;
+    CTK_HOST_DEVICE void operator()(int64_t i) const {
+        T g = grad[i];
+        T d;
+        if (!adamax) {
+            const T sq = vm * ada[i] + (T(1) - vm) * g * g;
+            ada[i] = sq;
+            d = root(sq);
+        } else {
+            d = ada[i] = greater(vm * ada[i], magnitude(g));
+        }
+        const T scale = bias * (T(1) / (d + eps));
+        g = m * mom[i] + ugf * g;
+        mom[i] = g;
+        w[i] -= g * scale * rate;
+    }
+};
+
+// RMSProp's per-element state update, returning the element's step size a = step / sqrt(v + floor).
+template <typename T>
+struct RMSPropState {
+    T* avars;
+    T* signs;
+    T* steps;
+    const T* g;
+    T gamma, one_minus_gamma, inc, dec, hi, lo, floor;
+    bool initialized;
+    CTK_HOST_DEVICE T operator()(int64_t i) const {
+        if (!initialized) {
+            avars[i] = g[i] * g[i];
+            signs[i] = T(0);
+            steps[i] = T(0.02);
+        }
+        avars[i] = gamma * avars[i] + one_minus_gamma * (g[i] * g[i]);
+        const int sign = (T(0) < g[i]) - (g[i] < T(0));
+        if (signs[i] * T(sign) > T(0))
+            steps[i] = lesser(steps[i] * inc, hi);
+        else
+            steps[i] = greater(steps[i] * dec, lo);
+        signs[i] = T(sign);
+        return steps[i] / root(avars[i] + floor);
+    }
+};
+
+// The state update summed for the mean multiplier (first pass of RMSProp with need_ave_multiplier).
+template <typename T>
+struct RMSPropStateSum {
+    RMSPropState<T> state;
+    CTK_HOST_DEVICE double operator()(int64_t i) const { return static_cast<double>(state(i)); }
+};
+
+// w -= rate * g * a: with `update_state` the state advances here (one pass), else it was advanced by
+// RMSPropStateSum and a is recomputed from it.
+template <typename T>
+struct RMSPropStep {
+    RMSPropState<T> state;
+    T* w;
+    T rate;
+    bool update_state;
+    CTK_HOST_DEVICE void operator()(int64_t i) const {
+        const T a = update_state ? state(i) : state.steps[i] / root(state.avars[i] + state.floor);
+        w[i] -= rate * (state.g[i] * a);
+    }
+};
+
+template <typename T>
+struct AdaDeltaStep {
+    T* w;
+    T* ada;
+    T* dx2;
+    const T* grad;
+    T rho, eps, rate;
+    CTK_HOST_DEVICE void operator()(int64_t i) const {
+        const T g = grad[i];
+        const T sq = rho * ada[i] + (T(1) - rho) * g * g;
+        ada[i] = sq;
+        const T dx = -root(dx2[i] + eps) / root(sq + eps) * g;
+        dx2[i] = rho * dx2[i] + (T(1) - rho) * dx * dx;
+        w[i] += rate * dx;
+    }
+};
+
+}  // namespace ctk::detail::rules
+
+// Every rule type, for the explicit GPU instantiations: X(rule) for each (rule, dtype).
+#define CTK_LEARNER_APPLY_RULES(X)                                                                       \
+    X(PrepareGradient<float>)                                                                            \
+    X(PrepareGradient<double>) X(AddNoise<float>) X(AddNoise<double>) X(SoftThreshold<float>)            \
+        X(SoftThreshold<double>) X(SgdStep<float>) X(SgdStep<double>) X(MomentumStep<float>)             \
+            X(MomentumStep<double>) X(AdaGradStep<float>) X(AdaGradStep<double>) X(FSAdaGradStep<float>) \
+                X(FSAdaGradStep<double>) X(AdamStep<float>) X(AdamStep<double>) X(RMSPropStep<float>)    \
+                    X(RMSPropStep<double>) X(AdaDeltaStep<float>) X(AdaDeltaStep<double>)                \
+                        X(AdaGradAccumulate<float>) X(AdaGradAccumulate<double>)
+#define CTK_LEARNER_SUM_RULES(X)                                                       \
+    X(GradientSquare<float>)                                                           \
+    X(GradientSquare<double>) X(AdaGradAccumulate<float>) X(AdaGradAccumulate<double>) \
+        X(RMSPropStateSum<float>) X(RMSPropStateSum<double>)
