@@ -155,7 +155,7 @@ uint32_t crc32c(const std::string& bytes);
 std::string log_number_of_parameters(const FunctionPtr& model, bool print = true);
 // Python's repr() of a float ("0.001", "1e-05", "0.0"): how CNTK's Python printed reported values.
 std::string python_float_repr(double value);
-// "Selected CPU as the process wide default device." on stderr, once per process.
+// "Selected CPU as the process wide default device." (or "GPU[0] <name>") on stderr, once per process.
 void announce_default_device();
 
 // ---- Trainer ----

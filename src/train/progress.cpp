@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "ctk/build_info.h"
+#include "ctk/cuda.h"
 #include "ctk/device_info.h"
 #include "ctk/train.h"
 
@@ -291,7 +292,12 @@ std::string log_number_of_parameters(const FunctionPtr& model, bool print) {
 void announce_default_device() {
     static std::once_flag once;
     std::call_once(once, [] {
-        std::fputs("Selected CPU as the process wide default device.\n", stderr);
+        // CNTK's DeviceDescriptor::AsString: "CPU", or "GPU[<id>] <name>".
+        const Device d = default_device();
+        const std::string name =
+            d.is_cuda() ? "GPU[" + std::to_string(d.index) + "] " + cuda::properties(d.index).name
+                        : std::string("CPU");
+        std::fprintf(stderr, "Selected %s as the process wide default device.\n", name.c_str());
         std::fflush(stderr);
     });
 }
