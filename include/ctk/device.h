@@ -35,7 +35,9 @@ std::vector<Device> all_devices();
 bool device_available(Device device);
 
 // The device that graph evaluation, training and new parameter values use when the call names none
-// (CNTK's DeviceDescriptor::UseDefaultDevice): CPU until changed. Process-wide, as in CNTK.
+// (CNTK's DeviceDescriptor::UseDefaultDevice). Process-wide, as in CNTK. Initially the CPU, or what the
+// environment variable CTK_DEFAULT_DEVICE says: cpu, gpu, gpu:N, or auto (GPU 0 when there is one: CNTK
+// picked a GPU by itself). A value that names no GPU here throws DeviceError on first use.
 Device default_device();
 // Makes `device` the default; false (and no change) when it is not available.
 bool try_set_default_device(Device device);

@@ -171,10 +171,10 @@ MinibatchArguments bind_minibatch(const std::unordered_map<std::string, Minibatc
 class Evaluator {
 public:
     explicit Evaluator(FunctionPtr metric, std::vector<ProgressWriterPtr> progress_writers = {});
-    // The average of the metric over the minibatch's samples (inference mode).
-    double test_minibatch(const MinibatchArguments& arguments);
+    // The average of the metric over the minibatch's samples (inference mode), computed on `device`.
+    double test_minibatch(const MinibatchArguments& arguments, Device device = default_device());
     double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
-                          const StreamMap& input_map);
+                          const StreamMap& input_map, Device device = default_device());
     void summarize_test_progress();
     const FunctionPtr& evaluation_function() const { return metric_; }
 
@@ -191,17 +191,20 @@ public:
     Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::vector<LearnerPtr> learners,
             std::vector<ProgressWriterPtr> progress_writers = {});
 
-    // One step: forward, backward, learner updates. Returns false when the minibatch is empty.
-    bool train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end = false);
+    // One step: forward, backward, learner updates, on `device` (CNTK's computeDevice: the parameters
+    // move there and the learners update them there). Returns false when the minibatch is empty.
+    bool train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end = false,
+                         Device device = default_device());
     // The same, also filling `outputs` (any variables of the graph, e.g. the model's output) with the
     // values this step's forward computed, before the update (CNTK's outputsToFetch).
-    bool train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end = false);
+    bool train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end = false,
+                         Device device = default_device());
     bool train_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
-                         const StreamMap& input_map);
+                         const StreamMap& input_map, Device device = default_device());
     // The average metric (or loss, without a metric) over the minibatch, in inference mode.
-    double test_minibatch(const MinibatchArguments& arguments);
+    double test_minibatch(const MinibatchArguments& arguments, Device device = default_device());
     double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
-                          const StreamMap& input_map);
+                          const StreamMap& input_map, Device device = default_device());
 
     void summarize_training_progress();
     void summarize_test_progress();
@@ -286,7 +289,8 @@ public:
                     std::optional<TestConfig> test = std::nullopt);
     // Runs to max_samples (or the source's end), summarising progress, checkpointing, cross-validating
     // and testing as configured. Restores from the checkpoint first when configured and present.
-    void train();
+    // Trains on `device` (CNTK's train(device)): every training, cross-validation and test step.
+    void train(Device device = default_device());
 
 private:
     bool due(const Frequency& f, int64_t samples_before, int64_t samples_after, int64_t minibatches,
@@ -299,6 +303,7 @@ private:
     std::shared_ptr<MinibatchSource> source_;
     TrainingParameterSchedule minibatch_size_;
     StreamMap map_;
+    Device device_;  // train()'s device
     Frequency progress_;
     int64_t max_samples_;
     std::optional<CheckpointConfig> checkpoint_;

@@ -46,6 +46,10 @@ ValueMap argument_map(const py::handle& arguments, const std::vector<Variable>& 
 Variable to_variable(const py::handle& obj, DataType dtype_hint = DataType::f32);
 std::vector<Variable> to_variables(const py::handle& obj);
 
+// The Device a `device=` argument names: a DeviceDescriptor, or None for the default device.
+Device device_from(const py::handle& device);
+
+void bind_device(py::module_& m);
 void bind_graph(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_layers_learners(py::module_& m);

@@ -42,13 +42,6 @@ py::tuple shape_tuple(const Dims& dims) {
     return t;
 }
 
-// ctk's Python package computes on the CPU (cntk.device says so); a GPU device is refused clearly.
-void check_cpu_device(const py::object& device) {
-    if (device.is_none()) return;
-    CTK_CHECK(py::hasattr(device, "type") && device.attr("type")().cast<int>() == 0, ValueError, "device ",
-              std::string(py::str(device)), ": ctk's Python package computes on the CPU for now");
-}
-
 // CNTK's seq_starts: False marks a sequence continuing from the previous minibatch, which ctk's values
 // do not carry; all True (or None) is the only kind accepted.
 void check_seq_starts(const py::object& seq_starts) {
@@ -63,7 +56,7 @@ void check_seq_starts(const py::object& seq_starts) {
 // sequence of one). The Value keeps the indices (CNTK's sparse form): times() gathers rows from them.
 Value one_hot_value(const py::object& batch, const py::object& num_classes, const py::object& dtype,
                     const py::object& device) {
-    check_cpu_device(device);
+    const Device dev = device_from(device);
     Dims classes = to_dims(num_classes);
     CTK_CHECK(classes.size() == 1 && classes[0] > 0, ValueError,
               "Value.one_hot: num_classes must be a positive ", "number (or a one-element shape), got ",
@@ -91,7 +84,7 @@ Value one_hot_value(const py::object& batch, const py::object& num_classes, cons
     int64_t* p = indices.data<int64_t>();
     for (size_t i = 0; i < seqs.size(); ++i)
         std::copy(seqs[i].begin(), seqs[i].end(), p + static_cast<int64_t>(i) * layout->max_length());
-    return Value::one_hot(indices, c, dt, layout);
+    return Value::one_hot(indices, c, dt, layout).to(dev);
 }
 
 // The dtype of whichever operand is a graph node (CNTK's sanitize_multi_var_inputs).
@@ -156,13 +149,15 @@ std::vector<Variable> outputs_arg(const py::object& outputs, const FunctionPtr& 
     return to_variables(outputs);
 }
 
-py::object eval(const FunctionPtr& f, const py::object& arguments, const py::object& outputs, bool as_numpy) {
+py::object eval(const FunctionPtr& f, const py::object& arguments, const py::object& outputs, bool as_numpy,
+                const py::object& device = py::none()) {
     const std::vector<Variable> outs = outputs_arg(outputs, f);
     ValueMap args = argument_map(arguments, f->arguments());
+    const Device dev = device_from(device);
     ValueMap result;
     {
         py::gil_scoped_release nogil;
-        result = f->eval(args, outs);
+        result = f->eval(args, outs, dev);
     }
     if (outs.size() == 1) {
         const Value& v = result.at(outs[0]);
@@ -174,7 +169,7 @@ py::object eval(const FunctionPtr& f, const py::object& arguments, const py::obj
 // CNTK's Function.grad: wrt defaults to the arguments that need a gradient; one gradient (or one
 // fetched output) comes back as an array, several as a dict (CNTK's sanitize_variable_value_dict).
 py::object grad(const FunctionPtr& f, const py::object& at, const py::object& wrt, const py::object& outputs,
-                bool as_numpy) {
+                bool as_numpy, const py::object& device) {
     std::vector<Variable> wrt_vars;
     if (wrt.is_none()) {
         for (const Variable& a : f->arguments())
@@ -188,11 +183,12 @@ py::object grad(const FunctionPtr& f, const py::object& at, const py::object& wr
     }
     std::vector<Variable> outs = outputs_arg(outputs, f);
     ValueMap args = argument_map(at, f->arguments());
+    const Device dev = device_from(device);
     ValueMap grads, values;
     {
         py::gil_scoped_release nogil;
-        grads = f->grad(args, wrt_vars);  // the root: the Function's single output, as CNTK
-        if (!outputs.is_none()) values = f->eval(args, outs);
+        grads = f->grad(args, wrt_vars, {}, dev);  // the root: the Function's single output, as CNTK
+        if (!outputs.is_none()) values = f->eval(args, outs, dev);
     }
     auto single_or_dict = [as_numpy](const ValueMap& m, const std::vector<Variable>& order) -> py::object {
         if (order.size() != 1) return values_out(m, order, as_numpy);
@@ -243,17 +239,18 @@ void bind_graph(py::module_& m) {
     // ---- NDArrayView: a dense tensor (CNTK's NDArrayView; ctk keeps no sparse storage) ----
     py::class_<Tensor>(m, "NDArrayView")
         .def(py::init([](const py::object& shape, const py::object& data_type, const py::object& device) {
-                 check_cpu_device(device);
                  return Tensor::zeros(Shape(to_dims(shape)),
-                                      data_type.is_none() ? DataType::f32 : dtype_from_python(data_type));
+                                      data_type.is_none() ? DataType::f32 : dtype_from_python(data_type),
+                                      device_from(device));
              }),
              py::arg("shape"), py::arg("data_type") = py::none(), py::arg("device") = py::none())
         .def_static(
             "from_dense",
             [](const py::handle& np_array, const py::object& device, bool, bool borrow) {
-                check_cpu_device(device);
+                const Device dev = device_from(device);
                 Tensor t = tensor_from_numpy(np_array);
-                return borrow ? t : t.clone();  // CNTK copies unless asked to borrow
+                if (t.device() != dev) return t.to(dev);  // a copy on the device
+                return borrow ? t : t.clone();            // CNTK copies unless asked to borrow
             },
             py::arg("np_array"), py::arg("device") = py::none(), py::arg("read_only") = false,
             py::arg("borrow") = false)
@@ -261,23 +258,25 @@ void bind_graph(py::module_& m) {
             "from_csr",
             [](const py::handle& csr, const py::object& device, bool, bool, const py::object& shape) {
                 // ctk keeps no sparse storage: the matrix's dense rows (CNTK's view was sparse).
-                check_cpu_device(device);
+                const Device dev = device_from(device);
                 Tensor t =
                     value_from_csr(csr, DataType::f32, false, std::nullopt, "NDArrayView.from_csr").data();
-                return shape.is_none() ? t.contiguous() : t.contiguous().reshape(to_dims(shape));
+                return (shape.is_none() ? t.contiguous() : t.contiguous().reshape(to_dims(shape))).to(dev);
             },
             py::arg("csr_array"), py::arg("device") = py::none(), py::arg("read_only") = false,
             py::arg("borrow") = false, py::arg("shape") = py::none())
         .def_static(
             "from_data",
             [](const py::handle& data, const py::object& device, bool, bool borrow) {
-                check_cpu_device(device);
-                if (py::isinstance<Tensor>(data)) return data.cast<Tensor>();
+                const Device dev = device_from(device);
+                if (py::isinstance<Tensor>(data)) return data.cast<Tensor>().to(dev);
                 if (is_sparse_data(data))
                     return value_from_csr(data, DataType::f32, false, std::nullopt, "NDArrayView.from_data")
                         .data()
-                        .contiguous();
+                        .contiguous()
+                        .to(dev);
                 Tensor t = tensor_from_numpy(data);
+                if (t.device() != dev) return t.to(dev);
                 return borrow ? t : t.clone();
             },
             py::arg("data"), py::arg("device") = py::none(), py::arg("read_only") = false,
@@ -285,6 +284,7 @@ void bind_graph(py::module_& m) {
         .def_property_readonly("shape", [](const Tensor& t) { return shape_tuple(t.shape().dims()); })
         .def_property_readonly("dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); })
         .def_property_readonly("is_sparse", [](const Tensor&) { return false; })
+        .def_property_readonly("device", &Tensor::device)
         .def("asarray", [](const Tensor& t) { return numpy_from_tensor(t); })
         .def("to_ndarray", [](const Tensor& t) { return numpy_from_tensor(t); })
         .def("__repr__", [](const Tensor& t) { return "NDArrayView(" + t.to_string() + ")"; });
@@ -294,7 +294,7 @@ void bind_graph(py::module_& m) {
         .def(
             py::init([](const py::object& shape, const py::object& dtype, const py::object& batch,
                         const py::object& seq_starts, const py::object& device, const py::object& data) {
-                check_cpu_device(device);
+                const Device dev = device_from(device);
                 check_seq_starts(seq_starts);
                 std::optional<DataType> dt;
                 if (!dtype.is_none()) dt = dtype_from_python(dtype);
@@ -326,7 +326,7 @@ void bind_graph(py::module_& m) {
                         ShapeError, "Value: data of shape ", v.data().shape().to_string(),
                         " does not end in the sample shape ", Shape(want).to_string());
                 }
-                return v;
+                return v.to(dev);
             }),
             py::arg("shape") = py::none(), py::arg("dtype") = py::none(), py::arg("batch") = py::none(),
             py::arg("seq_starts") = py::none(), py::arg("device") = py::none(), py::arg("data") = py::none())
@@ -334,9 +334,9 @@ void bind_graph(py::module_& m) {
             "create",
             [](const Variable& var, const py::object& data, const py::object& seq_starts,
                const py::object& device, bool) {
-                check_cpu_device(device);
+                const Device dev = device_from(device);
                 check_seq_starts(seq_starts);
-                return value_for(var, data);
+                return value_for(var, data).to(dev);
             },
             py::arg("var"), py::arg("data"), py::arg("seq_starts") = py::none(),
             py::arg("device") = py::none(), py::arg("read_only") = false)
@@ -346,8 +346,7 @@ void bind_graph(py::module_& m) {
         .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.dtype()); })
         .def_property_readonly("data", [](const Value& v) { return v.data(); })
         .def_property_readonly("is_sparse", &Value::is_one_hot)
-        .def_property_readonly("device",
-                               [](const Value&) { return py::module_::import("ctk.device").attr("cpu")(); })
+        .def_property_readonly("device", &Value::device)
         // CNTK's MaskKind per frame: 2 where a sequence starts, 1 at its other frames, 0 at padding.
         .def_property_readonly("mask",
                                [](const Value& v) {
@@ -523,24 +522,26 @@ void bind_graph(py::module_& m) {
         .def(
             "eval",
             [](const FunctionPtr& f, const py::object& arguments, const py::object& outputs,
-               const py::object& /*device*/, bool as_numpy) { return eval(f, arguments, outputs, as_numpy); },
+               const py::object& device,
+               bool as_numpy) { return eval(f, arguments, outputs, as_numpy, device); },
             py::arg("arguments") = py::none(), py::arg("outputs") = py::none(),
             py::arg("device") = py::none(), py::arg("as_numpy") = true)
         .def(
             "forward",
             [](const FunctionPtr& f, const py::object& arguments, const py::object& outputs,
-               const py::object& keep_for_backward, const py::object& /*device*/, bool as_numpy) {
+               const py::object& keep_for_backward, const py::object& device, bool as_numpy) {
                 std::vector<Variable> outs = outputs_arg(outputs, f);
                 std::vector<Variable> keep;
                 if (!keep_for_backward.is_none()) keep = to_variables(keep_for_backward);
                 ValueMap args = argument_map(arguments, f->arguments());
+                const Device dev = device_from(device);
                 ValueMap result;
                 for (const Variable& v : outs) result[v] = Value();
                 std::shared_ptr<BackPropState> state;
                 {
                     py::gil_scoped_release nogil;
                     // CNTK runs in training mode when backward state is kept.
-                    state = f->forward(args, result, keep, !keep.empty());
+                    state = f->forward(args, result, keep, !keep.empty(), dev);
                 }
                 return py::make_tuple(state, values_out(result, outs, as_numpy));
             },
@@ -567,7 +568,8 @@ void bind_graph(py::module_& m) {
         .def(
             "grad",
             [](const FunctionPtr& f, const py::object& at, const py::object& wrt, const py::object& outputs,
-               const py::object& /*device*/, bool as_numpy) { return grad(f, at, wrt, outputs, as_numpy); },
+               const py::object& device,
+               bool as_numpy) { return grad(f, at, wrt, outputs, as_numpy, device); },
             py::arg("at"), py::arg("wrt") = py::none(), py::arg("outputs") = py::none(),
             py::arg("device") = py::none(), py::arg("as_numpy") = true)
         .def("__call__",
@@ -649,14 +651,17 @@ void bind_graph(py::module_& m) {
         py::arg("is_sparse") = false, py::arg("sequence_axis") = py::none(), py::arg("name") = "");
     m.def(
         "parameter",
-        [](const py::object& shape, const py::object& init, const py::object& dtype,
-           const py::object& /*device*/, const std::string& name) {
+        [](const py::object& shape, const py::object& init, const py::object& dtype, const py::object& device,
+           const std::string& name) {
             const bool is_array = py::isinstance<py::array>(init) || py::isinstance<py::list>(init);
             if (is_array) {
                 return parameter_from(tensor_from_numpy(init, dtype.is_none() ? std::optional<DataType>()
-                                                                              : dtype_from_python(dtype)),
+                                                                              : dtype_from_python(dtype))
+                                          .to(device_from(device)),
                                       name);
             }
+            // Initialized values land on the default device when first read; a graph moves them where
+            // it computes (CNTK's `device` placed them at once).
             // CNTK's default: 0 when no initializer is given.
             Initializer i = init.is_none() ? constant_initializer(0.0) : init_from(init);
             return parameter(to_dims(shape), i, dtype_from_python(dtype), name);

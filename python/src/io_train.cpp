@@ -359,8 +359,8 @@ void bind_io_train(py::module_& m) {
              arg("model"), arg("criterion"), arg("parameter_learners"), arg("progress_writers") = py::none())
         .def(
             "train_minibatch",
-            [](Trainer& t, const py::object& arguments, const py::object& outputs,
-               const py::object& /*device*/, const py::object& is_sweep_end) -> py::object {
+            [](Trainer& t, const py::object& arguments, const py::object& outputs, const py::object& device,
+               const py::object& is_sweep_end) -> py::object {
                 bool sweep_end = false;
                 MinibatchArguments args = minibatch_arguments(arguments, t.loss_function(), &sweep_end);
                 if (!is_sweep_end.is_none()) sweep_end = is_sweep_end.cast<bool>();
@@ -369,11 +369,12 @@ void bind_io_train(py::module_& m) {
                     outputs.is_none() ? std::vector<Variable>{} : to_variables(outputs);
                 ValueMap fetched;
                 for (const Variable& v : wanted) fetched.emplace(v, Value());
+                const Device dev = device_from(device);
                 StdoutSync s;
                 bool updated = false;
                 {
                     py::gil_scoped_release nogil;
-                    updated = t.train_minibatch(args, fetched, sweep_end);
+                    updated = t.train_minibatch(args, fetched, sweep_end, dev);
                 }
                 if (outputs.is_none()) return py::bool_(updated);
                 py::dict out;
@@ -385,12 +386,13 @@ void bind_io_train(py::module_& m) {
             arg("is_sweep_end") = py::none())
         .def(
             "test_minibatch",
-            [](Trainer& t, const py::object& arguments, const py::object& /*device*/) {
+            [](Trainer& t, const py::object& arguments, const py::object& device) {
                 FunctionPtr f = t.evaluation_function() ? t.evaluation_function() : t.loss_function();
                 MinibatchArguments args = minibatch_arguments(arguments, f, nullptr);
+                const Device dev = device_from(device);
                 StdoutSync s;
                 py::gil_scoped_release nogil;
-                return t.test_minibatch(args);
+                return t.test_minibatch(args, dev);
             },
             arg("arguments"), arg("device") = py::none())
         .def("summarize_training_progress",
@@ -428,11 +430,12 @@ void bind_io_train(py::module_& m) {
              arg("eval_function"), arg("progress_writers") = py::none())
         .def(
             "test_minibatch",
-            [](Evaluator& e, const py::object& arguments, const py::object& /*device*/) {
+            [](Evaluator& e, const py::object& arguments, const py::object& device) {
                 MinibatchArguments args = minibatch_arguments(arguments, e.evaluation_function(), nullptr);
+                const Device dev = device_from(device);
                 StdoutSync s;
                 py::gil_scoped_release nogil;
-                return e.test_minibatch(args);
+                return e.test_minibatch(args, dev);
             },
             arg("arguments"), arg("device") = py::none())
         .def("summarize_test_progress", [](Evaluator& e) {
@@ -497,10 +500,11 @@ void bind_io_train(py::module_& m) {
     py::class_<TrainingSession, std::shared_ptr<TrainingSession>>(tr, "TrainingSession")
         .def(
             "train",
-            [](TrainingSession& s, const py::object& /*device*/) {
+            [](TrainingSession& s, const py::object& device) {
+                const Device dev = device_from(device);
                 StdoutSync sync;
                 py::gil_scoped_release nogil;
-                s.train();
+                s.train(dev);
             },
             arg("device") = py::none());
     tr.def(

@@ -25,6 +25,7 @@ PYBIND11_MODULE(_ctk, m) {
             PyErr_SetString(PyExc_RuntimeError, e.what());
         }
     });
+    python::bind_device(m);
     python::bind_graph(m);
     python::bind_ops(m);
     python::bind_layers_learners(m);

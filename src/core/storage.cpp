@@ -2,6 +2,8 @@
 #include "ctk/storage.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
 
 #include "ctk/cuda.h"
 #include "ctk/error.h"
@@ -29,21 +31,49 @@ bool device_available(Device device) {
 }
 
 namespace {
-// Packed type and index, so that readers on other threads never see half an update.
-std::atomic<int64_t> default_device_code{0};
+
 int64_t device_code(Device d) {
     return (static_cast<int64_t>(d.type) << 32) | static_cast<uint32_t>(d.index);
 }
+
+// CTK_DEFAULT_DEVICE: "cpu", "gpu" (GPU 0), "gpu:N", or "auto" (GPU 0 when there is one, else the CPU: how
+// CNTK chose when a script set nothing). Unset: the CPU.
+Device initial_default_device() {
+    const char* env = std::getenv("CTK_DEFAULT_DEVICE");
+    if (!env || !*env) return Device::cpu();
+    const std::string v = env;
+    if (v == "cpu") return Device::cpu();
+    if (v == "auto") return cuda::device_count() > 0 ? Device::cuda(0) : Device::cpu();
+    int index = -1;
+    if (v == "gpu") {
+        index = 0;
+    } else if (v.rfind("gpu:", 0) == 0 && v.size() > 4 &&
+               v.find_first_not_of("0123456789", 4) == std::string::npos && v.size() < 10) {
+        index = std::stoi(v.substr(4));
+    }
+    CTK_CHECK(index >= 0, ValueError, "CTK_DEFAULT_DEVICE='", v, "': expected cpu, gpu, gpu:N or auto");
+    CTK_CHECK(index < cuda::device_count(), DeviceError, "CTK_DEFAULT_DEVICE='", v, "': there is no GPU ",
+              index, " here (", cuda::device_count(), " found",
+              cuda::device_count() ? "" : ": " + cuda::unavailable_reason(), ")");
+    return Device::cuda(index);
+}
+
+// Packed type and index, so that readers on other threads never see half an update.
+std::atomic<int64_t>& default_device_code() {
+    static std::atomic<int64_t> code{device_code(initial_default_device())};
+    return code;
+}
+
 }  // namespace
 
 Device default_device() {
-    const int64_t code = default_device_code.load(std::memory_order_relaxed);
+    const int64_t code = default_device_code().load(std::memory_order_relaxed);
     return {static_cast<DeviceType>(code >> 32), static_cast<int>(code & 0xffffffff)};
 }
 
 bool try_set_default_device(Device device) {
     if (!device_available(device)) return false;
-    default_device_code.store(device_code(device), std::memory_order_relaxed);
+    default_device_code().store(device_code(device), std::memory_order_relaxed);
     return true;
 }
 

@@ -86,7 +86,7 @@ bool TrainingSession::cross_validate(int64_t index) {
         ++minibatches;
         MinibatchArguments args = bind_minibatch(mb, map);
         const int64_t before = samples;
-        const double average = trainer_->test_minibatch(args);
+        const double average = trainer_->test_minibatch(args, device_);
         int64_t n = 0;
         for (const auto& [input, value] : args)
             n = std::max(n, value.has_layout() ? value.layout()->num_frames() : value.data().dim(0));
@@ -104,12 +104,13 @@ void TrainingSession::test() {
     for (;;) {
         auto mb = test_->source->next_minibatch(test_->minibatch_size);
         if (mb.empty()) break;
-        trainer_->test_minibatch(mb, map);
+        trainer_->test_minibatch(mb, map, device_);
     }
     trainer_->summarize_test_progress();
 }
 
-void TrainingSession::train() {
+void TrainingSession::train(Device device) {
+    device_ = device;
     int64_t checkpoint_index = 0;
     if (checkpoint_ && checkpoint_->restore && std::filesystem::exists(checkpoint_->filename)) {
         Dictionary external = trainer_->restore_from_checkpoint(checkpoint_->filename);
@@ -124,7 +125,7 @@ void TrainingSession::train() {
         const auto size = static_cast<int64_t>(minibatch_size_.at(samples_before, sweeps_before));
         auto mb = source_->next_minibatch(std::min(size, max_samples_ - samples_before));
         if (mb.empty()) break;
-        trainer_->train_minibatch(mb, map_);
+        trainer_->train_minibatch(mb, map_, device_);
         ++minibatches;
         const int64_t samples_after = trainer_->total_number_of_samples_seen();
         const int64_t sweeps_after = source_->sweeps_completed();

@@ -110,23 +110,25 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::v
     announce_default_device();
 }
 
-bool Trainer::train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end) {
+bool Trainer::train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end, Device device) {
     ValueMap none;
-    return train_minibatch(arguments, none, is_sweep_end);
+    return train_minibatch(arguments, none, is_sweep_end, device);
 }
 
-bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end) {
+bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end,
+                              Device device) {
     if (arguments.empty()) return false;
     ValueMap outs{{aggregate_loss_->output(), Value()}, {loss_->output(), Value()}};
     if (metric_) outs.emplace(aggregate_metric_->output(), Value());
     for (const auto& [v, value] : outputs) outs.emplace(v, Value());
     ValueMap args(arguments.begin(), arguments.end());
-    auto state = combined_->forward(args, outs, {aggregate_loss_->output()}, true);
+    auto state = combined_->forward(args, outs, {aggregate_loss_->output()}, true, device);
     for (auto& [v, value] : outputs) value = outs.at(v);
     const Value& agg = outs.at(aggregate_loss_->output());
     const int64_t samples = sample_count(outs.at(loss_->output()), loss_->output());
     if (samples == 0) return false;
-    ValueMap root{{aggregate_loss_->output(), Value(Tensor::ones(agg.data().shape(), agg.data().dtype()))}};
+    ValueMap root{{aggregate_loss_->output(),
+                   Value(Tensor::ones(agg.data().shape(), agg.data().dtype(), agg.data().device()))}};
     ValueMap grads = combined_->backward(*state, root, parameters_);
     state.reset();  // release the forward's intermediates before the update
 
@@ -155,19 +157,19 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
 }
 
 bool Trainer::train_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
-                              const StreamMap& input_map) {
+                              const StreamMap& input_map, Device device) {
     bool sweep_end = false;
     for (const auto& [name, data] : minibatch) sweep_end = sweep_end || data.sweep_end;
-    return train_minibatch(bind_minibatch(minibatch, input_map), sweep_end);
+    return train_minibatch(bind_minibatch(minibatch, input_map), sweep_end, device);
 }
 
-double Trainer::test_minibatch(const MinibatchArguments& arguments) {
-    return evaluator_->test_minibatch(arguments);
+double Trainer::test_minibatch(const MinibatchArguments& arguments, Device device) {
+    return evaluator_->test_minibatch(arguments, device);
 }
 
 double Trainer::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
-                               const StreamMap& input_map) {
-    return test_minibatch(bind_minibatch(minibatch, input_map));
+                               const StreamMap& input_map, Device device) {
+    return test_minibatch(bind_minibatch(minibatch, input_map), device);
 }
 
 void Trainer::summarize_training_progress() {
@@ -197,11 +199,11 @@ Evaluator::Evaluator(FunctionPtr metric, std::vector<ProgressWriterPtr> progress
     combined_ = combine({aggregate_->output(), metric_->output()}, "EvaluatorCombined");
 }
 
-double Evaluator::test_minibatch(const MinibatchArguments& arguments) {
+double Evaluator::test_minibatch(const MinibatchArguments& arguments, Device device) {
     CTK_CHECK(!arguments.empty(), ValueError, "Evaluator::test_minibatch: empty minibatch");
     ValueMap outs{{aggregate_->output(), Value()}, {metric_->output(), Value()}};
     ValueMap args(arguments.begin(), arguments.end());
-    combined_->forward(args, outs, {}, false);
+    combined_->forward(args, outs, {}, false, device);
     const int64_t samples = sample_count(outs.at(metric_->output()), metric_->output());
     const double sum = scalar_of(outs.at(aggregate_->output()));
     acc_ += sum;
@@ -210,8 +212,8 @@ double Evaluator::test_minibatch(const MinibatchArguments& arguments) {
 }
 
 double Evaluator::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
-                                 const StreamMap& input_map) {
-    return test_minibatch(bind_minibatch(minibatch, input_map));
+                                 const StreamMap& input_map, Device device) {
+    return test_minibatch(bind_minibatch(minibatch, input_map), device);
 }
 
 void Evaluator::summarize_test_progress() {

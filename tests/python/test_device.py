@@ -1,0 +1,85 @@
+"""cntk.device: descriptors, the default device, and computing where a call says (GPU cases skip
+without a GPU; the logical device CPU:1 is not reachable from Python, so the CPU cases use the CPU)."""
+import numpy as np
+import pytest
+
+import cntk as C
+from cntk.device import DeviceKind, all_devices, cpu, gpu, try_set_default_device, use_default_device
+
+HAVE_GPU = len(all_devices()) > 1
+
+
+def test_descriptors_compare_and_print_as_cntk():
+    assert cpu() == cpu() and hash(cpu()) == hash(cpu())
+    assert cpu().type() == DeviceKind.CPU and cpu().id() == 0 and not cpu().is_locked()
+    assert str(cpu()) == 'CPU'
+    assert all_devices()[0] == cpu()
+    assert use_default_device() == cpu()
+    assert cpu() != 'CPU'
+
+
+def test_missing_gpu_is_a_value_error_that_says_why():
+    n = len(all_devices()) - 1
+    with pytest.raises(ValueError, match='no GPU %d' % n):
+        gpu(n)
+    with pytest.raises(ValueError, match='not a GPU'):
+        C.device.get_gpu_properties(cpu())
+
+
+def test_try_set_default_device_keeps_the_cpu_when_asked():
+    assert try_set_default_device(cpu())
+    assert use_default_device() == cpu()
+
+
+def test_values_views_and_evaluation_name_their_device():
+    x = C.input_variable(3)
+    z = C.plus(x, C.constant(np.ones(3, np.float32)))
+    v = C.Value(batch=np.ones((2, 3), np.float32), device=cpu())
+    assert v.device == cpu()
+    a = C.NDArrayView.from_dense(np.ones((2, 3), np.float32), device=cpu())
+    assert a.device == cpu()
+    np.testing.assert_array_equal(z.eval({x: np.zeros((2, 3), np.float32)}, device=cpu()), np.ones((2, 3)))
+    g = z.grad({x: np.zeros((1, 3), np.float32)}, wrt=[x], device=cpu())
+    np.testing.assert_array_equal(g, np.ones((1, 3)))
+    with pytest.raises(TypeError, match='DeviceDescriptor'):
+        z.eval({x: np.zeros((2, 3), np.float32)}, device=0)
+
+
+def test_trainer_takes_a_device():
+    x = C.input_variable(2)
+    y = C.input_variable(2)
+    z = C.layers.Dense(2)(x)
+    loss = C.cross_entropy_with_softmax(z, y)
+    t = C.Trainer(z, (loss, None), [C.sgd(z.parameters, C.learning_parameter_schedule(0.1))])
+    data = {x: np.eye(2, dtype=np.float32), y: np.eye(2, dtype=np.float32)}
+    assert t.train_minibatch(data, device=cpu())
+    assert t.test_minibatch(data, device=cpu()) >= 0
+
+
+@pytest.mark.skipif(not HAVE_GPU, reason='no GPU')
+def test_gpu_training_matches_the_cpu():
+    def run(device):
+        C.cntk_py.set_fixed_random_seed(3)
+        x = C.input_variable(4)
+        y = C.input_variable(3)
+        z = C.layers.Sequential([C.layers.Dense(8, activation=C.relu), C.layers.Dense(3)])(x)
+        loss = C.cross_entropy_with_softmax(z, y)
+        t = C.Trainer(z, (loss, C.classification_error(z, y)),
+                      [C.adam(z.parameters, C.learning_parameter_schedule(0.01), C.momentum_schedule(0.9))])
+        rng = np.random.RandomState(0)
+        for _ in range(5):
+            xs = rng.rand(16, 4).astype(np.float32)
+            ys = np.eye(3, dtype=np.float32)[rng.randint(0, 3, 16)]
+            t.train_minibatch({x: xs, y: ys}, device=device)
+        return [p.value for p in z.parameters], z.eval({x: np.ones((2, 4), np.float32)}, device=device)
+
+    props = C.device.get_gpu_properties(gpu(0))
+    assert props.total_memory > 0 and props.name
+    cpu_params, cpu_out = run(cpu())
+    gpu_params, gpu_out = run(gpu(0))
+    for a, b in zip(cpu_params, gpu_params):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(cpu_out, gpu_out, rtol=1e-4, atol=1e-5)
+    v = C.Value(batch=np.ones((2, 3), np.float32), device=gpu(0))
+    assert v.device == gpu(0) and str(gpu(0)) == 'GPU[0]'
+    np.testing.assert_array_equal(v.asarray(), np.ones((2, 3)))
