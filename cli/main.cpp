@@ -158,12 +158,13 @@ int run_convert(int argc, char** argv) {
 
 constexpr const char* kEvalUsage =
     "usage: ctk eval MODEL --ctf FILE [--stream INPUT=FIELD]... [--output NAME] [--minibatch N]\n"
-    "                [--max-samples N]\n\n"
+    "                [--max-samples N] [--device cpu|gpu|gpu:N|auto]\n\n"
     "Evaluates MODEL (any format `ctk convert` reads) on the samples of a CNTK text format file and\n"
     "prints one line per sample and output: \"<sample> <output>: v1 v2 ...\" (a sequence's steps as\n"
     "<sample>.<step>). Each model input reads\n"
     "the CTF field of its name unless --stream maps it (by input name) to another field. --output\n"
-    "keeps one output (by name or uid); --minibatch sets the samples per evaluation (default 256).\n";
+    "keeps one output (by name or uid); --minibatch sets the samples per evaluation (default 256);\n"
+    "--device where it computes (default: CTK_DEFAULT_DEVICE, else the CPU).\n";
 
 int run_eval(int argc, char** argv) {
     if (argc >= 1 && is_help(argv[0])) {
@@ -199,6 +200,8 @@ int run_eval(int argc, char** argv) {
             minibatch = number(i, "--minibatch");
         } else if (a == "--max-samples") {
             max_samples = number(i, "--max-samples");
+        } else if (a == "--device" && i + 1 < argc) {
+            ctk::try_set_default_device(ctk::parse_device(argv[++i], "--device"));
         } else if (!a.empty() && a[0] == '-') {
             std::fprintf(stderr, "ctk eval: unknown option '%s'\n%s", argv[i], kEvalUsage);
             return 2;

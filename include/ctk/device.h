@@ -34,6 +34,10 @@ std::vector<Device> all_devices();
 // Whether `device` exists here (the CPU and its logical devices always; CUDA:n when n < device_count()).
 bool device_available(Device device);
 
+// "cpu", "gpu" (GPU 0), "gpu:N", or "auto" (GPU 0 when there is one, else the CPU). ValueError for other
+// text and DeviceError for a GPU this machine lacks (saying why), both naming `what` (an option's name).
+Device parse_device(const std::string& spec, const std::string& what = "device");
+
 // The device that graph evaluation, training and new parameter values use when the call names none
 // (CNTK's DeviceDescriptor::UseDefaultDevice). Process-wide, as in CNTK. Initially the CPU, or what the
 // environment variable CTK_DEFAULT_DEVICE says: cpu, gpu, gpu:N, or auto (GPU 0 when there is one: CNTK

@@ -36,26 +36,10 @@ int64_t device_code(Device d) {
     return (static_cast<int64_t>(d.type) << 32) | static_cast<uint32_t>(d.index);
 }
 
-// CTK_DEFAULT_DEVICE: "cpu", "gpu" (GPU 0), "gpu:N", or "auto" (GPU 0 when there is one, else the CPU: how
-// CNTK chose when a script set nothing). Unset: the CPU.
 Device initial_default_device() {
     const char* env = std::getenv("CTK_DEFAULT_DEVICE");
     if (!env || !*env) return Device::cpu();
-    const std::string v = env;
-    if (v == "cpu") return Device::cpu();
-    if (v == "auto") return cuda::device_count() > 0 ? Device::cuda(0) : Device::cpu();
-    int index = -1;
-    if (v == "gpu") {
-        index = 0;
-    } else if (v.rfind("gpu:", 0) == 0 && v.size() > 4 &&
-               v.find_first_not_of("0123456789", 4) == std::string::npos && v.size() < 10) {
-        index = std::stoi(v.substr(4));
-    }
-    CTK_CHECK(index >= 0, ValueError, "CTK_DEFAULT_DEVICE='", v, "': expected cpu, gpu, gpu:N or auto");
-    CTK_CHECK(index < cuda::device_count(), DeviceError, "CTK_DEFAULT_DEVICE='", v, "': there is no GPU ",
-              index, " here (", cuda::device_count(), " found",
-              cuda::device_count() ? "" : ": " + cuda::unavailable_reason(), ")");
-    return Device::cuda(index);
+    return parse_device(env, "CTK_DEFAULT_DEVICE");
 }
 
 // Packed type and index, so that readers on other threads never see half an update.
@@ -65,6 +49,23 @@ std::atomic<int64_t>& default_device_code() {
 }
 
 }  // namespace
+
+Device parse_device(const std::string& spec, const std::string& what) {
+    if (spec == "cpu") return Device::cpu();
+    if (spec == "auto") return cuda::device_count() > 0 ? Device::cuda(0) : Device::cpu();
+    int index = -1;
+    if (spec == "gpu") {
+        index = 0;
+    } else if (spec.rfind("gpu:", 0) == 0 && spec.size() > 4 && spec.size() < 10 &&
+               spec.find_first_not_of("0123456789", 4) == std::string::npos) {
+        index = std::stoi(spec.substr(4));
+    }
+    CTK_CHECK(index >= 0, ValueError, what, " '", spec, "': expected cpu, gpu, gpu:N or auto");
+    const int n = cuda::device_count();
+    CTK_CHECK(index < n, DeviceError, what, " '", spec, "': there is no GPU ", index, " here (", n, " found",
+              n ? "" : ": " + cuda::unavailable_reason(), ")");
+    return Device::cuda(index);
+}
 
 Device default_device() {
     const int64_t code = default_device_code().load(std::memory_order_relaxed);

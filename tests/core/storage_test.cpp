@@ -7,7 +7,9 @@
 #include <thread>
 #include <vector>
 
+#include "ctk/cuda.h"
 #include "ctk/error.h"
+#include "ctk/ops.h"
 #include "ctk/tensor.h"
 
 using namespace ctk;
@@ -182,4 +184,38 @@ TEST(CpuCacheEnvironment, LimitComesFromCtkCpuCacheMb) {
     // The check can fail: a wrong expectation makes the child fail.
     EXPECT_NE(std::system(("CTK_TEST_CACHE_CHILD=valid CTK_CPU_CACHE_MB=8 " + run).c_str()), 0);
 #endif
+}
+
+TEST(Devices, NamesDefaultAndParsing) {
+    using ctk::Device;
+    EXPECT_EQ(Device::cpu().to_string(), "CPU");
+    EXPECT_EQ(Device::cpu(1).to_string(), "CPU:1");
+    EXPECT_EQ(Device::cuda(2).to_string(), "CUDA:2");
+    EXPECT_NE(Device::cpu(), Device::cpu(1));
+    EXPECT_TRUE(ctk::device_available(Device::cpu(1)));
+    EXPECT_FALSE(ctk::device_available(Device::cpu(-1)));
+    EXPECT_EQ(ctk::all_devices().front(), Device::cpu());
+    EXPECT_EQ(ctk::all_devices().size(), static_cast<size_t>(1 + ctk::cuda::device_count()));
+    EXPECT_EQ(ctk::parse_device("cpu"), Device::cpu());
+    EXPECT_EQ(ctk::parse_device("auto"), ctk::cuda::device_count() ? Device::cuda(0) : Device::cpu());
+    EXPECT_THROW(ctk::parse_device("gpu:x"), ctk::ValueError);
+    EXPECT_THROW(ctk::parse_device("GPU"), ctk::ValueError);
+    try {
+        ctk::parse_device("gpu:99", "--device");
+        FAIL() << "no error";
+    } catch (const ctk::DeviceError& e) {
+        EXPECT_NE(std::string(e.what()).find("--device 'gpu:99': there is no GPU 99"), std::string::npos)
+            << e.what();
+    }
+    // Logical CPU devices share host memory; copies between them are plain copies.
+    ctk::Tensor a = ctk::Tensor::ones(ctk::Shape{3}).to(Device::cpu(1));
+    EXPECT_EQ(a.device(), Device::cpu(1));
+    EXPECT_EQ(a.to(Device::cpu()).to_vector<float>(), std::vector<float>(3, 1.0f));
+    // Mixing devices in one op is refused, naming both.
+    try {
+        ctk::plus(a, ctk::Tensor::ones(ctk::Shape{3}));
+        FAIL() << "no error";
+    } catch (const ctk::DeviceError& e) {
+        EXPECT_NE(std::string(e.what()).find("CPU:1"), std::string::npos) << e.what();
+    }
 }
