@@ -3,6 +3,7 @@
 
 #include "graph/executor.h"
 
+#include <cctype>
 #include <cmath>
 #include <sstream>
 
@@ -263,6 +264,18 @@ GraphCase make_case(std::string name, std::vector<PrimitiveOp> ops, std::vector<
     c.build = std::move(build);
     c.reference = std::move(reference);
     return c;
+}
+
+const std::vector<GraphCase>& cached_graph_cases() {
+    static const std::vector<GraphCase> all = all_graph_cases();
+    return all;
+}
+
+std::string graph_case_test_name(size_t index) {
+    std::string n = cached_graph_cases().at(index).name;
+    for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    return n;
 }
 
 std::vector<GraphCase> all_graph_cases() {

@@ -92,6 +92,9 @@ GraphCase make_case(std::string name, std::vector<PrimitiveOp> ops, std::vector<
                     std::function<Tensor(const std::vector<Tensor>&)> reference);
 
 std::vector<GraphCase> all_graph_cases();
+// all_graph_cases() built once, for the parameterised test suites; and a case's name as a gtest name.
+const std::vector<GraphCase>& cached_graph_cases();
+std::string graph_case_test_name(size_t index);
 std::vector<GraphCase> elementwise_graph_cases();
 std::vector<GraphCase> structure_graph_cases();  // times, reductions, shape ops, softmax, losses, ...
 std::vector<GraphCase> conv_graph_cases();

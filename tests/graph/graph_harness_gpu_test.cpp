@@ -11,15 +11,11 @@ using namespace ctk::test;
 namespace {
 
 const std::vector<GraphCase>& cases() {
-    static const std::vector<GraphCase> all = all_graph_cases();
-    return all;
+    return cached_graph_cases();
 }
 
 std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
-    std::string n = cases()[info.param].name;
-    for (char& ch : n)
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    return n;
+    return graph_case_test_name(info.param);
 }
 
 class GraphHarnessGpu : public ::testing::TestWithParam<size_t> {
