@@ -27,9 +27,12 @@ struct LayerDefaults {
     std::optional<bool> bias{};
     std::optional<double> init_bias{};
     std::optional<bool> enable_self_stabilization{};
-    std::optional<bool> use_peepholes{};      // LSTM
-    std::optional<bool> go_backwards{};       // Recurrence, RecurrenceFrom, Fold
-    std::optional<Variable> initial_state{};  // Recurrence, Fold
+    std::optional<bool> use_peepholes{};                  // LSTM
+    std::optional<bool> go_backwards{};                   // Recurrence, RecurrenceFrom, Fold
+    std::optional<Variable> initial_state{};              // Recurrence, Fold
+    std::optional<int> map_rank{};                        // BatchNormalization
+    std::optional<double> normalization_time_constant{};  // BatchNormalization
+    std::optional<double> epsilon{};                      // BatchNormalization, LayerNormalization
 };
 class default_options {
 public:
@@ -79,10 +82,11 @@ FunctionPtr Convolution3D(const Dims& filter_shape, int64_t num_filters,
 FunctionPtr ConvolutionTranspose(const Dims& filter_shape, int64_t num_filters,
                                  const ConvolutionOptions& options = {}, const Dims& output_shape = {});
 
-FunctionPtr MaxPooling(const Dims& filter_shape, const Dims& strides = {1}, bool pad = false,
-                       const std::string& name = "");
-FunctionPtr AveragePooling(const Dims& filter_shape, const Dims& strides = {1}, bool pad = false,
-                           const std::string& name = "");
+// pad unset: default_options' pad, else false (CNTK's default_override_or(False)).
+FunctionPtr MaxPooling(const Dims& filter_shape, const Dims& strides = {1},
+                       std::optional<bool> pad = std::nullopt, const std::string& name = "");
+FunctionPtr AveragePooling(const Dims& filter_shape, const Dims& strides = {1},
+                           std::optional<bool> pad = std::nullopt, const std::string& name = "");
 // Two operands (x, pooling_input): x unpooled to pooling_input's shape at the maxima of its windows
 // (CNTK's unpooling); apply with call(layer, x, pooling_input).
 FunctionPtr MaxUnpooling(const Dims& filter_shape, const Dims& strides = {1}, bool pad = false,
@@ -96,13 +100,16 @@ FunctionPtr Dropout(std::optional<double> dropout_rate = std::nullopt,
                     std::optional<double> keep_prob = std::nullopt, uint64_t seed = kSentinelSeed,
                     const std::string& name = "");
 
-// map_rank 1: spatial (statistics per channel, axis 0); none: per element of the sample shape.
+// map_rank 1: spatial (statistics per channel, axis 0); none: per element of the sample shape. Unset
+// map_rank, normalization_time_constant (5000) and epsilon (1e-5) take default_options' values, as in CNTK.
 FunctionPtr BatchNormalization(std::optional<int> map_rank = std::nullopt, double init_scale = 1.0,
-                               double normalization_time_constant = 5000.0, double blend_time_constant = 0.0,
-                               double epsilon = 1e-5, const std::string& name = "");
-// (x - mean) / (std + epsilon) * scale + bias over the static axes; scale and bias are scalars (CNTK).
-FunctionPtr LayerNormalization(double initial_scale = 1.0, double initial_bias = 0.0, double epsilon = 1e-5,
+                               std::optional<double> normalization_time_constant = std::nullopt,
+                               double blend_time_constant = 0.0, std::optional<double> epsilon = std::nullopt,
                                const std::string& name = "");
+// (x - mean) / (std + epsilon) * scale + bias over the static axes; scale and bias are scalars (CNTK).
+// Unset epsilon: default_options' epsilon, else 1e-5.
+FunctionPtr LayerNormalization(double initial_scale = 1.0, double initial_bias = 0.0,
+                               std::optional<double> epsilon = std::nullopt, const std::string& name = "");
 // x times E, E [inferred, shape...]; `weights` given: a constant E.
 FunctionPtr Embedding(const Dims& shape, std::optional<Initializer> init = std::nullopt,
                       const Tensor& weights = {}, const std::string& name = "");

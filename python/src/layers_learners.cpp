@@ -237,6 +237,17 @@ void bind_layers_learners(py::module_& m) {
                     d.defaults.initial_state = py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)
                                                    ? constant(v.cast<double>())
                                                    : to_variable(v);
+                else if (key == "map_rank")
+                    d.defaults.map_rank = v.is_none() ? std::optional<int>() : v.cast<int>();
+                else if (key == "normalization_time_constant")
+                    d.defaults.normalization_time_constant = v.cast<double>();
+                else if (key == "epsilon")
+                    d.defaults.epsilon = v.cast<double>();
+                else if (key == "use_cntk_engine")
+                    v.cast<bool>();  // CNTK's choice between cuDNN's and its own batch norm: same math
+                else if (key == "disable_regularization")
+                    CTK_CHECK(!v.cast<bool>(), NotImplementedError,
+                              "default_options: disable_regularization=True is not supported by ctk yet");
                 else
                     CTK_THROW(NotImplementedError, "default_options: '", key,
                               "' is not supported by ctk yet");
@@ -329,8 +340,7 @@ void bind_layers_learners(py::module_& m) {
             pyname,
             [is_max](const py::object& filter_shape, const py::object& strides, const py::object& pad,
                      const std::string& name) {
-                // default_options' pad does not reach pooling in ctk's C++; CNTK's default is False.
-                const bool p = is_unset(pad) ? false : pad.cast<bool>();
+                const std::optional<bool> p = opt<bool>(pad);  // unset: default_options' pad, else False
                 return is_max ? layers::MaxPooling(dims_arg(filter_shape), dims_arg(strides), p, name)
                               : layers::AveragePooling(dims_arg(filter_shape), dims_arg(strides), p, name);
             },
@@ -342,16 +352,23 @@ void bind_layers_learners(py::module_& m) {
           arg("seed") = kSentinelSeed, arg("name") = "");
     l.def(
         "BatchNormalization",
-        [](const py::object& map_rank, double init_scale, double ntc, double btc, double epsilon,
-           const py::object& /*use_cntk_engine*/, const py::object& /*disable_regularization*/,
-           const std::string& name) {
-            return layers::BatchNormalization(opt<int>(map_rank), init_scale, ntc, btc, epsilon, name);
+        [](const py::object& map_rank, double init_scale, const py::object& ntc, double btc,
+           const py::object& epsilon, const py::object& /*use_cntk_engine: cuDNN's or CNTK's, same math*/,
+           const py::object& disable_regularization, const std::string& name) {
+            CTK_CHECK(!opt<bool>(disable_regularization).value_or(false), NotImplementedError,
+                      "BatchNormalization: disable_regularization=True is not supported by ctk yet");
+            return layers::BatchNormalization(opt<int>(map_rank), init_scale, opt<double>(ntc), btc,
+                                              opt<double>(epsilon), name);
         },
-        arg("map_rank") = py::none(), arg("init_scale") = 1.0, arg("normalization_time_constant") = 5000.0,
-        arg("blend_time_constant") = 0.0, arg("epsilon") = 1e-5, arg("use_cntk_engine") = py::none(),
-        arg("disable_regularization") = py::none(), arg("name") = "");
-    l.def("LayerNormalization", &layers::LayerNormalization, arg("initial_scale") = 1.0,
-          arg("initial_bias") = 0.0, arg("epsilon") = 1e-5, arg("name") = "");
+        arg("map_rank") = U, arg("init_scale") = 1.0, arg("normalization_time_constant") = U,
+        arg("blend_time_constant") = 0.0, arg("epsilon") = U, arg("use_cntk_engine") = U,
+        arg("disable_regularization") = U, arg("name") = "");
+    l.def(
+        "LayerNormalization",
+        [](double initial_scale, double initial_bias, const py::object& epsilon, const std::string& name) {
+            return layers::LayerNormalization(initial_scale, initial_bias, opt<double>(epsilon), name);
+        },
+        arg("initial_scale") = 1.0, arg("initial_bias") = 0.0, arg("epsilon") = U, arg("name") = "");
     l.def(
         "Embedding",
         [](const py::object& shape, const py::object& init, const py::object& weights,

@@ -181,11 +181,15 @@ FunctionPtr global_pooling(PoolingType type, const std::string& name, const char
 }
 }  // namespace
 
-FunctionPtr MaxPooling(const Dims& filter_shape, const Dims& strides, bool pad, const std::string& name) {
-    return pooling_layer(PoolingType::max, filter_shape, strides, pad, name, "MaxPooling");
+FunctionPtr MaxPooling(const Dims& filter_shape, const Dims& strides, std::optional<bool> pad,
+                       const std::string& name) {
+    return pooling_layer(PoolingType::max, filter_shape, strides, option(pad, &LayerDefaults::pad, false),
+                         name, "MaxPooling");
 }
-FunctionPtr AveragePooling(const Dims& filter_shape, const Dims& strides, bool pad, const std::string& name) {
-    return pooling_layer(PoolingType::average, filter_shape, strides, pad, name, "AveragePooling");
+FunctionPtr AveragePooling(const Dims& filter_shape, const Dims& strides, std::optional<bool> pad,
+                           const std::string& name) {
+    return pooling_layer(PoolingType::average, filter_shape, strides, option(pad, &LayerDefaults::pad, false),
+                         name, "AveragePooling");
 }
 FunctionPtr MaxUnpooling(const Dims& filter_shape, const Dims& strides, bool pad, const std::string& name) {
     CTK_CHECK(!filter_shape.empty(), ValueError, "MaxUnpooling '", name, "': empty filter_shape");
@@ -212,9 +216,18 @@ FunctionPtr Dropout(std::optional<double> dropout_rate, std::optional<double> ke
     return make_layer("Dropout", name, [=](const Variable& x) { return dropout(x, rate, seed); });
 }
 
-FunctionPtr BatchNormalization(std::optional<int> map_rank, double init_scale,
-                               double normalization_time_constant, double blend_time_constant, double epsilon,
+FunctionPtr BatchNormalization(std::optional<int> map_rank_arg, double init_scale,
+                               std::optional<double> normalization_time_constant_arg,
+                               double blend_time_constant, std::optional<double> epsilon_arg,
                                const std::string& name) {
+    std::optional<int> map_rank = map_rank_arg;
+    if (!map_rank) {
+        const int from_defaults = option(std::optional<int>(), &LayerDefaults::map_rank, 0);
+        if (from_defaults != 0) map_rank = from_defaults;
+    }
+    const double normalization_time_constant =
+        option(normalization_time_constant_arg, &LayerDefaults::normalization_time_constant, 5000.0);
+    const double epsilon = option(epsilon_arg, &LayerDefaults::epsilon, 1e-5);
     CTK_CHECK(!map_rank || *map_rank == 1, ValueError, "BatchNormalization '", name,
               "': map_rank must be 1 (spatial) or unset");
     const bool spatial = map_rank.has_value();
@@ -231,8 +244,9 @@ FunctionPtr BatchNormalization(std::optional<int> map_rank, double init_scale,
     });
 }
 
-FunctionPtr LayerNormalization(double initial_scale, double initial_bias, double epsilon,
+FunctionPtr LayerNormalization(double initial_scale, double initial_bias, std::optional<double> epsilon_arg,
                                const std::string& name) {
+    const double epsilon = option(epsilon_arg, &LayerDefaults::epsilon, 1e-5);
     Variable scale = parameter(Dims{}, constant_initializer(initial_scale), DataType::f32, "scale");
     Variable bias = parameter(Dims{}, constant_initializer(initial_bias), DataType::f32, "bias");
     return make_layer("LayerNormalization", name, [=](const Variable& x) {

@@ -196,3 +196,26 @@ def test_default_options_go_backwards_and_initial_state():
     np.testing.assert_array_equal(forwards.ravel(), [11, 13, 16])
     np.testing.assert_array_equal(np.ravel(first), [16])
     np.testing.assert_array_equal(C.layers.Recurrence(add)(x).eval({x: seq})[0].ravel(), [1, 3, 6])
+
+
+def test_default_options_reach_pooling_and_normalization():
+    # CNTK's default_override_or arguments: pooling's pad, BatchNormalization's map_rank and epsilon,
+    # LayerNormalization's epsilon.
+    x = C.input_variable((2, 5, 5))
+    assert MaxPooling((2, 2), (2, 2))(x).shape == (2, 2, 2)
+    with default_options(pad=True):
+        assert MaxPooling((2, 2), (2, 2))(x).shape == (2, 3, 3)
+        assert MaxPooling((2, 2), (2, 2), pad=False)(x).shape == (2, 2, 2)  # given beats default
+    with default_options(map_rank=1, epsilon=0.5, normalization_time_constant=100, use_cntk_engine=True):
+        bn = BatchNormalization()(x)
+        ln = LayerNormalization()
+    assert [p.shape for p in bn.parameters] == [(2,), (2,)]  # spatial: one scale and bias per channel
+    assert [p.shape for p in BatchNormalization()(x).parameters] == [(2, 5, 5), (2, 5, 5)]
+    v = C.input_variable(2)
+    data = np.array([[1.0, -1.0]], np.float32)  # mean 0, std 1: y = x / (1 + epsilon)
+    np.testing.assert_allclose(ln(v).eval({v: data}), data / 1.5, rtol=1e-6)
+    np.testing.assert_allclose(LayerNormalization()(v).eval({v: data}), data / (1 + 1e-5), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match='disable_regularization'):
+        default_options(disable_regularization=True)
+    with pytest.raises(NotImplementedError, match='disable_regularization'):
+        BatchNormalization(disable_regularization=True)
