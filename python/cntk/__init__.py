@@ -5,11 +5,12 @@ import sys
 import ctk
 from ctk import *  # noqa: F401,F403
 from ctk import (ops, layers, learners, losses, metrics, initializer, io, train, logging,  # noqa: F401
-                 cntk_py, device, sequence, random, debugging, core, __version__)
+                 cntk_py, device, sequence, random, debugging, core, variables, __version__)
 
 for _name in ('ops', 'ops.sequence', 'ops.functions', 'layers', 'learners', 'losses', 'metrics', 'initializer',
               'io', 'train', 'logging', 'cntk_py', 'device', 'train.training_session', 'random', 'debugging',
-              'core'):
+              'core', 'variables'):
     sys.modules['cntk.' + _name] = sys.modules['ctk.' + _name]
 sys.modules['cntk.sequence'] = sys.modules['ctk.ops.sequence']
+sys.modules['cntk.logging.graph'] = sys.modules['ctk.logging']  # CNTK: from cntk.logging.graph import ...
 del _name

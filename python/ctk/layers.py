@@ -96,7 +96,20 @@ def UnfoldFrom(generator_function, map_state_function=identity, until_predicate=
     return as_block(unfold_from(inner), [(inner, placeholder())], 'UnfoldFrom', name)
 
 
-__all__ = ['identity', 'default_options', 'Dense', 'Convolution', 'Convolution1D', 'Convolution2D',
+def Delay(T=1, initial_state=0, name=''):
+    """CNTK's Delay layer: x delayed by T steps along its sequence (T < 0: -T steps from the future;
+    0: x itself), with initial_state where no step exists. (CNTK read initial_state from
+    default_options; here it is an argument only.)"""
+    from .ops import sequence as seq
+    inner = placeholder(name='x')
+    if T == 0:
+        body = identity(inner)
+    else:
+        body = seq.delay(inner, initial_state=initial_state, time_step=T)
+    return as_block(as_function(body), [(inner, placeholder())], 'Delay', name)
+
+
+__all__ = ['Delay', 'identity', 'default_options', 'Dense', 'Convolution', 'Convolution1D', 'Convolution2D',
            'Convolution3D', 'MaxPooling', 'AveragePooling', 'GlobalMaxPooling', 'GlobalAveragePooling',
            'Dropout', 'BatchNormalization', 'LayerNormalization', 'Embedding', 'Activation', 'Stabilizer',
            'Label', 'Sequential', 'ResNetBlock', 'SequentialClique', 'For', 'LSTM', 'GRU', 'RNNStep',

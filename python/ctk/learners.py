@@ -7,7 +7,7 @@ from ._ctk.learners import (Learner, TrainingParameterSchedule, IGNORE,  # noqa:
                             momentum_schedule, momentum_schedule_per_sample,
                             momentum_as_time_constant_schedule, set_default_unit_gain_value,
                             default_unit_gain_value, sgd, momentum_sgd, nesterov, adagrad, fsadagrad, adam,
-                            rmsprop, adadelta)
+                            rmsprop, adadelta, universal)
 from ._ctk.learners import UserLearner as _UserLearnerBase
 
 
@@ -38,4 +38,4 @@ __all__ = ['Learner', 'UserLearner', 'TrainingParameterSchedule', 'UnitType', 'I
            'learning_parameter_schedule', 'learning_parameter_schedule_per_sample', 'momentum_schedule',
            'momentum_schedule_per_sample', 'momentum_as_time_constant_schedule',
            'set_default_unit_gain_value', 'default_unit_gain_value', 'sgd', 'momentum_sgd', 'nesterov',
-           'adagrad', 'fsadagrad', 'adam', 'rmsprop', 'adadelta']
+           'adagrad', 'fsadagrad', 'adam', 'rmsprop', 'adadelta', 'universal']

@@ -23,4 +23,102 @@ class ProgressWriter(_ProgressWriterBase):
         self._keep_python_object(self)
 
 
-__all__ = ['ProgressWriter', 'ProgressPrinter', 'TensorBoardProgressWriter', 'log_number_of_parameters']
+# ---- cntk.logging.graph: walking a graph ----
+
+def depth_first_search(root, visitor, depth=0):
+    """CNTK's depth_first_search: every node reachable from `root` (Functions, and the inputs,
+    parameters, constants and placeholders they read; an output Variable stands for the Function that
+    makes it) for which visitor(node) is true, in depth-first order from the root. `depth`: how many
+    levels of blocks to look inside (-1: all; 0: blocks are single nodes)."""
+    from ._ctk import Function
+    root = root.root_function if isinstance(root, Function) else root
+    stack, visited, found = [(root, depth)], set(), []
+    while stack:
+        node, d = stack.pop()
+        if not isinstance(node, Function) and node.is_output:
+            node = node.owner
+        key = ('f' if isinstance(node, Function) else 'v', node.uid)
+        if key in visited:
+            continue
+        visited.add(key)
+        if visitor(node):
+            found.append(node)
+        if isinstance(node, Function):
+            if node.is_block and d != 0:
+                stack.append((node.block_root, d - 1))
+            stack.extend((i, d) for i in reversed(node.inputs))
+    return found
+
+
+def find_all_with_name(node, node_name, depth=0):
+    """Every Function or Variable named `node_name` in the graph of `node`."""
+    return depth_first_search(node, lambda x: x.name == node_name, depth)
+
+
+def find_by_name(node, node_name, depth=0):
+    """The one Function or Variable named `node_name` (None when there is none; ValueError when
+    several share the name, as in CNTK)."""
+    found = find_all_with_name(node, node_name, depth)
+    if len(found) > 1:
+        raise ValueError('found multiple nodes named "%s": use find_all_with_name' % node_name)
+    return found[0] if found else None
+
+
+def get_node_outputs(node, depth=0):
+    """The outputs of every Function in the graph of `node`."""
+    from ._ctk import Function
+    outputs = []
+    for f in depth_first_search(node, lambda x: isinstance(x, Function), depth):
+        outputs.extend(f.outputs)
+    return outputs
+
+
+def plot(root, filename=None):
+    """The graph in Graphviz DOT text (returned; written when `filename` ends in .dot). CNTK also rendered
+    images through pydot, which ctk does not bring: other file types raise NotImplementedError."""
+    from ._ctk import Function
+    if filename is not None and not filename.endswith('.dot'):
+        raise NotImplementedError('plot: ctk writes DOT text only (%s): render it with Graphviz' % filename)
+    nodes = depth_first_search(root, lambda x: True)
+    lines = ['digraph G {']
+    for n in nodes:
+        if isinstance(n, Function):
+            lines.append('  "%s" [shape=ellipse, label="%s\\n%s"];' % (n.uid, n.op_name, n.name or n.uid))
+            for i in n.inputs:
+                src = i.owner.uid if i.is_output else i.uid
+                lines.append('  "%s" -> "%s";' % (src, n.uid))
+        else:
+            lines.append('  "%s" [shape=box, label="%s"];' % (n.uid, n.name or n.uid))
+    lines.append('}')
+    text = '\n'.join(lines) + '\n'
+    if filename is not None:
+        with open(filename, 'w') as f:
+            f.write(text)
+    return text
+
+
+# ---- trace level (CNTK's native log verbosity; ctk's C++ writes only CNTK's progress lines) ----
+
+class TraceLevel:
+    Error = 0
+    Warning = 1
+    Info = 2
+
+
+_trace_level = TraceLevel.Warning
+
+
+def set_trace_level(value):
+    global _trace_level
+    if value not in (TraceLevel.Error, TraceLevel.Warning, TraceLevel.Info):
+        raise ValueError('set_trace_level: %r is not a TraceLevel' % (value,))
+    _trace_level = value
+
+
+def get_trace_level():
+    return _trace_level
+
+
+__all__ = ['ProgressWriter', 'ProgressPrinter', 'TensorBoardProgressWriter', 'log_number_of_parameters',
+           'depth_first_search', 'find_all_with_name', 'find_by_name', 'get_node_outputs', 'plot',
+           'TraceLevel', 'set_trace_level', 'get_trace_level']

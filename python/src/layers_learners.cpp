@@ -616,6 +616,21 @@ void bind_layers_learners(py::module_& m) {
             return adadelta(params, l, rho, epsilon, learner_options(kw));
         },
         arg("parameters"), arg("lr") = py::none(), arg("rho") = 0.95, arg("epsilon") = 1e-8);
+    // CNTK's universal learner: update_func(parameters, gradients) builds the update graph (assigns) once.
+    ln.def(
+        "universal",
+        [](const py::function& update_func, const std::vector<Variable>& params) {
+            auto fn = hold(update_func);
+            return universal(
+                [fn](const std::vector<Variable>& ps, const std::vector<Variable>& gs) -> FunctionPtr {
+                    py::gil_scoped_acquire gil;
+                    py::object r = (*fn)(py::cast(ps), py::cast(gs));
+                    if (py::isinstance<Function>(r)) return r.cast<FunctionPtr>();
+                    return as_function(to_variable(r));
+                },
+                params);
+        },
+        arg("update_func"), arg("parameters"));
 }
 
 }  // namespace ctk::python
