@@ -26,5 +26,6 @@
 #include "ctk/storage.h"
 #include "ctk/tensor.h"
 #include "ctk/train.h"
+#include "ctk/user_function.h"
 #include "ctk/value.h"
 #include "ctk/variable.h"

@@ -21,8 +21,15 @@
 
 namespace ctk {
 
+// An attribute only this process can hold (a user function's callbacks): compared by identity; model
+// files refuse the ops that carry one.
+struct OpaqueAttr {
+    std::shared_ptr<const void> ptr;
+    bool operator==(const OpaqueAttr& o) const { return ptr == o.ptr; }
+};
+
 // An attribute value (CNTK's DictionaryValue, reduced to the types ctk's ops use).
-using AttrValue = std::variant<bool, int64_t, double, std::string, Dims, Axis, std::vector<Axis>>;
+using AttrValue = std::variant<bool, int64_t, double, std::string, Dims, Axis, std::vector<Axis>, OpaqueAttr>;
 
 class Attributes {
 public:

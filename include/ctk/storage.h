@@ -59,6 +59,8 @@ public:
     void* data() const { return data_; }
     size_t bytes() const { return bytes_; }
     Device device() const { return device_; }
+    // The owner of wrapped memory (null for allocated storage).
+    const std::shared_ptr<void>& keep_alive() const { return keep_alive_; }
 
 private:
     void* data_ = nullptr;

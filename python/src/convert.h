@@ -50,6 +50,7 @@ std::vector<Variable> to_variables(const py::handle& obj);
 Device device_from(const py::handle& device);
 
 void bind_device(py::module_& m);
+void bind_user_function(py::module_& m);
 void bind_graph(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_layers_learners(py::module_& m);

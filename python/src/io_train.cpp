@@ -340,8 +340,11 @@ void bind_io_train(py::module_& m) {
     // ---- train ----
     py::module_ tr = m.def_submodule("train", "cntk.train");
     py::class_<Trainer, std::shared_ptr<Trainer>>(tr, "Trainer")
-        .def(py::init([](const FunctionPtr& model, const py::object& criterion, const py::object& learners,
+        .def(py::init([](const py::object& model_arg, const py::object& criterion, const py::object& learners,
                          const py::object& writers) {
+                 // A Function, or (as a Function's output) a Variable.
+                 const FunctionPtr model =
+                     model_arg.is_none() ? FunctionPtr() : as_function(to_variable(model_arg));
                  FunctionPtr loss, metric;
                  if (py::isinstance<py::tuple>(criterion) || py::isinstance<py::list>(criterion)) {
                      auto t = criterion.cast<py::sequence>();

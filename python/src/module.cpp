@@ -26,6 +26,7 @@ PYBIND11_MODULE(_ctk, m) {
         }
     });
     python::bind_device(m);
+    python::bind_user_function(m);
     python::bind_graph(m);
     python::bind_ops(m);
     python::bind_layers_learners(m);

@@ -100,6 +100,8 @@ proto::Dictionary generic_attributes(const Attributes& attrs) {
             v = dv_shape(Dims(dims->rbegin(), dims->rend()));  // dv_shape reverses: stored row-major
         } else if (const auto* a = std::get_if<Axis>(&value)) {
             v = dv_axis(*a);
+        } else if (std::holds_alternative<OpaqueAttr>(value)) {
+            CTK_THROW(NotImplementedError, "save_model: attribute '", key, "' lives in this process only");
         } else {
             std::vector<proto::DictionaryValue> items;
             for (const Axis& axis : std::get<std::vector<Axis>>(value)) items.push_back(dv_axis(axis));
@@ -217,6 +219,9 @@ proto::Dictionary reduce_attributes(const Attributes& a, const std::string& name
 
 SavedOp save_op(const Function& f) {
     const PrimitiveOp op = f.op();
+    CTK_CHECK(op != PrimitiveOp::user_function, NotImplementedError, "save_model: '", f.name(),
+              "' is a user function (", f.op_name(),
+              "): its callbacks live in this process and cannot be saved");
     const Attributes& a = f.attributes();
     std::vector<Variable> in = f.inputs();
     SavedOp s;

@@ -20,6 +20,7 @@ Function::~Function() = default;
 std::string Function::op_name() const {
     if (kind_ == Kind::block) return block_op_name_;
     if (kind_ == Kind::composite) return "Combine";
+    if (op_ == PrimitiveOp::user_function) return attributes_.get<std::string>("opName");
     return detail::op_def(op_).cntk_name;
 }
 

@@ -134,6 +134,7 @@ const OpDef& op_def(PrimitiveOp op) {
         register_like_ops(t);
         register_ctc_ops(t);
         register_crop_ops(t);
+        register_user_function_ops(t);
         // combine and block are flattened by the executor; their entries only name them.
         t.add(PrimitiveOp::combine, OpDef{"Combine", 0, 1 << 20, nullptr, nullptr, nullptr});
         t.add(PrimitiveOp::block, OpDef{"Block", 0, 1 << 20, nullptr, nullptr, nullptr});

@@ -105,6 +105,7 @@ void register_roipooling_ops(OpTable& t);
 void register_like_ops(OpTable& t);
 void register_ctc_ops(OpTable& t);
 void register_crop_ops(OpTable& t);
+void register_user_function_ops(OpTable& t);
 
 struct OpTable {
     std::vector<OpDef> defs = std::vector<OpDef>(static_cast<size_t>(kNumPrimitiveOps));

@@ -3,6 +3,7 @@ combine, as_block, Axis, Variable and Function."""
 from .. import _ctk
 
 _NOT_OPS = {'layers', 'learners', 'io', 'logging', 'train', 'sequence', 'Value', 'Initializer', 'uniform',
+            'DeviceDescriptor',
             'normal', 'truncated_normal', 'xavier', 'glorot_uniform', 'glorot_normal', 'he_uniform',
             'he_normal', 'bilinear', 'set_fixed_random_seed', 'sequence_input_variable',
             'SentinelValueForInferParamInitRank', 'SentinelValueForAutoSelectRandomSeed', 'set_num_threads',
@@ -44,3 +45,6 @@ def as_composite(root_function, name=''):
 
 
 __all__ += ['as_composite']
+
+from .functions import UserFunction, user_function, output_variable  # noqa: E402,F401
+__all__ += ['UserFunction', 'user_function', 'output_variable']

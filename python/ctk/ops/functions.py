@@ -1,4 +1,108 @@
-"""cntk.ops.functions: Function, load_model and the model formats."""
+"""cntk.ops.functions: Function, load_model and the model formats, and CNTK's UserFunction."""
 from .._ctk import Function, CloneMethod, ModelFormat, BackPropState, load_model  # noqa: F401
+from .. import _ctk
 
-__all__ = ['Function', 'CloneMethod', 'ModelFormat', 'BackPropState', 'load_model']
+
+class OutputVariable:
+    """What output_variable returns: the shape, dtype and dynamic axes of a user function's output."""
+
+    def __init__(self, shape, dtype, dynamic_axes, needs_gradient=True, name=''):
+        self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.dtype, self.dynamic_axes = dtype, list(dynamic_axes)
+        self.needs_gradient, self.name = needs_gradient, name
+
+
+def output_variable(shape, dtype, dynamic_axes, needs_gradient=True, name=''):
+    """CNTK's output_variable, for UserFunction.infer_outputs."""
+    return OutputVariable(shape, dtype, dynamic_axes, needs_gradient, name)
+
+
+class UserFunction:
+    """CNTK's UserFunction. Subclass it with
+      infer_outputs(self) -> [output_variable(shape, dtype, dynamic_axes)],
+      forward(self, arguments, device=None, outputs_to_retain=None) -> (state, result) for one output, or
+        forward(self, arguments, outputs, device=None, outputs_to_retain=None) -> state, filling the dict
+        `outputs` (keyed by self.outputs) for several,
+      backward(self, state, root_gradients) -> the gradient when one input can take a gradient, or
+        backward(self, state, root_gradients, variables), filling `variables` (keyed by self.inputs),
+    and wrap an instance with user_function(...). `arguments` is one array for one input, else a tuple;
+    `root_gradients` one array for one output, else a dict. With as_numpy=False they are Values.
+    Without a backward method no gradient flows through. ctk differences: the wrapped op cannot be saved
+    to a model file, and sequence data arrives padded ([batch, max_length, ...])."""
+
+    def __init__(self, inputs, as_numpy=True, attributes=None, name=''):
+        self.inputs = [i.output if isinstance(i, Function) else i for i in inputs]
+        self.as_numpy = as_numpy
+        self.attributes = attributes or {}
+        self.name = name
+        self.outputs = []
+
+    @property
+    def op_name(self):
+        return type(self).__name__
+
+    @property
+    def output(self):
+        if len(self.outputs) != 1:
+            raise ValueError('%s has %d outputs' % (self.op_name, len(self.outputs)))
+        return self.outputs[0]
+
+    def infer_outputs(self):
+        raise NotImplementedError('%s must define infer_outputs' % self.op_name)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError('%s must define forward' % self.op_name)
+
+    def backward(self, *args, **kwargs):
+        raise NotImplementedError('%s has no backward' % self.op_name)
+
+
+def user_function(user_func):
+    """The Function that runs `user_func` (a UserFunction instance) as an op of the graph."""
+    if not isinstance(user_func, UserFunction):
+        raise TypeError('user_function expects a UserFunction instance, got %s' % type(user_func).__name__)
+    uf = user_func
+
+    def data(value):
+        return value.asarray() if uf.as_numpy else value
+
+    def infer(inputs):
+        return [(o.shape, o.dtype, o.dynamic_axes) for o in uf.infer_outputs()]
+
+    def forward(values, is_training):
+        args = [data(v) for v in values]
+        args = args[0] if len(args) == 1 else tuple(args)
+        if len(uf.outputs) == 1:
+            state, result = uf.forward(args, None, None)
+            return state, [result]
+        outputs = {o: None for o in uf.outputs}
+        state = uf.forward(args, outputs, None, None)
+        return state, [outputs[o] for o in uf.outputs]
+
+    # CNTK's rule: one input that can take a gradient -> backward returns it; several -> a dict to fill.
+    possible = [i for i, v in enumerate(uf.inputs) if v.is_parameter or v.is_output or v.needs_gradient]
+
+    def backward(state, values, output_grads, needs):
+        if len(output_grads) == 1:
+            rg = output_grads[0]
+        else:
+            rg = {o: g for o, g in zip(uf.outputs, output_grads)}
+        grads = [None] * len(values)
+        if len(possible) > 1:
+            variables = {uf.inputs[i]: None for i in possible if needs[i]}
+            uf.backward(state, rg, variables)
+            for i in possible:
+                if needs[i]:
+                    grads[i] = variables.get(uf.inputs[i])
+        elif possible:
+            grads[possible[0]] = uf.backward(state, rg)
+        return grads
+
+    has_backward = type(uf).backward is not UserFunction.backward
+    f = _ctk._user_function(uf.op_name, uf.inputs, infer, forward, backward if has_backward else None, uf.name)
+    uf.outputs = list(f.outputs)
+    return f
+
+
+__all__ = ['Function', 'CloneMethod', 'ModelFormat', 'BackPropState', 'load_model', 'UserFunction',
+           'user_function', 'output_variable']

@@ -90,6 +90,38 @@ std::vector<GraphCase> misc_graph_cases() {
         c.gradient = false;  // its gradient is a surrogate (ranking_test... see graph_test's StraightThrough)
         cases.push_back(c);
     }
+    {
+        // y = a * exp(b): a sequence times a broadcast parameter, computed on the host by the callbacks
+        // (which get device values and return host tensors: the op moves them), with its own gradient.
+        auto callbacks = std::make_shared<UserFunctionCallbacks>();
+        callbacks->infer_outputs = [](const std::vector<Variable>& in) {
+            return std::vector<UserFunctionOutput>{{in[0].shape(), in[0].dtype(), in[0].dynamic_axes()}};
+        };
+        callbacks->forward = [](const std::vector<Value>& in, std::vector<Value>& out, bool) {
+            const Tensor a = in[0].data().to(Device::cpu()), eb = exp(in[1].data().to(Device::cpu()));
+            out.push_back(Value(element_times(a, eb), in[0].layout()));
+            return std::static_pointer_cast<void>(std::make_shared<Tensor>(eb));
+        };
+        callbacks->backward = [](const std::shared_ptr<void>& state, const std::vector<Value>& in,
+                                 const std::vector<Tensor>& dy, const std::vector<bool>& needs,
+                                 std::vector<Tensor>& dx) {
+            const Tensor& eb = *static_cast<const Tensor*>(state.get());
+            const Tensor g = dy[0].to(Device::cpu()), a = in[0].data().to(Device::cpu());
+            if (needs[0]) dx[0] = element_times(g, eb);
+            if (needs[1]) {  // summed over the frames the parameter was broadcast to
+                const Tensor ga = element_times(element_times(g, a), eb);
+                dx[1] = reduce_sum(ga.reshape({ga.numel() / eb.numel(), eb.numel()}), {0})
+                            .reshape(eb.shape().dims());
+            }
+        };
+        cases.push_back(make_case(
+            "user_function/host_callbacks", {PrimitiveOp::user_function},
+            {Slot::sequence({3}, {2, 1}), Slot::param({3})},
+            [callbacks](V v) {
+                return user_function("ScaledExp", {v[0], v[1]}, callbacks, "scaled_exp");
+            },
+            [](T in) { return element_times(in[0], exp(in[1])); }));
+    }
     cases.push_back(make_case(
         "crop/manual", {PrimitiveOp::crop}, {Slot::input({2, 5, 6}), Slot::input({2, 3, 4}).no_grad()},
         [](V v) { return crop_manual(v[0], v[1], 1, 2); },

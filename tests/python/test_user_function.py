@@ -1,0 +1,128 @@
+"""CNTK's UserFunction: NumPy forward/backward in a graph, trained through, with CNTK's calling
+conventions (one input/output vs several), and its errors."""
+import numpy as np
+import pytest
+
+import cntk as C
+from cntk.ops.functions import UserFunction
+
+
+class MySigmoid(UserFunction):
+    def __init__(self, arg, name='MySigmoid'):
+        super(MySigmoid, self).__init__([arg], name=name)
+
+    def forward(self, argument, device=None, outputs_to_retain=None):
+        sigmoid_x = 1 / (1 + np.exp(-argument))
+        return sigmoid_x, sigmoid_x
+
+    def backward(self, state, root_gradients):
+        sigmoid_x = state
+        return root_gradients * sigmoid_x * (1 - sigmoid_x)
+
+    def infer_outputs(self):
+        return [C.output_variable(self.inputs[0].shape, self.inputs[0].dtype, self.inputs[0].dynamic_axes)]
+
+
+class ScaleAndSum(UserFunction):
+    """Two inputs, two outputs: (x * w, x + w)."""
+
+    def __init__(self, x, w):
+        super(ScaleAndSum, self).__init__([x, w], name='scale_and_sum')
+
+    def forward(self, arguments, outputs, device=None, outputs_to_retain=None):
+        x, w = arguments
+        outputs[self.outputs[0]] = x * w
+        outputs[self.outputs[1]] = x + w
+        return (x, w)
+
+    def backward(self, state, root_gradients, variables):
+        x, w = state
+        g_prod, g_sum = root_gradients[self.outputs[0]], root_gradients[self.outputs[1]]
+        if self.inputs[0] in variables:
+            variables[self.inputs[0]] = g_prod * w + g_sum
+        if self.inputs[1] in variables:
+            variables[self.inputs[1]] = (g_prod * x + g_sum).sum(axis=0)
+
+    def infer_outputs(self):
+        x = self.inputs[0]
+        return [C.output_variable(x.shape, x.dtype, x.dynamic_axes) for _ in range(2)]
+
+
+def test_sigmoid_matches_the_builtin_forward_and_backward():
+    x = C.input_variable(3, needs_gradient=True)
+    f = C.user_function(MySigmoid(x))
+    assert f.op_name == 'MySigmoid' and f.name == 'MySigmoid' and f.output.shape == (3,)
+    data = np.array([[-1.0, 0.0, 2.0], [0.5, -3.0, 1.0]], np.float32)
+    np.testing.assert_allclose(f.eval({x: data}), C.sigmoid(x).eval({x: data}), rtol=1e-6)
+    g = f.grad({x: data}, wrt=[x])
+    s = 1 / (1 + np.exp(-data))
+    np.testing.assert_allclose(g, s * (1 - s), rtol=1e-5)
+    # Composes like any op, and clones share the callbacks.
+    z = C.plus(f, 1.0)
+    np.testing.assert_allclose(z.eval({x: data}), s + 1, rtol=1e-6)
+    np.testing.assert_allclose(z.clone(C.CloneMethod.share).eval({z.arguments[0]: data}), s + 1, rtol=1e-6)
+
+
+def test_two_inputs_two_outputs_and_training_through_it():
+    x = C.input_variable(2, needs_gradient=True)  # two inputs can take gradients: the dict form
+    w = C.parameter((2,), init=np.array([1.0, 2.0], np.float32))
+    f = C.user_function(ScaleAndSum(x, w))
+    prod, total = f.outputs
+    data = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    r = f.eval({x: data})
+    np.testing.assert_allclose(r[prod], data * [1, 2])
+    np.testing.assert_allclose(r[total], data + [1, 2])
+    # d/dw sum(prod + total) = sum_rows(x + 1)
+    g = C.plus(C.reduce_sum(prod), C.reduce_sum(total)).grad({x: data}, wrt=[w])
+    np.testing.assert_allclose(g, (data + 1).sum(axis=0))
+    # SGD through the user function moves w exactly as the built-in ops do.
+    y = C.input_variable(2)
+    loss = C.squared_error(prod, y)
+    t = C.Trainer(prod, (loss, None), [C.sgd([w], C.learning_parameter_schedule(0.1))])
+    t.train_minibatch({x: data, y: np.zeros((2, 2), np.float32)})
+    want = np.array([1.0, 2.0]) - 0.1 / 2 * (2 * data * data * [1, 2]).sum(axis=0)
+    np.testing.assert_allclose(w.value, want, rtol=1e-5)
+
+
+def test_without_backward_no_gradient_flows_and_errors_are_clear():
+    class NoGrad(MySigmoid):
+        backward = UserFunction.backward
+
+    x = C.input_variable(3, needs_gradient=True)
+    f = C.user_function(NoGrad(x))
+    np.testing.assert_allclose(f.grad({x: np.zeros((1, 3), np.float32)}, wrt=[x]), np.zeros((1, 3)))
+
+    class WrongGrad(MySigmoid):
+        def backward(self, state, root_gradients):
+            return np.zeros((7,), np.float32)
+
+    f = C.user_function(WrongGrad(x))
+    with pytest.raises(ValueError, match='gradient of input 0 has shape'):
+        f.grad({x: np.zeros((1, 3), np.float32)}, wrt=[x])
+
+    class Failing(MySigmoid):
+        def forward(self, argument, device=None, outputs_to_retain=None):
+            raise KeyError('from the user')
+
+    with pytest.raises(KeyError, match='from the user'):
+        C.user_function(Failing(x)).eval({x: np.zeros((1, 3), np.float32)})
+    with pytest.raises(NotImplementedError, match='user function'):
+        C.user_function(MySigmoid(x)).save('/tmp/ctk_user_function_model.dnn')
+    with pytest.raises(TypeError, match='UserFunction instance'):
+        C.user_function(C.sigmoid(x))
+
+
+def test_as_numpy_false_gets_values():
+    class Double(UserFunction):
+        def __init__(self, arg):
+            super(Double, self).__init__([arg], as_numpy=False)
+
+        def forward(self, argument, device=None, outputs_to_retain=None):
+            assert isinstance(argument, C.Value)
+            return None, argument.asarray() * 2
+
+        def infer_outputs(self):
+            return [C.output_variable(self.inputs[0].shape, self.inputs[0].dtype, self.inputs[0].dynamic_axes)]
+
+    x = C.input_variable(2)
+    np.testing.assert_allclose(C.user_function(Double(x)).eval({x: np.ones((1, 2), np.float32)}), [[2, 2]])
