@@ -49,6 +49,15 @@ py::object numpy_dtype(DataType dtype) {
 DataType dtype_from_python(const py::handle& obj) {
     if (obj.is_none()) return DataType::f32;
     py::dtype dt = py::dtype::from_args(py::reinterpret_borrow<py::object>(obj));
+    // By kind and size first (no string building: this runs for every array fed to a step).
+    const char kind = dt.kind();
+    const auto size = dt.itemsize();
+    if (kind == 'f' && size == 4) return DataType::f32;
+    if (kind == 'f' && size == 8) return DataType::f64;
+    if (kind == 'f' && size == 2) return DataType::f16;
+    if (kind == 'i' && size == 4) return DataType::i32;
+    if (kind == 'i' && size == 8) return DataType::i64;
+    if (kind == 'u' && size == 1) return DataType::u8;
     const std::string name = py::str(dt.attr("name"));
     if (name == "float32") return DataType::f32;
     if (name == "float64") return DataType::f64;
@@ -73,7 +82,9 @@ std::optional<DataType> ctk_dtype_of(const py::array& a) {
 }  // namespace
 
 Tensor tensor_from_numpy(const py::handle& obj, std::optional<DataType> dtype) {
-    py::array arr = py::reinterpret_borrow<py::object>(numpy().attr("asarray")(obj));
+    py::array arr = py::isinstance<py::array>(obj)
+                        ? py::reinterpret_borrow<py::array>(obj)
+                        : py::reinterpret_borrow<py::object>(numpy().attr("asarray")(obj));
     const std::optional<DataType> have = ctk_dtype_of(arr);
     const DataType want = dtype ? *dtype : have.value_or(DataType::f32);
     if (have != want || !(arr.flags() & py::array::c_style)) {
@@ -103,6 +114,8 @@ namespace {
 
 // A SciPy CSR matrix (or anything with its indptr, indices, data and shape), without importing SciPy.
 bool is_csr(const py::handle& obj) {
+    // NumPy arrays, the common case, are never CSR (and a failed hasattr costs an exception).
+    if (py::isinstance<py::array>(obj)) return false;
     return py::hasattr(obj, "indptr") && py::hasattr(obj, "indices") && py::hasattr(obj, "data") &&
            py::hasattr(obj, "shape");
 }
@@ -291,7 +304,7 @@ std::vector<Variable> to_variables(const py::handle& obj) {
     return out;
 }
 
-ValueMap argument_map(const py::handle& arguments, const std::vector<Variable>& function_arguments) {
+ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f) {
     ValueMap map;
     if (arguments.is_none()) return map;
     if (py::isinstance<py::dict>(arguments)) {
@@ -301,6 +314,8 @@ ValueMap argument_map(const py::handle& arguments, const std::vector<Variable>& 
         }
         return map;
     }
+    // Only bare data needs the Function's arguments (a graph walk: not done per step for dicts).
+    const std::vector<Variable> function_arguments = f->arguments();
     CTK_CHECK(function_arguments.size() == 1, ValueError, "the function has ", function_arguments.size(),
               " arguments: pass a dict mapping each argument variable to its data");
     map[function_arguments[0]] = value_for(function_arguments[0], arguments);

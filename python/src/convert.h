@@ -39,8 +39,8 @@ Value value_from_csr(const py::handle& data, DataType dtype, bool sequences, std
 // arrays (one per sequence, padding cut) with one.
 py::object numpy_from_value(const Variable& var, const Value& value);
 
-// {Variable: data} (or, for a Function with one argument, the data alone) -> ValueMap.
-ValueMap argument_map(const py::handle& arguments, const std::vector<Variable>& function_arguments);
+// {Variable: data} (or, for a Function `f` with one argument, the data alone) -> ValueMap.
+ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f);
 // A Variable from a Python object: a Variable, a Function with one output, a number or an array (a
 // constant, as CNTK's sanitize_input).
 Variable to_variable(const py::handle& obj, DataType dtype_hint = DataType::f32);

@@ -152,7 +152,7 @@ std::vector<Variable> outputs_arg(const py::object& outputs, const FunctionPtr& 
 py::object eval(const FunctionPtr& f, const py::object& arguments, const py::object& outputs, bool as_numpy,
                 const py::object& device = py::none()) {
     const std::vector<Variable> outs = outputs_arg(outputs, f);
-    ValueMap args = argument_map(arguments, f->arguments());
+    ValueMap args = argument_map(arguments, f);
     const Device dev = device_from(device);
     ValueMap result;
     {
@@ -182,7 +182,7 @@ py::object grad(const FunctionPtr& f, const py::object& at, const py::object& wr
         wrt_vars = {to_variable(wrt)};
     }
     std::vector<Variable> outs = outputs_arg(outputs, f);
-    ValueMap args = argument_map(at, f->arguments());
+    ValueMap args = argument_map(at, f);
     const Device dev = device_from(device);
     ValueMap grads, values;
     {
@@ -533,7 +533,7 @@ void bind_graph(py::module_& m) {
                 std::vector<Variable> outs = outputs_arg(outputs, f);
                 std::vector<Variable> keep;
                 if (!keep_for_backward.is_none()) keep = to_variables(keep_for_backward);
-                ValueMap args = argument_map(arguments, f->arguments());
+                ValueMap args = argument_map(arguments, f);
                 const Device dev = device_from(device);
                 ValueMap result;
                 for (const Variable& v : outs) result[v] = Value();

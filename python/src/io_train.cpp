@@ -12,7 +12,11 @@ namespace {
 
 // Flushes Python's sys.stdout before C++ prints, and C's stdout after.
 struct StdoutSync {
-    StdoutSync() { py::module_::import("sys").attr("stdout").attr("flush")(); }
+    StdoutSync() {
+        // PySys_GetObject: the current sys.stdout (scripts may replace it) without an import per step.
+        PyObject* out = PySys_GetObject("stdout");
+        if (out && out != Py_None) py::reinterpret_borrow<py::object>(out).attr("flush")();
+    }
     ~StdoutSync() { std::fflush(stdout); }
 };
 
@@ -42,7 +46,7 @@ MinibatchArguments minibatch_arguments(const py::handle& arguments, const Functi
                 *sweep_end |= item.second.cast<const MinibatchData&>().sweep_end;
         }
     }
-    ValueMap m = argument_map(arguments, f->arguments());
+    ValueMap m = argument_map(arguments, f);
     return MinibatchArguments(m.begin(), m.end());
 }
 
