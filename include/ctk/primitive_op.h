@@ -79,8 +79,8 @@ namespace ctk {
     X(unpack_batch, 79)                                                              \
     X(to_batch, 80)                                                                  \
     X(user_function, -1) /* callbacks (CNTK's UserFunction); never saved */          \
-    X(combine, 44) /* never executed: composites are flattened */                    \
-    X(block, 57)   /* never executed: blocks are inlined */
+    X(combine, 44)       /* never executed: composites are flattened */              \
+    X(block, 57)         /* never executed: blocks are inlined */
 
 enum class PrimitiveOp : uint16_t {
 #define CTK_GRAPH_KERNEL_OP(name, attrs) name,

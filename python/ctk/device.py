@@ -43,14 +43,10 @@ def try_set_default_device(new_default_device, acquire_device_lock=False):
     return _ctk._try_set_default_device(new_default_device)
 
 
-_excluded = set()
-
-
 def set_excluded_devices(excluded_devices):
-    """CNTK excluded these from its automatic choice of a GPU; ctk's only automatic choice is
-    CTK_DEFAULT_DEVICE=auto (GPU 0), so the list is kept for get_excluded_devices and changes nothing."""
-    _excluded.clear()
-    _excluded.update(excluded_devices)
+    """CNTK excluded these from its automatic choice of a GPU; ctk makes no such choice from Python
+    (only CTK_DEFAULT_DEVICE=auto picks GPU 0), so the call is accepted and changes nothing."""
+    list(excluded_devices)  # CNTK took any iterable of DeviceDescriptors
 
 
 class GPUProperties:

@@ -310,7 +310,8 @@ void Learner::restore_from_checkpoint(const Dictionary& state) {
             CTK_CHECK(src.shape() == value.shape(), ValueError, name_,
                       ": restore_from_checkpoint: a state tensor of ", saved_label, " has shape ",
                       src.shape().to_string(), ", expected ", value.shape().to_string());
-            s.push_back(src.to(value.dtype()).to(value.device()).clone());
+            Tensor moved = src.to(value.dtype()).to(value.device());
+            s.push_back(moved.shares_storage(src) ? moved.clone() : moved);  // one copy, never an alias
         }
         restored.emplace(p, std::move(s));
     }

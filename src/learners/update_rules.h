@@ -247,16 +247,20 @@ struct AdaDeltaStep {
 
 }  // namespace ctk::detail::rules
 
-// Every rule type, for the explicit GPU instantiations: X(rule) for each (rule, dtype).
-#define CTK_LEARNER_APPLY_RULES(X)                                                                       \
-    X(PrepareGradient<float>)                                                                            \
-    X(PrepareGradient<double>) X(AddNoise<float>) X(AddNoise<double>) X(SoftThreshold<float>)            \
-        X(SoftThreshold<double>) X(SgdStep<float>) X(SgdStep<double>) X(MomentumStep<float>)             \
-            X(MomentumStep<double>) X(AdaGradStep<float>) X(AdaGradStep<double>) X(FSAdaGradStep<float>) \
-                X(FSAdaGradStep<double>) X(AdamStep<float>) X(AdamStep<double>) X(RMSPropStep<float>)    \
-                    X(RMSPropStep<double>) X(AdaDeltaStep<float>) X(AdaDeltaStep<double>)                \
-                        X(AdaGradAccumulate<float>) X(AdaGradAccumulate<double>)
-#define CTK_LEARNER_SUM_RULES(X)                                                       \
-    X(GradientSquare<float>)                                                           \
-    X(GradientSquare<double>) X(AdaGradAccumulate<float>) X(AdaGradAccumulate<double>) \
-        X(RMSPropStateSum<float>) X(RMSPropStateSum<double>)
+// Every rule template, for the explicit GPU instantiations (each in float and double).
+#define CTK_LEARNER_APPLY_RULES(X) \
+    X(PrepareGradient)             \
+    X(AddNoise)                    \
+    X(SoftThreshold)               \
+    X(SgdStep)                     \
+    X(MomentumStep)                \
+    X(AdaGradAccumulate)           \
+    X(AdaGradStep)                 \
+    X(FSAdaGradStep)               \
+    X(AdamStep)                    \
+    X(RMSPropStep)                 \
+    X(AdaDeltaStep)
+#define CTK_LEARNER_SUM_RULES(X) \
+    X(GradientSquare)            \
+    X(AdaGradAccumulate)         \
+    X(RMSPropStateSum)

@@ -56,8 +56,12 @@ double cuda_sum_rule(Device device, int64_t n, const Rule& rule) {
     return reduce_sum(values).item();
 }
 
-#define CTK_INSTANTIATE_APPLY(R) template void cuda_apply_rule<rules::R>(Device, int64_t, const rules::R&);
-#define CTK_INSTANTIATE_SUM(R) template double cuda_sum_rule<rules::R>(Device, int64_t, const rules::R&);
+#define CTK_INSTANTIATE_APPLY(R)                                                             \
+    template void cuda_apply_rule<rules::R<float>>(Device, int64_t, const rules::R<float>&); \
+    template void cuda_apply_rule<rules::R<double>>(Device, int64_t, const rules::R<double>&);
+#define CTK_INSTANTIATE_SUM(R)                                                               \
+    template double cuda_sum_rule<rules::R<float>>(Device, int64_t, const rules::R<float>&); \
+    template double cuda_sum_rule<rules::R<double>>(Device, int64_t, const rules::R<double>&);
 CTK_LEARNER_APPLY_RULES(CTK_INSTANTIATE_APPLY)
 CTK_LEARNER_SUM_RULES(CTK_INSTANTIATE_SUM)
 
