@@ -16,6 +16,7 @@
 #include "ctk/kernel_table.h"
 #include "ctk/layers.h"
 #include "ctk/learners.h"
+#include "ctk/mixed_precision.h"
 #include "ctk/model.h"
 #include "ctk/op.h"
 #include "ctk/ops.h"

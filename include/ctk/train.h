@@ -19,6 +19,7 @@
 #include "ctk/function.h"
 #include "ctk/io.h"
 #include "ctk/learners.h"
+#include "ctk/mixed_precision.h"
 
 namespace ctk {
 
@@ -188,11 +189,15 @@ class Trainer {
 public:
     // loss and metric are per-sample Functions (metric may be null); the Trainer sums them over the
     // minibatch (padding excluded) as CNTK does. Every learner parameter must be a parameter of model.
+    // With mixed_precision enabled, training steps run autocast()'s rewrite of the graph (parameters
+    // stay f32 and are shared) and, for f16, scale the loss (see mixed_precision.h); reported losses
+    // and metrics are the unscaled f32 sums, and test_minibatch evaluates the original graph.
     Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::vector<LearnerPtr> learners,
-            std::vector<ProgressWriterPtr> progress_writers = {});
+            std::vector<ProgressWriterPtr> progress_writers = {}, MixedPrecision mixed_precision = {});
 
     // One step: forward, backward, learner updates, on `device` (CNTK's computeDevice: the parameters
-    // move there and the learners update them there). Returns false when the minibatch is empty.
+    // move there and the learners update them there). Returns false when the minibatch is empty, or
+    // when loss scaling skipped the update because a gradient was not finite.
     bool train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end = false,
                          Device device = default_device());
     // The same, also filling `outputs` (any variables of the graph, e.g. the model's output) with the
@@ -219,6 +224,10 @@ public:
     const FunctionPtr& evaluation_function() const { return metric_; }
     const std::vector<LearnerPtr>& parameter_learners() const { return learners_; }
     const std::vector<ProgressWriterPtr>& progress_writers() const { return writers_; }
+    const MixedPrecision& mixed_precision() const { return mixed_; }
+    // The loss scale of the next step (1 without loss scaling) and the steps loss scaling skipped.
+    double loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
+    int64_t skipped_steps() const { return scaler_ ? scaler_->skipped_steps() : 0; }
 
     // CNTK's layout: the model (parameter and constant values) as a CNTK v2 model file at `path`, and
     // the learner states, counters, random-stream positions and external state in `path.ckp` (a CNTK
@@ -229,8 +238,16 @@ public:
     Dictionary restore_from_checkpoint(const std::string& path);
 
 private:
+    Variable step_variable(const Variable& v) const;  // v's counterpart in step_graph_
+
     FunctionPtr model_, loss_, metric_;
     FunctionPtr aggregate_loss_, aggregate_metric_, combined_;
+    // What training steps run: combined_ itself, or its autocast rewrite (map: combined_'s variables
+    // to the rewrite's).
+    FunctionPtr step_graph_;
+    VariableMap step_map_;
+    MixedPrecision mixed_;
+    std::optional<LossScaler> scaler_;
     std::vector<LearnerPtr> learners_;
     std::vector<ProgressWriterPtr> writers_;
     std::vector<Variable> parameters_;

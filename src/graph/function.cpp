@@ -39,10 +39,8 @@ Variable Function::output() const {
     return outs[0];
 }
 
-namespace {
+namespace detail {
 
-// Visits every Function upstream of `roots` once, operands before users (post-order); with
-// `into_blocks` the graphs inside blocks too. Leaves are reported in first-visit order.
 void walk(const std::vector<Variable>& roots, bool into_blocks,
           const std::function<void(const FunctionPtr&)>& on_function,
           const std::function<void(const Variable&)>& on_leaf) {
@@ -82,6 +80,11 @@ void walk(const std::vector<Variable>& roots, bool into_blocks,
         }
     }
 }
+
+}  // namespace detail
+
+namespace {
+using detail::walk;
 
 std::vector<Variable> roots_of(const Function& f) {
     return f.outputs();

@@ -3,6 +3,7 @@
 // src/ops includes this.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -123,6 +124,12 @@ Tensor delay_initial_grad(const Variable& init_var, const Value& init, const Ten
 
 // The op table (src/ops/op_table.cpp), built on first use from each family's explicit registration.
 const OpDef& op_def(PrimitiveOp op);
+
+// Visits every Function upstream of `roots` once, operands before users (post-order); with
+// `into_blocks` the graphs inside blocks too. Leaves are reported in first-visit order.
+void walk(const std::vector<Variable>& roots, bool into_blocks,
+          const std::function<void(const FunctionPtr&)>& on_function,
+          const std::function<void(const Variable&)>& on_leaf);
 
 // ---- building Functions ----
 struct FunctionAccess {

@@ -1,11 +1,13 @@
 // Trainer and Evaluator-style testing: the loss and metric summed over the minibatch (padding excluded),
 // one forward/backward per step, learner updates, progress accounting and checkpoints.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <unordered_set>
 
 #include "ctk/graph_ops.h"
 #include "ctk/model.h"
+#include "ctk/ops.h"
 #include "ctk/train.h"
 
 namespace ctk {
@@ -72,10 +74,11 @@ MinibatchArguments bind_minibatch(const std::unordered_map<std::string, Minibatc
 }
 
 Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::vector<LearnerPtr> learners,
-                 std::vector<ProgressWriterPtr> progress_writers)
+                 std::vector<ProgressWriterPtr> progress_writers, MixedPrecision mixed_precision)
     : model_(std::move(model)),
       loss_(std::move(loss)),
       metric_(std::move(metric)),
+      mixed_(mixed_precision),
       learners_(std::move(learners)),
       writers_(std::move(progress_writers)) {
     CTK_CHECK(model_ && loss_, ValueError, "Trainer: the model and the loss function are required");
@@ -106,9 +109,39 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::v
             l->add_value_reporter([raw](const std::string& key, double value) { raw->write(key, value); });
         }
     }
+    CTK_CHECK(mixed_.enabled() || mixed_.compute == DataType::f32, ValueError,
+              "Trainer: mixed precision computes in bf16 or f16 (f32: off), not ",
+              dtype_name(mixed_.compute));
+    step_graph_ = combined_;
+    if (mixed_.enabled()) {
+        AutocastGraph a = autocast(combined_, mixed_.compute);
+        step_graph_ = a.function;
+        step_map_ = std::move(a.map);
+        if (mixed_.scale_loss) scaler_.emplace(mixed_.scaling);
+    }
     evaluator_ = std::make_unique<Evaluator>(metric_ ? metric_ : loss_, writers_);
     announce_default_device();
 }
+
+Variable Trainer::step_variable(const Variable& v) const {
+    if (step_graph_ == combined_) return v;
+    auto it = step_map_.find(v);
+    CTK_CHECK(it != step_map_.end(), ValueError, "Trainer: ", v.to_string(),
+              " is not part of the model, loss or metric graph");
+    return it->second;
+}
+
+namespace {
+// True when every gradient is finite: one sum over all of them (inf and NaN propagate), one wait.
+bool all_finite(const ValueMap& grads) {
+    Tensor total;
+    for (const auto& [p, g] : grads) {
+        Tensor s = reduce_sum(g.data().dtype() == DataType::f64 ? g.data() : g.data().to(DataType::f32));
+        total = total.defined() ? binary(OpKind::plus, total, s) : s;
+    }
+    return !total.defined() || std::isfinite(total.to(DataType::f64).to(Device::cpu()).item());
+}
+}  // namespace
 
 bool Trainer::train_minibatch(const MinibatchArguments& arguments, bool is_sweep_end, Device device) {
     ValueMap none;
@@ -118,22 +151,38 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, bool is_sweep
 bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end,
                               Device device) {
     if (arguments.empty()) return false;
-    ValueMap outs{{aggregate_loss_->output(), Value()}, {loss_->output(), Value()}};
-    if (metric_) outs.emplace(aggregate_metric_->output(), Value());
-    for (const auto& [v, value] : outputs) outs.emplace(v, Value());
+    const Variable agg_var = step_variable(aggregate_loss_->output());
+    const Variable loss_var = step_variable(loss_->output());
+    ValueMap outs{{agg_var, Value()}, {loss_var, Value()}};
+    if (metric_) outs.emplace(step_variable(aggregate_metric_->output()), Value());
+    for (const auto& [v, value] : outputs) outs.emplace(step_variable(v), Value());
     ValueMap args(arguments.begin(), arguments.end());
-    auto state = combined_->forward(args, outs, {aggregate_loss_->output()}, true, device);
-    for (auto& [v, value] : outputs) value = outs.at(v);
-    const Value& agg = outs.at(aggregate_loss_->output());
-    const int64_t samples = sample_count(outs.at(loss_->output()), loss_->output());
+    auto state = step_graph_->forward(args, outs, {agg_var}, true, device);
+    for (auto& [v, value] : outputs) {
+        value = outs.at(step_variable(v));
+        if (value.data().dtype() != v.dtype()) value = Value(value.data().to(v.dtype()), value.layout());
+    }
+    const Value& agg = outs.at(agg_var);
+    const int64_t samples = sample_count(outs.at(loss_var), loss_->output());
     if (samples == 0) return false;
-    ValueMap root{{aggregate_loss_->output(),
-                   Value(Tensor::ones(agg.data().shape(), agg.data().dtype(), agg.data().device()))}};
-    ValueMap grads = combined_->backward(*state, root, parameters_);
+    const double scale = loss_scale();
+    ValueMap root{
+        {agg_var, Value(Tensor::full(agg.data().shape(), scale, agg.data().dtype(), agg.data().device()))}};
+    ValueMap grads = step_graph_->backward(*state, root, parameters_);
     state.reset();  // release the forward's intermediates before the update
 
+    bool finite = true;
+    if (scaler_) {  // unscale (exact: powers of two), or skip the step and back off
+        finite = all_finite(grads);
+        scaler_->update(finite);
+        if (finite)
+            for (auto& [p, g] : grads)
+                g = Value(binary(OpKind::element_times, g.data(),
+                                 Tensor::full(Shape{}, 1.0 / scale, g.data().dtype(), g.data().device())));
+    }
     bool updated = false;
     for (const LearnerPtr& l : learners_) {
+        if (!finite) break;
         GradientMap g;
         for (const Variable& p : l->parameters()) {
             auto it = grads.find(p);
@@ -148,7 +197,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     acc_loss_ += prev_loss_;
     std::optional<double> metric;
     if (metric_) {
-        prev_metric_ = scalar_of(outs.at(aggregate_metric_->output()));
+        prev_metric_ = scalar_of(outs.at(step_variable(aggregate_metric_->output())));
         acc_metric_ += prev_metric_;
         metric = acc_metric_;
     }
@@ -255,7 +304,7 @@ void Trainer::save_checkpoint(const std::string& path, const Dictionary& externa
     const std::string model = serialize_cntk_v2_model(combined_);
     DictionaryValue::List learner_states, streams;
     for (const LearnerPtr& l : learners_) learner_states.emplace_back(l->checkpoint_state());
-    for (uint64_t pos : combined_->random_stream_positions()) streams.emplace_back(pos);
+    for (uint64_t pos : step_graph_->random_stream_positions()) streams.emplace_back(pos);
     Dictionary state{{"Version", int64_t(1)},
                      {"Learners", learner_states},
                      {"ExternalState", external_state},
@@ -263,6 +312,7 @@ void Trainer::save_checkpoint(const std::string& path, const Dictionary& externa
                      {"ctkRandomStreams", streams},
                      {"ctkTotalSamples", total_samples_},
                      {"ctkModelChecksum", fnv1a64(model)}};
+    if (scaler_) state.set("ctkLossScaler", scaler_->state());
     write_file_atomically(path + ".new", model);
     save_cntk_dictionary(state, path + ".ckp");
     std::error_code ec;
@@ -307,7 +357,8 @@ Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
     for (size_t i = 0; i < consts.size(); ++i) consts[i].set_value(const_values[i]);
     for (size_t i = 0; i < learners_.size(); ++i)
         learners_[i]->restore_from_checkpoint(learner_states[i].as_dictionary());
-    if (d.contains("ctkRandomStreams")) combined_->set_random_stream_positions(streams);
+    if (d.contains("ctkRandomStreams")) step_graph_->set_random_stream_positions(streams);
+    if (scaler_ && d.contains("ctkLossScaler")) scaler_->restore(d.at("ctkLossScaler").as_dictionary());
     if (d.contains("ctkTotalSamples")) {
         total_samples_ = d.at("ctkTotalSamples").as_int();
     } else if (!learner_states.empty() && learner_states[0].as_dictionary().contains("sample_count")) {

@@ -135,6 +135,8 @@ void register_matmul(KernelTable& t) {
     t.add(OpKind::matmul, DeviceType::cpu, DataType::f32, blas_matmul_kernel<float>);
     t.add(OpKind::matmul, DeviceType::cpu, DataType::f64, blas_matmul_kernel<double>);
     t.add(OpKind::matmul, DeviceType::cpu, DataType::bf16, onednn::bf16_kernel<onednn_matmul_kernel>());
+    // oneDNN 2.6 has no f16 on these CPUs; mixed-precision f16 models still run (in f32, rounded).
+    t.add(OpKind::matmul, DeviceType::cpu, DataType::f16, onednn::via_f32<blas_matmul_kernel<float>>);
 }
 
 }  // namespace ctk::cpu

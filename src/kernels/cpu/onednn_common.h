@@ -32,16 +32,18 @@ dnnl::memory memory_of(const Tensor& t, const dnnl::memory::desc& desc);
 // True when oneDNN has bf16 kernels on this CPU (it needs AVX-512; on AVX2 machines it has none).
 bool has_native_bf16();
 
-// A bf16 kernel for CPUs where oneDNN has none: runs the f32 kernel on f32 copies of the bf16 operands
-// and rounds the results back, so bf16 models still run (more slowly) on AVX2 machines.
+// A 16-bit kernel for CPUs where oneDNN has none (bf16 needs AVX-512, f16 AVX-512-FP16): runs the f32
+// kernel on f32 copies of the bf16/f16 operands and rounds the results back, so 16-bit and
+// mixed-precision models still run (more slowly) on such machines.
 template <void (*F32Kernel)(const KernelCall&)>
-void bf16_via_f32(const KernelCall& call) {
+void via_f32(const KernelCall& call) {
+    auto is_16bit = [](const Tensor& t) {
+        return t.defined() && (t.dtype() == DataType::bf16 || t.dtype() == DataType::f16);
+    };
     std::vector<Tensor> ins, outs;
-    for (const Tensor& t : call.inputs)
-        ins.push_back(t.defined() && t.dtype() == DataType::bf16 ? t.to(DataType::f32) : t);
+    for (const Tensor& t : call.inputs) ins.push_back(is_16bit(t) ? t.to(DataType::f32) : t);
     for (const Tensor& t : call.outputs)
-        outs.push_back(t.defined() && t.dtype() == DataType::bf16 ? Tensor::empty(t.shape(), DataType::f32)
-                                                                  : t);
+        outs.push_back(is_16bit(t) ? Tensor::empty(t.shape(), DataType::f32) : t);
     F32Kernel(KernelCall{call.op, ins, outs, call.attrs, call.ctx});
     for (size_t i = 0; i < outs.size(); ++i) {
         if (!call.outputs[i].defined())
@@ -53,7 +55,7 @@ void bf16_via_f32(const KernelCall& call) {
 // The kernel to register for bf16: `kernel` itself where oneDNN has bf16, else the f32 round trip.
 template <void (*Kernel)(const KernelCall&)>
 KernelFn bf16_kernel() {
-    return has_native_bf16() ? Kernel : bf16_via_f32<Kernel>;
+    return has_native_bf16() ? Kernel : via_f32<Kernel>;
 }
 
 // Converts oneDNN's exceptions into ctk errors that name the op.

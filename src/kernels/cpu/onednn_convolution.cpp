@@ -225,6 +225,8 @@ void register_convolution(KernelTable& t) {
          {OpKind::convolution, OpKind::convolution_backward_data, OpKind::convolution_backward_weights}) {
         t.add(op, DeviceType::cpu, DataType::f32, convolution_kernel);
         t.add(op, DeviceType::cpu, DataType::bf16, onednn::bf16_kernel<convolution_kernel>());
+        t.add(op, DeviceType::cpu, DataType::f16,
+              onednn::via_f32<convolution_kernel>);  // no f16 in oneDNN here
     }
     register_reference_convolution(t);
 }

@@ -226,6 +226,8 @@ void register_pooling(KernelTable& t) {
     t.add(OpKind::pooling, DeviceType::cpu, DataType::bf16, onednn::bf16_kernel<pooling_kernel>());
     t.add(OpKind::pooling_backward, DeviceType::cpu, DataType::bf16,
           onednn::bf16_kernel<pooling_backward_kernel>());
+    t.add(OpKind::pooling, DeviceType::cpu, DataType::f16, onednn::via_f32<pooling_kernel>);
+    t.add(OpKind::pooling_backward, DeviceType::cpu, DataType::f16, onednn::via_f32<pooling_backward_kernel>);
     register_reference_pooling(t);
 }
 

@@ -1,0 +1,242 @@
+// Mixed precision: the autocast graph rewrite and dynamic loss scaling (declared in ctk/mixed_precision.h).
+#include "ctk/mixed_precision.h"
+
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "ctk/graph_ops.h"
+#include "graph/graph_internal.h"
+
+namespace ctk {
+
+namespace {
+
+// How an op treats 16-bit operands in the rewrite (see autocast() in the header).
+enum class Precision : uint8_t { low, follow, original, any };
+
+Precision precision_of(PrimitiveOp op) {
+    switch (op) {
+        case PrimitiveOp::times:
+        case PrimitiveOp::transpose_times:
+        case PrimitiveOp::convolution:
+        case PrimitiveOp::convolution_transpose:
+            return Precision::low;
+        // Exact or well conditioned in 16 bits, and bounded or linear in their operands.
+        case PrimitiveOp::plus:
+        case PrimitiveOp::minus:
+        case PrimitiveOp::element_times:
+        case PrimitiveOp::element_max:
+        case PrimitiveOp::element_min:
+        case PrimitiveOp::negate:
+        case PrimitiveOp::abs:
+        case PrimitiveOp::relu:
+        case PrimitiveOp::sigmoid:
+        case PrimitiveOp::tanh:
+        case PrimitiveOp::elu:
+        case PrimitiveOp::selu:
+        case PrimitiveOp::leaky_relu:
+        case PrimitiveOp::param_relu:
+        case PrimitiveOp::hard_sigmoid:
+        case PrimitiveOp::softsign:
+        case PrimitiveOp::clip:
+        case PrimitiveOp::floor:
+        case PrimitiveOp::ceil:
+        case PrimitiveOp::round:
+        case PrimitiveOp::element_select:
+        case PrimitiveOp::reshape:
+        case PrimitiveOp::slice:
+        case PrimitiveOp::splice:
+        case PrimitiveOp::transpose:
+        case PrimitiveOp::pad:
+        case PrimitiveOp::gather:
+        case PrimitiveOp::stop_gradient:
+        case PrimitiveOp::pass:
+        case PrimitiveOp::pooling:
+        case PrimitiveOp::unpooling:
+        case PrimitiveOp::dropout:
+        case PrimitiveOp::crop:
+        case PrimitiveOp::constant_like:
+        case PrimitiveOp::eye_like:
+        case PrimitiveOp::straight_through:
+        case PrimitiveOp::past_value:
+        case PrimitiveOp::future_value:
+        case PrimitiveOp::sequence_first:
+        case PrimitiveOp::sequence_last:
+        case PrimitiveOp::sequence_slice:
+        case PrimitiveOp::sequence_gather:
+        case PrimitiveOp::sequence_broadcast_as:
+        case PrimitiveOp::reconcile_dynamic_axes:
+        case PrimitiveOp::to_sequence:
+        case PrimitiveOp::to_sequence_like:
+        case PrimitiveOp::unpack_batch:
+        case PrimitiveOp::to_batch:
+            return Precision::follow;
+        case PrimitiveOp::cast:  // its output dtype is its attribute
+            return Precision::any;
+        default:
+            return Precision::original;
+    }
+}
+
+class Rewriter {
+public:
+    Rewriter(DataType low, VariableMap& map) : low_(low), map_(map) {}
+
+    // Rewrites the graph upstream of `roots` (a block's inner graph shares the map: its placeholders
+    // are mapped to the block's rewritten operands, so the block is inlined).
+    void rewrite(const std::vector<Variable>& roots) {
+        detail::walk(
+            roots, false,
+            [&](const FunctionPtr& g) {
+                if (g->is_composite()) return;
+                if (g->is_block()) return inline_block(*g);
+                rewrite_primitive(g);
+            },
+            [&](const Variable& v) { map_.emplace(v, v); });
+    }
+
+    // Binds the loops' back edges to the rewritten producers, in the dtype the consumers were built for.
+    void close_loops(const FunctionPtr& result) {
+        if (back_edges_.empty()) return;
+        VariableMap close;
+        for (const auto& [p, v] : back_edges_) close.emplace(p, cast_to(map_.at(v), p.dtype()));
+        result->replace_placeholders(close);
+    }
+
+    // `v` in `dtype`: itself, or one cast per (variable, dtype) shared by all its users.
+    Variable cast_to(const Variable& v, DataType dtype) {
+        if (v.dtype() == dtype) return v;
+        auto key = std::make_pair(static_cast<const void*>(v.impl()), dtype);
+        auto it = casts_.find(key);
+        if (it != casts_.end()) return it->second;
+        Variable c = cast(v, dtype)->output();
+        casts_.emplace(key, c);
+        return c;
+    }
+
+private:
+    void inline_block(const Function& g) {
+        const auto inputs = g.inputs();
+        for (size_t i = 0; i < g.block_arguments_mapping().size(); ++i) {
+            const Variable& p = g.block_arguments_mapping()[i].first;
+            CTK_CHECK(map_.emplace(p, operand(inputs[i])).second, NotImplementedError, "autocast: block ",
+                      g.op_name(), " '", g.name(), "' shares its inner graph with another block");
+        }
+        rewrite(g.block_root()->outputs());
+        const auto outer = g.outputs(), inner = g.block_root()->outputs();
+        for (size_t i = 0; i < outer.size(); ++i) map_.emplace(outer[i], map_.at(inner[i]));
+    }
+
+    // An operand's rewritten counterpart; a recurrent loop's back edge (its producer not rewritten
+    // yet) becomes a placeholder in the original dtype, bound by close_loops().
+    Variable operand(const Variable& v) {
+        auto it = map_.find(v);
+        if (it != map_.end()) return it->second;
+        if (!v.owner()) return map_.emplace(v, v).first->second;
+        Variable p =
+            v.shape_known() ? placeholder(v.shape(), v.dynamic_axes(), v.name()) : placeholder(v.name());
+        p.impl()->dtype = v.dtype();
+        back_edges_.emplace_back(p, v);
+        has_back_edge_ = true;
+        return p;
+    }
+
+    void rewrite_primitive(const FunctionPtr& g) {
+        const std::vector<Variable> original = g->inputs();
+        has_back_edge_ = false;
+        std::vector<Variable> in;
+        for (const Variable& v : original) in.push_back(operand(v));
+        Precision cls = precision_of(g->op());
+        for (size_t i = 0; i < in.size();
+             ++i)  // sparse products stay in f32 (a block's operand may be sparse)
+            if (original[i].is_sparse() || in[i].is_sparse()) cls = Precision::original;
+        auto lowerable = [&](size_t i) { return original[i].dtype() == DataType::f32; };
+        bool lower = cls == Precision::low;
+        if (cls == Precision::follow)
+            for (size_t i = 0; i < in.size(); ++i) lower = lower || (lowerable(i) && in[i].dtype() == low_);
+        for (size_t i = 0; i < in.size(); ++i) {
+            if (!is_floating(original[i].dtype()) || cls == Precision::any) continue;
+            in[i] = cast_to(in[i], lower && lowerable(i) ? low_ : original[i].dtype());
+        }
+        bool same = !has_back_edge_;
+        for (size_t i = 0; i < in.size() && same; ++i) same = in[i].impl() == original[i].impl();
+        const auto outs = g->outputs();
+        if (same) {  // nothing changed upstream: the original node serves both graphs
+            for (const Variable& o : outs) map_.emplace(o, o);
+            return;
+        }
+        FunctionPtr copy = detail::FunctionAccess::make_primitive(g->op(), in, g->attributes(), g->name());
+        detail::FunctionAccess::rng_offset(*copy) = detail::FunctionAccess::rng_offset(*g);
+        const auto new_outs = copy->outputs();
+        for (size_t i = 0; i < outs.size(); ++i) map_.emplace(outs[i], new_outs[i]);
+    }
+
+    DataType low_;
+    VariableMap& map_;
+    std::map<std::pair<const void*, DataType>, Variable> casts_;
+    std::vector<std::pair<Variable, Variable>> back_edges_;  // (placeholder, original producer's output)
+    bool has_back_edge_ = false;
+};
+
+}  // namespace
+
+AutocastGraph autocast(const FunctionPtr& f, DataType compute) {
+    CTK_CHECK(f != nullptr, ValueError, "autocast: no function");
+    CTK_CHECK(compute == DataType::bf16 || compute == DataType::f16, ValueError,
+              "autocast: mixed precision computes in bf16 or f16, not ", dtype_name(compute));
+    AutocastGraph out;
+    Rewriter r(compute, out.map);
+    const std::vector<Variable> roots = f->outputs();
+    r.rewrite(roots);
+    std::vector<Variable> new_roots;
+    for (const Variable& v : roots) new_roots.push_back(r.cast_to(out.map.at(v), v.dtype()));
+    out.function = f->is_composite() || new_roots.size() > 1
+                       ? detail::FunctionAccess::make_composite(new_roots, f->name())
+                       : new_roots[0].owner();
+    if (!out.function) out.function = detail::FunctionAccess::make_composite(new_roots, f->name());
+    r.close_loops(out.function);
+    return out;
+}
+
+// ---- loss scaling ----
+
+LossScaler::LossScaler(LossScaling options) : o_(options), scale_(options.initial_scale) {
+    CTK_CHECK(o_.initial_scale > 0 && std::isfinite(o_.initial_scale), ValueError,
+              "LossScaling: initial_scale must be positive and finite, not ", o_.initial_scale);
+    CTK_CHECK(o_.growth_factor >= 1 && o_.backoff_factor > 0 && o_.backoff_factor < 1, ValueError,
+              "LossScaling: growth_factor must be >= 1 and backoff_factor in (0, 1), not ", o_.growth_factor,
+              " and ", o_.backoff_factor);
+    CTK_CHECK(o_.growth_interval > 0, ValueError, "LossScaling: growth_interval must be positive, not ",
+              o_.growth_interval);
+}
+
+void LossScaler::update(bool gradients_finite) {
+    if (!gradients_finite) {
+        scale_ *= o_.backoff_factor;
+        good_steps_ = 0;
+        ++skipped_;
+        return;
+    }
+    if (++good_steps_ == o_.growth_interval) {
+        // Stay finite in f32: the scaled root gradient is an f32 value.
+        if (scale_ * o_.growth_factor < 3.0e38) scale_ *= o_.growth_factor;
+        good_steps_ = 0;
+    }
+}
+
+Dictionary LossScaler::state() const {
+    return Dictionary{{"scale", scale_}, {"goodSteps", good_steps_}, {"skippedSteps", skipped_}};
+}
+
+void LossScaler::restore(const Dictionary& state) {
+    CTK_CHECK(state.contains("scale") && state.contains("goodSteps"), ValueError,
+              "loss scaler state needs 'scale' and 'goodSteps'");
+    const double s = state.at("scale").as_double();
+    CTK_CHECK(s > 0 && std::isfinite(s), ValueError, "loss scaler state: scale ", s, " is not positive");
+    scale_ = s;
+    good_steps_ = state.at("goodSteps").as_int();
+    skipped_ = state.contains("skippedSteps") ? state.at("skippedSteps").as_int() : 0;
+}
+
+}  // namespace ctk
