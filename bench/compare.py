@@ -12,6 +12,7 @@ not checked, as its dropout masks differ). Model cases also report each side's p
 """
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import os
@@ -28,6 +29,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from convnet_mnist_torch import ConvNet, glorot_init_  # the torch twin of ConvNet_MNIST.cpp (this folder)
+from resnet_torch import resnet20, resnet50  # the torch twins of ctk_bench's ResNet cases
 
 
 def fail(message):
@@ -173,22 +175,33 @@ def torch_model(case):
     The MLP's module names (0, 2, 4) and the ConvNet's (conv1 ... fc2) are the names ctk_bench dumps."""
     if case["model"] == "mlp":
         model = nn.Sequential(nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(), nn.Linear(200, 10))
+    elif case["model"] == "resnet20":
+        return resnet20()
+    elif case["model"] == "resnet50":
+        return resnet50()
     else:
         model = ConvNet()
     return glorot_init_(model)
 
 
+MODEL_INPUTS = {"mlp": ((784,), 1.0, 10), "convnet": ((1, 28, 28), 256.0, 10),
+                "resnet20": ((3, 32, 32), 1.0, 10), "resnet50": ((3, 224, 224), 1.0, 1000)}
+
+
 def model_workload(case, gen, device, dt, sync):
-    """A model case as ctk_bench runs it: `batches` pre-generated random minibatches, cycled; training is
-    forward, CrossEntropyLoss(reduction='sum') (CNTK sums the loss over the minibatch), backward, an SGD
-    step, and the loss and error count read back (ctk's Trainer computes both); inference is a forward
-    pass under no_grad in eval mode (dropout off)."""
+    """A model case as ctk_bench runs it: `batches` pre-generated random minibatches on the device, cycled;
+    training is forward, CrossEntropyLoss(reduction='sum') (CNTK sums the loss over the minibatch),
+    backward, an SGD step, and the loss and error count read back (ctk's Trainer computes both);
+    inference is a forward pass under no_grad in eval mode (dropout off). bf16 is mixed precision on
+    both sides: f32 weights, the forward under torch.autocast (ctk: Trainer with MixedPrecision::bf16)."""
     n = case["batch"]
-    x_shape, high = ((n, 784), 1.0) if case["model"] == "mlp" else ((n, 1, 28, 28), 256.0)
-    batches = [((torch.rand(*x_shape, generator=gen) * high).to(device=device, dtype=dt),
-                torch.randint(0, 10, (n,), generator=gen).to(device))
+    sample, high, classes = MODEL_INPUTS[case["model"]]
+    batches = [((torch.rand(n, *sample, generator=gen) * high).to(device=device),
+                torch.randint(0, classes, (n,), generator=gen).to(device))
                for _ in range(case["batches"])]
-    model = torch_model(case).to(device=device, dtype=dt)
+    model = torch_model(case).to(device=device)
+    autocast = (torch.autocast(device_type=device, dtype=dt) if dt != torch.float32
+                else contextlib.nullcontext())
     position = [0]
 
     def next_batch():
@@ -199,7 +212,7 @@ def model_workload(case, gen, device, dt, sync):
         model.eval()
 
         def infer():
-            with torch.no_grad():
+            with torch.no_grad(), autocast:
                 model(next_batch()[0])
             sync()
         return infer, "nn.Module eval"
@@ -214,8 +227,9 @@ def model_workload(case, gen, device, dt, sync):
     def train_step():
         x, y = next_batch()
         optimizer.zero_grad(set_to_none=True)
-        z = model(x)
-        loss = F.cross_entropy(z, y, reduction="sum")
+        with autocast:
+            z = model(x)
+            loss = F.cross_entropy(z, y, reduction="sum")
         loss.backward()
         optimizer.step()
         float(loss), int((z.argmax(1) != y).sum())  # the trainer's loss and classification error
@@ -321,6 +335,14 @@ def check_model(case, tmp, load, device):
     dropout masks differ between the two sides."""
     with open(os.path.join(tmp, "params.txt")) as manifest:
         shapes = {line.split()[0]: tuple(int(d) for d in line.split()[1:]) for line in manifest if line.strip()}
+    if case["model"].startswith("resnet"):
+        # Same architecture: the same learnable tensors, by element count in build order (ctk's Dense W is
+        # [in, out], torch's Linear [out, in]; a BN scale is [C] on both sides).
+        ctk_sizes = [int(np.prod(shape)) for shape in shapes.values()]
+        torch_sizes = [p.numel() for p in torch_model(case).parameters()]
+        return {"ok": ctk_sizes == torch_sizes, "parameters": sum(ctk_sizes),
+                "checked": "parameter tensors (%d, %d weights) match in order; values not compared"
+                           % (len(ctk_sizes), sum(ctk_sizes))}
     model = torch_model(case).double().to(device)
     state = model.state_dict()
     if set(state) != set(shapes):

@@ -35,9 +35,13 @@ struct Plan {
     memory::desc scratchpad;
 };
 
-// The dims oneDNN normalizes over: [N, C, spatial...] per channel; [N, C * spatial, 1, 1] per activation.
+// The dims oneDNN normalizes over: [N, C, H, W] or [N, C, D, H, W] per channel; [N, C * spatial, 1, 1]
+// per activation. Other ranks are viewed as 4-D ([N, C, prod(spatial), 1]): oneDNN 2.6 has its JIT
+// kernel only for 4-D and 5-D data and runs everything else ([N, C, W] included) on its reference
+// loop, which made ResNet-20's batch norms 90 % of a CPU training step.
 memory::dims data_dims(const Shape& x, bool spatial) {
-    if (spatial && x.rank() > 2) return memory::dims(x.dims().begin(), x.dims().end());
+    if (spatial && (x.rank() == 4 || x.rank() == 5)) return memory::dims(x.dims().begin(), x.dims().end());
+    if (spatial && x.rank() > 2) return {x[0], x[1], x.numel() / (x[0] * x[1]), 1};
     return {x[0], x.numel() / x[0], 1, 1};
 }
 
@@ -50,7 +54,7 @@ memory::desc dense_desc(const memory::dims& dims, memory::data_type dt) {
 memory::desc primitive_layout(const memory::dims& dims, memory::data_type dt) {
     using tag = memory::format_tag;
     if (dims[1] < kMinBlockedChannels) return dense_desc(dims, dt);
-    const tag blocked = dims.size() == 3 ? tag::nCw16c : dims.size() == 4 ? tag::nChw16c : tag::nCdhw16c;
+    const tag blocked = dims.size() == 4 ? tag::nChw16c : tag::nCdhw16c;  // data_dims gives 4-D or 5-D
     return memory::desc(dims, dt, blocked);
 }
 
