@@ -345,7 +345,7 @@ void bind_io_train(py::module_& m) {
     py::module_ tr = m.def_submodule("train", "cntk.train");
     py::class_<Trainer, std::shared_ptr<Trainer>>(tr, "Trainer")
         .def(py::init([](const py::object& model_arg, const py::object& criterion, const py::object& learners,
-                         const py::object& writers) {
+                         const py::object& writers, const py::object& mixed_precision) {
                  // A Function, or (as a Function's output) a Variable.
                  const FunctionPtr model =
                      model_arg.is_none() ? FunctionPtr() : as_function(to_variable(model_arg));
@@ -360,10 +360,26 @@ void bind_io_train(py::module_& m) {
                  std::vector<LearnerPtr> ls = py::isinstance<Learner>(learners)
                                                   ? std::vector<LearnerPtr>{learners.cast<LearnerPtr>()}
                                                   : learners.cast<std::vector<LearnerPtr>>();
+                 // ctk's addition: 'bf16' or 'f16' (with dynamic loss scaling) compute, f32 master weights.
+                 MixedPrecision mp;
+                 if (!mixed_precision.is_none()) {
+                     const std::string name = py::str(mixed_precision);
+                     if (name == "bf16" || name == "bfloat16") {
+                         mp = MixedPrecision::bf16();
+                     } else if (name == "f16" || name == "float16") {
+                         mp = MixedPrecision::f16();
+                     } else {
+                         throw ValueError("Trainer: mixed_precision is 'bf16', 'f16' or None, not '" + name +
+                                          "'");
+                     }
+                 }
                  StdoutSync s;
-                 return std::make_shared<Trainer>(model, loss, metric, ls, writers_arg(writers));
+                 return std::make_shared<Trainer>(model, loss, metric, ls, writers_arg(writers), mp);
              }),
-             arg("model"), arg("criterion"), arg("parameter_learners"), arg("progress_writers") = py::none())
+             arg("model"), arg("criterion"), arg("parameter_learners"), arg("progress_writers") = py::none(),
+             arg("mixed_precision") = py::none())
+        .def_property_readonly("loss_scale", &Trainer::loss_scale)
+        .def_property_readonly("skipped_steps", &Trainer::skipped_steps)
         .def(
             "train_minibatch",
             [](Trainer& t, const py::object& arguments, const py::object& outputs, const py::object& device,
