@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ctk/dictionary.h"
 #include "ctk/function.h"
@@ -72,6 +73,10 @@ struct MixedPrecision {
     // bf16 has f32's exponent range: no loss scaling needed.
     static MixedPrecision bf16() { return {DataType::bf16, false, {}}; }
     static MixedPrecision f16(LossScaling scaling = {}) { return {DataType::f16, true, scaling}; }
+    // "bf16"/"bfloat16", "f16"/"float16", or "off"/"" (ValueError naming `what` otherwise).
+    static MixedPrecision parse(const std::string& text, const std::string& what);
+    // CTK_MIXED_PRECISION from the environment (unset: off).
+    static MixedPrecision from_environment();
 };
 
 }  // namespace ctk

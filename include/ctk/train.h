@@ -191,9 +191,12 @@ public:
     // minibatch (padding excluded) as CNTK does. Every learner parameter must be a parameter of model.
     // With mixed_precision enabled, training steps run autocast()'s rewrite of the graph (parameters
     // stay f32 and are shared) and, for f16, scale the loss (see mixed_precision.h); reported losses
-    // and metrics are the unscaled f32 sums, and test_minibatch evaluates the original graph.
+    // and metrics are the unscaled f32 sums, and test_minibatch evaluates the original graph. Unset:
+    // the environment's CTK_MIXED_PRECISION (bf16, f16; unset or "off": off), so that CNTK scripts
+    // can train in mixed precision unchanged.
     Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::vector<LearnerPtr> learners,
-            std::vector<ProgressWriterPtr> progress_writers = {}, MixedPrecision mixed_precision = {});
+            std::vector<ProgressWriterPtr> progress_writers = {},
+            std::optional<MixedPrecision> mixed_precision = std::nullopt);
 
     // One step: forward, backward, learner updates, on `device` (CNTK's computeDevice: the parameters
     // move there and the learners update them there). Returns false when the minibatch is empty, or

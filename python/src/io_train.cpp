@@ -361,18 +361,9 @@ void bind_io_train(py::module_& m) {
                                                   ? std::vector<LearnerPtr>{learners.cast<LearnerPtr>()}
                                                   : learners.cast<std::vector<LearnerPtr>>();
                  // ctk's addition: 'bf16' or 'f16' (with dynamic loss scaling) compute, f32 master weights.
-                 MixedPrecision mp;
-                 if (!mixed_precision.is_none()) {
-                     const std::string name = py::str(mixed_precision);
-                     if (name == "bf16" || name == "bfloat16") {
-                         mp = MixedPrecision::bf16();
-                     } else if (name == "f16" || name == "float16") {
-                         mp = MixedPrecision::f16();
-                     } else {
-                         throw ValueError("Trainer: mixed_precision is 'bf16', 'f16' or None, not '" + name +
-                                          "'");
-                     }
-                 }
+                 std::optional<MixedPrecision> mp;  // None: CTK_MIXED_PRECISION
+                 if (!mixed_precision.is_none())
+                     mp = MixedPrecision::parse(py::str(mixed_precision), "Trainer: mixed_precision");
                  StdoutSync s;
                  return std::make_shared<Trainer>(model, loss, metric, ls, writers_arg(writers), mp);
              }),

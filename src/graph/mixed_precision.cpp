@@ -2,6 +2,7 @@
 #include "ctk/mixed_precision.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -197,6 +198,19 @@ AutocastGraph autocast(const FunctionPtr& f, DataType compute) {
     if (!out.function) out.function = detail::FunctionAccess::make_composite(new_roots, f->name());
     r.close_loops(out.function);
     return out;
+}
+
+MixedPrecision MixedPrecision::parse(const std::string& text, const std::string& what) {
+    if (text == "bf16" || text == "bfloat16") return bf16();
+    if (text == "f16" || text == "float16") return f16();
+    CTK_CHECK(text.empty() || text == "off", ValueError, what, ": mixed precision is bf16, f16 or off, not '",
+              text, "'");
+    return {};
+}
+
+MixedPrecision MixedPrecision::from_environment() {
+    const char* v = std::getenv("CTK_MIXED_PRECISION");
+    return v ? parse(v, "CTK_MIXED_PRECISION") : MixedPrecision{};
 }
 
 // ---- loss scaling ----

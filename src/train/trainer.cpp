@@ -74,11 +74,12 @@ MinibatchArguments bind_minibatch(const std::unordered_map<std::string, Minibatc
 }
 
 Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::vector<LearnerPtr> learners,
-                 std::vector<ProgressWriterPtr> progress_writers, MixedPrecision mixed_precision)
+                 std::vector<ProgressWriterPtr> progress_writers,
+                 std::optional<MixedPrecision> mixed_precision)
     : model_(std::move(model)),
       loss_(std::move(loss)),
       metric_(std::move(metric)),
-      mixed_(mixed_precision),
+      mixed_(mixed_precision ? *mixed_precision : MixedPrecision::from_environment()),
       learners_(std::move(learners)),
       writers_(std::move(progress_writers)) {
     CTK_CHECK(model_ && loss_, ValueError, "Trainer: the model and the loss function are required");

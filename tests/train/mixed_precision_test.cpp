@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <unordered_set>
@@ -164,6 +165,29 @@ TEST(Autocast, RefusesOtherComputeTypes) {
     EXPECT_THROW(Trainer(m.z, m.loss, nullptr, {sgd(m.z->parameters(), learning_parameter_schedule(0.1))}, {},
                          MixedPrecision{DataType::f64, false, {}}),
                  ValueError);
+}
+
+TEST(MixedPrecisionSetting, ComesFromTheEnvironmentUnlessGiven) {
+    Mlp m;
+    auto make = [&](std::optional<MixedPrecision> mp) {
+        return Trainer(m.z, m.loss, nullptr, {sgd(m.z->parameters(), learning_parameter_schedule(0.1))}, {},
+                       mp);
+    };
+    ::unsetenv("CTK_MIXED_PRECISION");
+    EXPECT_FALSE(make(std::nullopt).mixed_precision().enabled());
+    ::setenv("CTK_MIXED_PRECISION", "bf16", 1);
+    EXPECT_EQ(make(std::nullopt).mixed_precision().compute, DataType::bf16);
+    EXPECT_FALSE(make(MixedPrecision{}).mixed_precision().enabled()) << "an explicit setting wins";
+    ::setenv("CTK_MIXED_PRECISION", "float16", 1);
+    EXPECT_EQ(make(std::nullopt).loss_scale(), 1024.0);
+    ::setenv("CTK_MIXED_PRECISION", "fp8", 1);
+    try {
+        make(std::nullopt);
+        ADD_FAILURE() << "no error";
+    } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("CTK_MIXED_PRECISION"), std::string::npos) << e.what();
+    }
+    ::unsetenv("CTK_MIXED_PRECISION");
 }
 
 TEST(LossScaler, BacksOffOnOverflowAndGrowsAfterTheInterval) {
