@@ -15,6 +15,7 @@
 #include "ctk/mixed_precision.h"
 #include "ctk/rng.h"
 #include "ctk/train.h"
+#include "train/small_convnet.h"
 
 namespace ctk {
 namespace {
@@ -229,18 +230,8 @@ struct TrainingRun {
 // with momentum SGD, 24 steps, a checkpoint saved and restored at step 12.
 TrainingRun train(MixedPrecision mp, Device device, const fs::path& dir) {
     set_fixed_random_seed(11);
-    Variable x = input_variable({1, 8, 8}, DataType::f32, false, false, default_batch_axes(), "features");
-    Variable y = input_variable({3}, DataType::f32, false, false, default_batch_axes(), "labels");
-    using namespace layers;
-    ConvolutionOptions conv;
-    conv.activation = ActivationFn([](const Variable& v) { return relu(v); });
-    conv.pad = true;
-    FunctionPtr h = call(Convolution2D({3, 3}, 4, conv), x);
-    h = call(BatchNormalization(), h);
-    h = call(MaxPooling({2, 2}, {2, 2}), h);
-    h = call(Dropout(0.25), h);
-    FunctionPtr z = call(Dense({3}), h);
-    FunctionPtr loss = cross_entropy_with_softmax(z, y), metric = classification_error(z, y);
+    const testing::SmallConvNet n = testing::small_convnet();
+    const FunctionPtr &z = n.z, &loss = n.loss, &metric = n.metric;
     auto learner =
         momentum_sgd(z->parameters(), learning_parameter_schedule_per_sample(0.02), momentum_schedule(0.9));
     auto trainer = std::make_shared<Trainer>(z, loss, metric, std::vector<LearnerPtr>{learner},
@@ -248,16 +239,8 @@ TrainingRun train(MixedPrecision mp, Device device, const fs::path& dir) {
     TrainingRun r;
     r.first_scale = trainer->loss_scale();
     for (int step = 0; step < 24; ++step) {
-        Tensor xs = Tensor::empty(Shape{16, 1, 8, 8}, DataType::f32);
-        Generator(100 + static_cast<uint64_t>(step)).uniform(xs, 0.0, 0.5);
-        Tensor ys = Tensor::zeros(Shape{16, 3}, DataType::f32);
-        for (int64_t i = 0; i < 16; ++i) {
-            const int64_t c = (i + step) % 3;
-            ys.set({i, c}, 1.0);
-            for (int64_t col = 0; col < 8; ++col) xs.set({i, 0, 2 * c, col}, 1.0);
-        }
         ValueMap fetched{{z->output(), Value()}};
-        trainer->train_minibatch({{x, Value(xs)}, {y, Value(ys)}}, fetched, false, device);
+        trainer->train_minibatch(testing::row_band_minibatch(n, step), fetched, false, device);
         EXPECT_EQ(fetched.at(z->output()).data().dtype(), DataType::f32)
             << "fetched outputs keep the model's dtype";
         r.losses.push_back(trainer->previous_minibatch_loss_average());

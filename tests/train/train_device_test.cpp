@@ -8,9 +8,7 @@
 #include <filesystem>
 
 #include "ctk/cuda.h"
-#include "ctk/layers.h"
-#include "ctk/rng.h"
-#include "ctk/train.h"
+#include "train/small_convnet.h"
 
 namespace ctk {
 namespace {
@@ -32,35 +30,14 @@ struct Run {
 Run train_on(Device device, const fs::path& dir) {
     ScopedDefaultDevice on(device);
     set_fixed_random_seed(11);
-    Variable x = input_variable({1, 8, 8}, DataType::f32, false, false, default_batch_axes(), "features");
-    Variable y = input_variable({3}, DataType::f32, false, false, default_batch_axes(), "labels");
-    using namespace layers;
-    auto relu_fn = ActivationFn([](const Variable& v) { return relu(v); });
-    ConvolutionOptions conv;
-    conv.activation = relu_fn;
-    conv.pad = true;
-    FunctionPtr h = call(Convolution2D({3, 3}, 4, conv), x);
-    h = call(BatchNormalization(), h);
-    h = call(MaxPooling({2, 2}, {2, 2}), h);
-    h = call(Dropout(0.25), h);
-    FunctionPtr z = call(Dense({3}), h);
-    FunctionPtr loss = cross_entropy_with_softmax(z, y), metric = classification_error(z, y);
+    const testing::SmallConvNet n = testing::small_convnet();
     auto learner =
-        adam(z->parameters(), learning_parameter_schedule_per_sample(0.01), momentum_schedule(0.9));
-    auto trainer = std::make_shared<Trainer>(z, loss, metric, std::vector<LearnerPtr>{learner});
+        adam(n.z->parameters(), learning_parameter_schedule_per_sample(0.01), momentum_schedule(0.9));
+    auto trainer = std::make_shared<Trainer>(n.z, n.loss, n.metric, std::vector<LearnerPtr>{learner});
 
     Run r;
     for (int step = 0; step < 6; ++step) {
-        // 16 images whose class shows as a bright row band; the same data on every device.
-        Tensor xs = Tensor::empty(Shape{16, 1, 8, 8}, DataType::f32);
-        Generator(100 + static_cast<uint64_t>(step)).uniform(xs, 0.0, 0.5);
-        Tensor ys = Tensor::zeros(Shape{16, 3}, DataType::f32);
-        for (int64_t i = 0; i < 16; ++i) {
-            const int64_t c = (i + step) % 3;
-            ys.set({i, c}, 1.0);
-            for (int64_t col = 0; col < 8; ++col) xs.set({i, 0, 2 * c, col}, 1.0);
-        }
-        EXPECT_TRUE(trainer->train_minibatch({{x, Value(xs)}, {y, Value(ys)}}));
+        EXPECT_TRUE(trainer->train_minibatch(testing::row_band_minibatch(n, step)));
         r.losses.push_back(trainer->previous_minibatch_loss_average());
         if (step == 2) {  // a checkpoint taken on the device restores on it
             const std::string ckp = (dir / ("run_" + device.to_string())).string();
@@ -68,7 +45,7 @@ Run train_on(Device device, const fs::path& dir) {
             trainer->restore_from_checkpoint(ckp);
         }
     }
-    for (const Variable& p : z->parameters()) {
+    for (const Variable& p : n.z->parameters()) {
         r.params.push_back(p.value().to(DataType::f64).to_vector<double>());
         r.param_device = p.value().device();
     }
