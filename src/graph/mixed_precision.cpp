@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <unordered_set>
 #include <utility>
 
 #include "ctk/graph_ops.h"
@@ -97,11 +98,13 @@ public:
             [&](const Variable& v) { map_.emplace(v, v); });
     }
 
-    // Binds the loops' back edges to the rewritten producers, in the dtype the consumers were built for.
+    // Binds the loops' back edges to the rewritten producers (already in the original dtype, see
+    // bind_output: a cast made here would be reachable only through the back edge, which
+    // replace_placeholders would then hold strongly, a reference cycle).
     void close_loops(const FunctionPtr& result) {
         if (back_edges_.empty()) return;
         VariableMap close;
-        for (const auto& [p, v] : back_edges_) close.emplace(p, cast_to(map_.at(v), p.dtype()));
+        for (const auto& [p, v] : back_edges_) close.emplace(p, map_.at(v));
         result->replace_placeholders(close);
     }
 
@@ -126,7 +129,14 @@ private:
         }
         rewrite(g.block_root()->outputs());
         const auto outer = g.outputs(), inner = g.block_root()->outputs();
-        for (size_t i = 0; i < outer.size(); ++i) map_.emplace(outer[i], map_.at(inner[i]));
+        for (size_t i = 0; i < outer.size(); ++i) bind_output(outer[i], map_.at(inner[i]));
+    }
+
+    // Maps an original output to its rewrite; the target of a loop's back edge keeps its original dtype
+    // (cast back here, on the forward path), so the loop closes without a new node.
+    void bind_output(const Variable& original, const Variable& rewritten) {
+        const bool loop_target = back_edge_targets_.count(original.impl()) > 0;
+        map_.emplace(original, loop_target ? cast_to(rewritten, original.dtype()) : rewritten);
     }
 
     // An operand's rewritten counterpart; a recurrent loop's back edge (its producer not rewritten
@@ -139,6 +149,7 @@ private:
             v.shape_known() ? placeholder(v.shape(), v.dynamic_axes(), v.name()) : placeholder(v.name());
         p.impl()->dtype = v.dtype();
         back_edges_.emplace_back(p, v);
+        back_edge_targets_.insert(v.impl());
         has_back_edge_ = true;
         return p;
     }
@@ -170,13 +181,14 @@ private:
         FunctionPtr copy = detail::FunctionAccess::make_primitive(g->op(), in, g->attributes(), g->name());
         detail::FunctionAccess::rng_offset(*copy) = detail::FunctionAccess::rng_offset(*g);
         const auto new_outs = copy->outputs();
-        for (size_t i = 0; i < outs.size(); ++i) map_.emplace(outs[i], new_outs[i]);
+        for (size_t i = 0; i < outs.size(); ++i) bind_output(outs[i], new_outs[i]);
     }
 
     DataType low_;
     VariableMap& map_;
     std::map<std::pair<const void*, DataType>, Variable> casts_;
     std::vector<std::pair<Variable, Variable>> back_edges_;  // (placeholder, original producer's output)
+    std::unordered_set<const void*> back_edge_targets_;      // those producers' outputs
     bool has_back_edge_ = false;
 };
 
