@@ -150,13 +150,11 @@ private:
         p.impl()->dtype = v.dtype();
         back_edges_.emplace_back(p, v);
         back_edge_targets_.insert(v.impl());
-        has_back_edge_ = true;
         return p;
     }
 
     void rewrite_primitive(const FunctionPtr& g) {
         const std::vector<Variable> original = g->inputs();
-        has_back_edge_ = false;
         std::vector<Variable> in;
         for (const Variable& v : original) in.push_back(operand(v));
         Precision cls = precision_of(g->op());
@@ -171,7 +169,7 @@ private:
             if (!is_floating(original[i].dtype()) || cls == Precision::any) continue;
             in[i] = cast_to(in[i], lower && lowerable(i) ? low_ : original[i].dtype());
         }
-        bool same = !has_back_edge_;
+        bool same = true;  // a back edge's placeholder differs from the original operand
         for (size_t i = 0; i < in.size() && same; ++i) same = in[i].impl() == original[i].impl();
         const auto outs = g->outputs();
         if (same) {  // nothing changed upstream: the original node serves both graphs
@@ -189,7 +187,6 @@ private:
     std::map<std::pair<const void*, DataType>, Variable> casts_;
     std::vector<std::pair<Variable, Variable>> back_edges_;  // (placeholder, original producer's output)
     std::unordered_set<const void*> back_edge_targets_;      // those producers' outputs
-    bool has_back_edge_ = false;
 };
 
 }  // namespace
@@ -206,8 +203,7 @@ AutocastGraph autocast(const FunctionPtr& f, DataType compute) {
     for (const Variable& v : roots) new_roots.push_back(r.cast_to(out.map.at(v), v.dtype()));
     out.function = f->is_composite() || new_roots.size() > 1
                        ? detail::FunctionAccess::make_composite(new_roots, f->name())
-                       : new_roots[0].owner();
-    if (!out.function) out.function = detail::FunctionAccess::make_composite(new_roots, f->name());
+                       : new_roots[0].owner();  // a primitive's single output always has its owner
     r.close_loops(out.function);
     return out;
 }

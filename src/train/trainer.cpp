@@ -137,7 +137,7 @@ namespace {
 bool all_finite(const ValueMap& grads) {
     Tensor total;
     for (const auto& [p, g] : grads) {
-        Tensor s = reduce_sum(g.data().dtype() == DataType::f64 ? g.data() : g.data().to(DataType::f32));
+        Tensor s = reduce_sum(g.data());  // gradients of f32 (or f64) parameters
         total = total.defined() ? binary(OpKind::plus, total, s) : s;
     }
     return !total.defined() || std::isfinite(total.to(DataType::f64).to(Device::cpu()).item());
