@@ -24,8 +24,10 @@ struct AutocastGraph {
 //    relu/sigmoid/tanh and other bounded activations, dropout, pooling, reshapes, slices, splices,
 //    delays and sequence plumbing) follow their operands: in `compute` when one operand already is,
 //    the others (parameters, biases) cast down to meet it;
-//  - everything else (softmax, losses, reductions, exp/log, batch normalization and its running
-//    statistics, assign, user functions) computes in the original dtype: lowered operands cast back up.
+//  - batch normalization follows its data but keeps its scale, bias and running statistics in f32
+//    (the kernels take 16-bit data with f32 statistics, as cuDNN and oneDNN do);
+//  - everything else (softmax, losses, reductions, exp/log, assign, user functions) computes in the
+//    original dtype: lowered operands cast back up.
 // Parameters and constants are shared, not copied: they stay f32, each is cast down once per
 // evaluation where it is used in 16 bits, and gradients come back through the casts in f32, so
 // learners update the f32 master weights. Sparse operands keep their op in f32. Random ops keep their

@@ -103,6 +103,8 @@ Tensor roi_pooling_backward(const Tensor& dy, const Tensor& argmax, const Tensor
                             const RoiPoolAttrs& attrs);
 
 // ---- batch normalization (oneDNN): x [N, C, spatial...]; spatial: statistics per channel ----
+// scale, bias, mean and var have x's dtype, or f32 for bf16/f16 x (mixed precision): the batch statistics
+// and the parameter gradients then come back in f32, y and dx in x's dtype.
 struct BatchNormResult {
     Tensor y, mean, var;  // biased batch variance
 };

@@ -15,7 +15,8 @@ namespace ctk {
 namespace {
 
 // How an op treats 16-bit operands in the rewrite (see autocast() in the header).
-enum class Precision : uint8_t { low, follow, original, any };
+// follow_data: operand 0 follows, the rest (parameters and statistics) keep their dtype.
+enum class Precision : uint8_t { low, follow, follow_data, original, any };
 
 Precision precision_of(PrimitiveOp op) {
     switch (op) {
@@ -74,6 +75,9 @@ Precision precision_of(PrimitiveOp op) {
         case PrimitiveOp::unpack_batch:
         case PrimitiveOp::to_batch:
             return Precision::follow;
+        // 16-bit data normalized with f32 statistics; the running averages stay f32 (as in cuDNN and oneDNN).
+        case PrimitiveOp::batch_normalization:
+            return Precision::follow_data;
         case PrimitiveOp::cast:  // its output dtype is its attribute
             return Precision::any;
         default:
@@ -161,9 +165,11 @@ private:
         for (size_t i = 0; i < in.size();
              ++i)  // sparse products stay in f32 (a block's operand may be sparse)
             if (original[i].is_sparse() || in[i].is_sparse()) cls = Precision::original;
-        auto lowerable = [&](size_t i) { return original[i].dtype() == DataType::f32; };
+        auto lowerable = [&](size_t i) {
+            return original[i].dtype() == DataType::f32 && (cls != Precision::follow_data || i == 0);
+        };
         bool lower = cls == Precision::low;
-        if (cls == Precision::follow)
+        if (cls == Precision::follow || cls == Precision::follow_data)
             for (size_t i = 0; i < in.size(); ++i) lower = lower || (lowerable(i) && in[i].dtype() == low_);
         for (size_t i = 0; i < in.size(); ++i) {
             if (!is_floating(original[i].dtype()) || cls == Precision::any) continue;

@@ -1,6 +1,7 @@
 // Batch normalization op API: shape rules and validation. x is [N, C, spatial...] (or [N, C]);
 // spatial statistics are per channel ([C] parameters), per-activation ones per sample element
-// (parameters shaped like one sample, x.shape[1:]).
+// (parameters shaped like one sample, x.shape[1:]). The parameters and statistics share one dtype: x's,
+// or f32 for 16-bit x (mixed precision keeps them, and the batch statistics, in f32).
 #include <cmath>
 
 #include "ctk/kernel_table.h"
@@ -28,12 +29,23 @@ Shape check_x(const char* op, const Tensor& x, const BatchNormAttrs& attrs) {
     return Shape(Dims(x.shape().dims().begin() + 1, x.shape().dims().end()));
 }
 
+// The dtype of the parameters and statistics that go with x, given the scale: x's own, or f32 for 16-bit x.
+DataType stats_dtype(const char* op, const Tensor& x, const Tensor& scale) {
+    check_float(op, "scale", scale);
+    const bool mixed =
+        scale.dtype() == DataType::f32 && (x.dtype() == DataType::bf16 || x.dtype() == DataType::f16);
+    CTK_CHECK(scale.dtype() == x.dtype() || mixed, TypeError, op, ": operand 'scale' (",
+              dtype_name(scale.dtype()), " ", scale.shape().to_string(), ") must have x's dtype (",
+              dtype_name(x.dtype()), " ", x.shape().to_string(), "), or be f32 for bf16 or f16 x");
+    return scale.dtype();
+}
+
 void check_param(const char* op, const char* name, const Tensor& t, const Tensor& x, const Shape& expected,
-                 const BatchNormAttrs& attrs) {
+                 const BatchNormAttrs& attrs, DataType stats) {
     check_float(op, name, t);
-    CTK_CHECK(t.dtype() == x.dtype(), TypeError, op, ": operand '", name, "' (", dtype_name(t.dtype()), " ",
-              t.shape().to_string(), ") and x (", dtype_name(x.dtype()), " ", x.shape().to_string(),
-              ") have different dtypes");
+    CTK_CHECK(t.dtype() == stats, TypeError, op, ": operand '", name, "' (", dtype_name(t.dtype()), " ",
+              t.shape().to_string(), ") must have the scale's dtype ", dtype_name(stats), " (x is ",
+              dtype_name(x.dtype()), " ", x.shape().to_string(), ")");
     CTK_CHECK(t.shape() == expected, ShapeError, op, ": operand '", name, "' of shape ",
               t.shape().to_string(), " must have shape ", expected.to_string(),
               attrs.spatial ? " (one per channel)" : " (one per activation)", " for x of shape ",
@@ -46,13 +58,13 @@ BatchNormResult batch_norm_training(const Tensor& x, const Tensor& scale, const 
                                     const BatchNormAttrs& attrs) {
     constexpr const char* op = "batch_norm_training";
     const Shape param = check_x(op, x, attrs);
-    check_param(op, "scale", scale, x, param, attrs);
-    check_param(op, "bias", bias, x, param, attrs);
+    const DataType stats = stats_dtype(op, x, scale);
+    check_param(op, "scale", scale, x, param, attrs, stats);
+    check_param(op, "bias", bias, x, param, attrs, stats);
     CTK_CHECK(x.dim(0) >= 1 && x.numel() > 0, ShapeError, op, ": x of shape ", x.shape().to_string(),
               " has no samples to take statistics over");
-    Tensor outs[] = {Tensor::empty(x.shape(), x.dtype(), x.device()),
-                     Tensor::empty(param, x.dtype(), x.device()),
-                     Tensor::empty(param, x.dtype(), x.device())};
+    Tensor outs[] = {Tensor::empty(x.shape(), x.dtype(), x.device()), Tensor::empty(param, stats, x.device()),
+                     Tensor::empty(param, stats, x.device())};
     const Tensor inputs[] = {x, scale, bias};
     dispatch(OpKind::batch_norm_training, inputs, outs, attrs);
     return {outs[0], outs[1], outs[2]};
@@ -62,10 +74,11 @@ Tensor batch_norm_inference(const Tensor& x, const Tensor& scale, const Tensor& 
                             const Tensor& var, const BatchNormAttrs& attrs) {
     constexpr const char* op = "batch_norm_inference";
     const Shape param = check_x(op, x, attrs);
-    check_param(op, "scale", scale, x, param, attrs);
-    check_param(op, "bias", bias, x, param, attrs);
-    check_param(op, "mean", mean, x, param, attrs);
-    check_param(op, "var", var, x, param, attrs);
+    const DataType stats = stats_dtype(op, x, scale);
+    check_param(op, "scale", scale, x, param, attrs, stats);
+    check_param(op, "bias", bias, x, param, attrs, stats);
+    check_param(op, "mean", mean, x, param, attrs, stats);
+    check_param(op, "var", var, x, param, attrs, stats);
     Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
     if (x.numel() == 0) return y;
     const Tensor inputs[] = {x, scale, bias, mean, var};
@@ -83,14 +96,14 @@ BatchNormGrads batch_norm_backward(const Tensor& x, const Tensor& dy, const Tens
               ") have different dtypes");
     CTK_CHECK(dy.shape() == x.shape(), ShapeError, op, ": dy of shape ", dy.shape().to_string(),
               " must match x of shape ", x.shape().to_string());
-    check_param(op, "scale", scale, x, param, attrs);
-    check_param(op, "mean", mean, x, param, attrs);
-    check_param(op, "var", var, x, param, attrs);
+    const DataType stats = stats_dtype(op, x, scale);
+    check_param(op, "scale", scale, x, param, attrs, stats);
+    check_param(op, "mean", mean, x, param, attrs, stats);
+    check_param(op, "var", var, x, param, attrs, stats);
     CTK_CHECK(x.dim(0) >= 1 && x.numel() > 0, ShapeError, op, ": x of shape ", x.shape().to_string(),
               " has no samples");
-    Tensor outs[] = {Tensor::empty(x.shape(), x.dtype(), x.device()),
-                     Tensor::empty(param, x.dtype(), x.device()),
-                     Tensor::empty(param, x.dtype(), x.device())};
+    Tensor outs[] = {Tensor::empty(x.shape(), x.dtype(), x.device()), Tensor::empty(param, stats, x.device()),
+                     Tensor::empty(param, stats, x.device())};
     const Tensor inputs[] = {x, dy, scale, mean, var};
     dispatch(OpKind::batch_norm_backward, inputs, outs, attrs);
     return {outs[0], outs[1], outs[2]};

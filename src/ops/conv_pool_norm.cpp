@@ -423,12 +423,15 @@ void backward_bn(BackwardContext& c) {
     if (!c.saved.empty()) {
         g = batch_norm_backward(xv, dy, scale, c.saved[0], c.saved[1], a);
     } else {  // inference statistics: y = scale * (x - mean) / sqrt(var + eps) + bias, statistics fixed
+        // Computed in the statistics' dtype (f32 for 16-bit data under mixed precision).
+        const DataType stats = scale.dtype();
         Tensor mean = c.inputs[3].data().reshape({1, channels, 1}),
                var = c.inputs[4].data().reshape({1, channels, 1});
         Tensor inv = reciprocal(ctk::sqrt(plus(var, scalar_like(a.epsilon, var))));
-        g.dx = element_times(dy, element_times(scale.reshape({1, channels, 1}), inv));
-        g.dscale = reduce_sum(element_times(dy, element_times(minus(xv, mean), inv)), {0, 2});
-        g.dbias = reduce_sum(dy, {0, 2});
+        Tensor dys = dy.to(stats), xs = xv.to(stats);
+        g.dx = element_times(dys, element_times(scale.reshape({1, channels, 1}), inv)).to(x.dtype());
+        g.dscale = reduce_sum(element_times(dys, element_times(minus(xs, mean), inv)), {0, 2});
+        g.dbias = reduce_sum(dys, {0, 2});
     }
     if (c.needs[0]) c.input_grads[0] = g.dx.reshape(x.shape().dims());
     if (c.needs[1]) c.input_grads[1] = g.dscale.reshape(c.inputs[1].data().shape().dims());

@@ -39,10 +39,15 @@ double at_broadcast(const Tensor& t, const Dims& out_index) {
     return t.at(idx);
 }
 
-Tensors make_inputs(const OpCase& c, DataType dtype, uint64_t seed) {
+Tensors make_inputs(const OpCase& c, DataType case_dtype, uint64_t seed) {
     Tensors out;
     Generator gen(seed);
-    for (const auto& spec : c.inputs) {
+    const bool sixteen_bit = case_dtype == DataType::bf16 || case_dtype == DataType::f16;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+        const InputSpec& spec = c.inputs[i];
+        const bool keep_f32 =
+            sixteen_bit && std::find(c.f32_inputs.begin(), c.f32_inputs.end(), int(i)) != c.f32_inputs.end();
+        const DataType dtype = keep_f32 ? DataType::f32 : case_dtype;
         switch (spec.kind) {
             case InputSpec::Kind::uniform: {
                 Tensor t = Tensor::empty(spec.shape, DataType::f64);
@@ -165,6 +170,32 @@ std::string check_forward(const OpCase& c, DataType dtype) {
     Tensors want = c.reference(to_f64(inputs));
     auto [rtol, atol] = tolerance(c, dtype);
     return compare_outputs(c, to_f64(got), want, rtol, atol, dtype_name(dtype));
+}
+
+std::string check_mixed_backward(const OpCase& c, DataType dtype) {
+    if (c.f32_inputs.empty() || !c.backward || !has_dtype(c, dtype)) return "";
+    const Tensors inputs = make_inputs(c, dtype);
+    const Tensors outputs = c.forward(inputs);
+    Tensors dys;
+    Generator gen(7);
+    for (const Tensor& o : outputs) {
+        Tensor d = Tensor::empty(o.shape(), DataType::f64);
+        gen.uniform(d, -1.0, 1.0);
+        dys.push_back(d.to(o.dtype()));
+    }
+    // The f64 backward of the very same (rounded) values: only the mixed kernel's own rounding differs.
+    const Tensors got = c.backward(inputs, dys), want = c.backward(to_f64(inputs), to_f64(dys));
+    auto [rtol, atol] = tolerance(c, dtype);
+    for (size_t k = 0; k < got.size(); ++k) {
+        if (!got[k].defined()) continue;
+        const DataType expected = inputs[k].dtype();
+        if (got[k].dtype() != expected)
+            return detail::concat(dtype_name(dtype), " gradient of input ", k, " is ",
+                                  dtype_name(got[k].dtype()), ", not its input's ", dtype_name(expected));
+        std::string m = compare(got[k].to(DataType::f64), want[k], rtol, atol);
+        if (!m.empty()) return detail::concat(dtype_name(dtype), " gradient of input ", k, ": ", m);
+    }
+    return "";
 }
 
 std::string check_non_contiguous(const OpCase& c, DataType dtype) {
@@ -306,7 +337,7 @@ std::string check_backends(const OpCase& c) {
                     if (!m.empty()) return where + detail::concat("strided inputs, output ", k, ": ", m);
                 }
             }
-            if (!c.backward || dtype != DataType::f32) continue;
+            if (!c.backward || (dtype != DataType::f32 && c.f32_inputs.empty())) continue;
             Tensors dys, dys_gpu;
             Generator gen(11);
             for (const Tensor& o : cpu_out) {

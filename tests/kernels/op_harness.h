@@ -73,6 +73,10 @@ struct OpCase {
     std::vector<int> compared_outputs;
     // Outputs whose upstream gradient is zero in the gradient check (e.g. saved statistics).
     std::vector<int> outputs_without_grad;
+    // Inputs that stay f32 when the case runs in bf16 or f16: the parameters and statistics of an op that
+    // mixed precision runs on 16-bit data with f32 statistics. Such cases also compare their backward in
+    // 16 bits across backends, as training runs it.
+    std::vector<int> f32_inputs;
 };
 
 // All cases, gathered explicitly from the family files in tests/kernels/cases/.
@@ -90,7 +94,8 @@ std::vector<OpCase> indexing_cases();
 std::vector<OpCase> roi_pooling_cases();
 
 // ---- runner pieces (used by the gtest driver and the --perf CLI) ----
-// Makes the inputs of a case in `dtype` (floating specs only; index and fixed inputs keep theirs).
+// Makes the inputs of a case in `dtype` (floating specs only; index and fixed inputs keep theirs; the
+// case's f32_inputs stay f32 for a 16-bit dtype).
 Tensors make_inputs(const OpCase& c, DataType dtype, uint64_t seed = 1);
 // The same values as strided views of larger buffers (every floating input non-contiguous).
 Tensors non_contiguous_copies(const Tensors& inputs);
@@ -100,6 +105,9 @@ std::string compare(const Tensor& actual, const Tensor& expected, double rtol, d
 std::pair<double, double> tolerance(const OpCase& c, DataType dtype);
 std::string check_forward(const OpCase& c, DataType dtype);
 std::string check_non_contiguous(const OpCase& c, DataType dtype);
+// For cases with f32_inputs: the backward in `dtype` (16-bit data, f32 statistics) against the f64
+// backward of the same values; each gradient must come back in its input's dtype.
+std::string check_mixed_backward(const OpCase& c, DataType dtype);
 std::string check_gradients(const OpCase& c);
 std::string check_backends(const OpCase& c);
 

@@ -35,6 +35,10 @@ TEST_P(OpHarness, Forward16Bit) {
     EXPECT_EQ(check_forward(op_case(), DataType::bf16), "");
     EXPECT_EQ(check_forward(op_case(), DataType::f16), "");
 }
+TEST_P(OpHarness, MixedPrecisionBackward) {
+    EXPECT_EQ(check_mixed_backward(op_case(), DataType::bf16), "");
+    EXPECT_EQ(check_mixed_backward(op_case(), DataType::f16), "");
+}
 TEST_P(OpHarness, NonContiguous) {
     EXPECT_EQ(check_non_contiguous(op_case(), DataType::f32), "");
     EXPECT_EQ(check_non_contiguous(op_case(), DataType::f64), "");

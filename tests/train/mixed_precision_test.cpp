@@ -159,6 +159,55 @@ TEST(Autocast, RecurrentLoopsAndSparseProducts) {
     });
 }
 
+TEST(Autocast, BatchNormalizationNormalizes16BitDataWithF32Statistics) {
+    set_fixed_random_seed(5);
+    const testing::SmallConvNet n = testing::small_convnet();
+    FunctionPtr original_bn;
+    for_each_primitive(n.loss, [&](const FunctionPtr& g) {
+        if (g->op() == PrimitiveOp::batch_normalization) original_bn = g;
+    });
+    ASSERT_NE(original_bn, nullptr);
+    const auto stats = original_bn->inputs();  // x, scale, bias, running mean, running variance, count
+    const ValueMap args = testing::row_band_minibatch(n, 0);
+    auto running_after_training_forward = [&](const FunctionPtr& f) {
+        std::vector<Tensor> before;
+        for (size_t i = 3; i <= 5; ++i) before.push_back(stats[i].value().clone());
+        ValueMap outs{{f->output(), Value()}};
+        f->forward(args, outs, {}, true, Device::cpu());
+        std::vector<std::vector<double>> after;
+        for (size_t i = 3; i <= 5; ++i) {
+            after.push_back(stats[i].value().to(DataType::f64).to_vector<double>());
+            stats[i].value().copy_from(before[i - 3]);  // the next run starts from the same state
+        }
+        return after;
+    };
+    const auto want = running_after_training_forward(n.loss);
+    for (DataType low : {DataType::bf16, DataType::f16}) {
+        AutocastGraph a = autocast(n.loss, low);
+        int norms = 0;
+        for_each_primitive(a.function, [&](const FunctionPtr& g) {
+            if (g->op() != PrimitiveOp::batch_normalization) return;
+            ++norms;
+            const auto in = g->inputs();
+            EXPECT_EQ(in[0].dtype(), low);
+            EXPECT_NE(in[0].owner()->op(), PrimitiveOp::cast) << "the activation reaches it in 16 bits";
+            EXPECT_EQ(g->output().dtype(), low);
+            for (size_t i = 1; i < in.size(); ++i)
+                EXPECT_EQ(in[i].impl(), stats[i].impl())
+                    << "scale, bias and running statistics are the model's";
+        });
+        EXPECT_EQ(norms, 1);
+        const auto got = running_after_training_forward(a.function);
+        for (size_t k = 0; k < got.size(); ++k) {
+            ASSERT_EQ(got[k].size(), want[k].size());
+            for (size_t i = 0; i < got[k].size(); ++i)
+                EXPECT_NEAR(got[k][i], want[k][i], 2e-2 * std::max(1.0, std::abs(want[k][i])))
+                    << dtype_name(low) << " running statistic " << k << "[" << i << "]";
+        }
+        EXPECT_EQ(stats[3].dtype(), DataType::f32);
+    }
+}
+
 TEST(Autocast, RefusesOtherComputeTypes) {
     Mlp m;
     EXPECT_THROW(autocast(m.loss, DataType::f32), ValueError);

@@ -1,4 +1,5 @@
-// CPU batch normalization through oneDNN (f32, bf16 data with f32 statistics). Per-activation
+// CPU batch normalization through oneDNN (f32, bf16 data with f32 statistics; f16 data through f32,
+// as oneDNN 2.6 has no f16 batch norm on CPUs). Per-activation
 // statistics reuse the per-channel primitive on x viewed as [N, C * spatial, 1, 1]. With 16 or more
 // channels the data is reordered into oneDNN's blocked layout (nChw16c) for its JIT kernel; fewer
 // channels run on the plain layout. Primitives are cached per shape. f64 is reference_batch_norm.cpp.
@@ -197,6 +198,7 @@ void register_batch_norm(KernelTable& t) {
          {OpKind::batch_norm_training, OpKind::batch_norm_inference, OpKind::batch_norm_backward}) {
         t.add(op, DeviceType::cpu, DataType::f32, batch_norm_kernel);
         t.add(op, DeviceType::cpu, DataType::bf16, onednn::bf16_kernel<batch_norm_kernel>());
+        t.add(op, DeviceType::cpu, DataType::f16, onednn::via_f32<batch_norm_kernel>);
     }
     register_reference_batch_norm(t);
 }

@@ -2,7 +2,10 @@
 // cuDNN: ctk's op returns the biased batch variance (cuDNN saves the inverse standard deviation) and
 // takes any per-channel or per-activation layout. x is seen as [N, C, S]; one block reduces one channel
 // (two passes, so the variance does not suffer from cancellation), and element-wise kernels apply the
-// result. Mirrors cpu/reference_batch_norm.cpp.
+// result. Mirrors cpu/reference_batch_norm.cpp. D is the data's type, P the parameters' and statistics':
+// D itself, or float for bf16/f16 data under mixed precision.
+#include <type_traits>
+
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/rows.cuh"
 
@@ -30,8 +33,8 @@ struct SumOp {
 };
 
 // Statistics accumulate in double: a channel can hold millions of values.
-template <typename D>
-__global__ void stats_kernel(Layout l, const D* x, D* mean, D* var) {
+template <typename D, typename P>
+__global__ void stats_kernel(Layout l, const D* x, P* mean, P* var) {
     __shared__ double shared[8];
     const int64_t ch = blockIdx.x, count = l.n * l.s;
     double sum = 0;
@@ -45,14 +48,14 @@ __global__ void stats_kernel(Layout l, const D* x, D* mean, D* var) {
     }
     sq = block_reduce(sq, SumOp(), shared);
     if (threadIdx.x == 0) {
-        mean[ch] = from_comp<D>(comp_t<D>(m));
-        var[ch] = from_comp<D>(comp_t<D>(sq / double(count)));  // biased, as CNTK normalizes with it
+        mean[ch] = from_comp<P>(comp_t<P>(m));
+        var[ch] = from_comp<P>(comp_t<P>(sq / double(count)));  // biased, as CNTK normalizes with it
     }
 }
 
-template <typename D>
-__global__ void normalize_kernel(Layout l, const D* x, const D* scale, const D* bias, const D* mean,
-                                 const D* var, double epsilon, D* y) {
+template <typename D, typename P>
+__global__ void normalize_kernel(Layout l, const D* x, const P* scale, const P* bias, const P* mean,
+                                 const P* var, double epsilon, D* y) {
     using C = comp_t<D>;
     const int64_t total = l.n * l.c * l.s;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
@@ -65,9 +68,9 @@ __global__ void normalize_kernel(Layout l, const D* x, const D* scale, const D* 
 }
 
 // dbias = sum(dy), dscale = sum(dy * xhat) per channel.
-template <typename D>
-__global__ void grad_stats_kernel(Layout l, const D* x, const D* dy, const D* mean, const D* var,
-                                  double epsilon, D* dscale, D* dbias) {
+template <typename D, typename P>
+__global__ void grad_stats_kernel(Layout l, const D* x, const D* dy, const P* mean, const P* var,
+                                  double epsilon, P* dscale, P* dbias) {
     __shared__ double shared[8];
     const int64_t ch = blockIdx.x, count = l.n * l.s;
     const double m = to_comp(mean[ch]), inv_std = 1.0 / sqrt(double(to_comp(var[ch])) + epsilon);
@@ -81,15 +84,15 @@ __global__ void grad_stats_kernel(Layout l, const D* x, const D* dy, const D* me
     s_dy = block_reduce(s_dy, SumOp(), shared);
     s_dyx = block_reduce(s_dyx, SumOp(), shared);
     if (threadIdx.x == 0) {
-        dbias[ch] = from_comp<D>(comp_t<D>(s_dy));
-        dscale[ch] = from_comp<D>(comp_t<D>(s_dyx));
+        dbias[ch] = from_comp<P>(comp_t<P>(s_dy));
+        dscale[ch] = from_comp<P>(comp_t<P>(s_dyx));
     }
 }
 
 // dx = scale / std * (dy - dbias / M - xhat * dscale / M), M values per statistic.
-template <typename D>
-__global__ void grad_input_kernel(Layout l, const D* x, const D* dy, const D* scale, const D* mean,
-                                  const D* var, const D* dscale, const D* dbias, double epsilon, D* dx) {
+template <typename D, typename P>
+__global__ void grad_input_kernel(Layout l, const D* x, const D* dy, const P* scale, const P* mean,
+                                  const P* var, const P* dscale, const P* dbias, double epsilon, D* dx) {
     using C = comp_t<D>;
     const int64_t total = l.n * l.c * l.s;
     const C count = C(l.n * l.s);
@@ -112,42 +115,40 @@ void settle(const Tensor& tmp, const Tensor& out) {
     if (!tmp.shares_storage(out)) Tensor(out).copy_from(tmp);
 }
 
-template <typename T>
+// The kernels for data D with statistics P.
+template <typename D, typename P>
 void training(const KernelCall& call) {
-    using D = dev_t<T>;
     const auto& a = call.attr<BatchNormAttrs>();
     const Tensor x = call.inputs[0].contiguous(), scale = call.inputs[1].contiguous(),
                  bias = call.inputs[2].contiguous();
     const Layout l = layout_of(x.shape(), a.spatial);
     Tensor y = writable(call.outputs[0]), mean = writable(call.outputs[1]), var = writable(call.outputs[2]);
     cudaStream_t s = stream_of(call);
-    stats_kernel<D><<<static_cast<unsigned>(l.c), 256, 0, s>>>(l, ptr<D>(x), ptr<D>(mean), ptr<D>(var));
+    stats_kernel<D, P><<<static_cast<unsigned>(l.c), 256, 0, s>>>(l, ptr<D>(x), ptr<P>(mean), ptr<P>(var));
     CTK_CUDA_LAUNCH_CHECK();
-    normalize_kernel<D><<<grid_for(x.numel()), 256, 0, s>>>(l, ptr<D>(x), ptr<D>(scale), ptr<D>(bias),
-                                                            ptr<D>(mean), ptr<D>(var), a.epsilon, ptr<D>(y));
+    normalize_kernel<D, P><<<grid_for(x.numel()), 256, 0, s>>>(
+        l, ptr<D>(x), ptr<P>(scale), ptr<P>(bias), ptr<P>(mean), ptr<P>(var), a.epsilon, ptr<D>(y));
     CTK_CUDA_LAUNCH_CHECK();
     settle(y, call.outputs[0]);
     settle(mean, call.outputs[1]);
     settle(var, call.outputs[2]);
 }
 
-template <typename T>
+template <typename D, typename P>
 void inference(const KernelCall& call) {
-    using D = dev_t<T>;
     const auto& a = call.attr<BatchNormAttrs>();
     Tensor in[5];
     for (size_t i = 0; i < 5; ++i) in[i] = call.inputs[i].contiguous();
     const Layout l = layout_of(in[0].shape(), a.spatial);
     Tensor y = writable(call.outputs[0]);
-    normalize_kernel<D><<<grid_for(y.numel()), 256, 0, stream_of(call)>>>(
-        l, ptr<D>(in[0]), ptr<D>(in[1]), ptr<D>(in[2]), ptr<D>(in[3]), ptr<D>(in[4]), a.epsilon, ptr<D>(y));
+    normalize_kernel<D, P><<<grid_for(y.numel()), 256, 0, stream_of(call)>>>(
+        l, ptr<D>(in[0]), ptr<P>(in[1]), ptr<P>(in[2]), ptr<P>(in[3]), ptr<P>(in[4]), a.epsilon, ptr<D>(y));
     CTK_CUDA_LAUNCH_CHECK();
     settle(y, call.outputs[0]);
 }
 
-template <typename T>
+template <typename D, typename P>
 void backward(const KernelCall& call) {
-    using D = dev_t<T>;
     const auto& a = call.attr<BatchNormAttrs>();
     Tensor in[5];  // x, dy, scale, mean, var
     for (size_t i = 0; i < 5; ++i) in[i] = call.inputs[i].contiguous();
@@ -155,24 +156,43 @@ void backward(const KernelCall& call) {
     Tensor dx = writable(call.outputs[0]), dscale = writable(call.outputs[1]),
            dbias = writable(call.outputs[2]);
     cudaStream_t s = stream_of(call);
-    grad_stats_kernel<D><<<static_cast<unsigned>(l.c), 256, 0, s>>>(l, ptr<D>(in[0]), ptr<D>(in[1]),
-                                                                    ptr<D>(in[3]), ptr<D>(in[4]), a.epsilon,
-                                                                    ptr<D>(dscale), ptr<D>(dbias));
+    grad_stats_kernel<D, P>
+        <<<static_cast<unsigned>(l.c), 256, 0, s>>>(l, ptr<D>(in[0]), ptr<D>(in[1]), ptr<P>(in[3]),
+                                                    ptr<P>(in[4]), a.epsilon, ptr<P>(dscale), ptr<P>(dbias));
     CTK_CUDA_LAUNCH_CHECK();
-    grad_input_kernel<D><<<grid_for(dx.numel()), 256, 0, s>>>(l, ptr<D>(in[0]), ptr<D>(in[1]), ptr<D>(in[2]),
-                                                              ptr<D>(in[3]), ptr<D>(in[4]), ptr<D>(dscale),
-                                                              ptr<D>(dbias), a.epsilon, ptr<D>(dx));
+    grad_input_kernel<D, P><<<grid_for(dx.numel()), 256, 0, s>>>(
+        l, ptr<D>(in[0]), ptr<D>(in[1]), ptr<P>(in[2]), ptr<P>(in[3]), ptr<P>(in[4]), ptr<P>(dscale),
+        ptr<P>(dbias), a.epsilon, ptr<D>(dx));
     CTK_CUDA_LAUNCH_CHECK();
     settle(dx, call.outputs[0]);
     settle(dscale, call.outputs[1]);
     settle(dbias, call.outputs[2]);
 }
 
+// A 16-bit type's kernel: statistics in that type, or in f32 when an f32 scale comes with the data
+// (operand 1 in all three ops; the op API has checked that the other statistics match it).
+template <void (*Same)(const KernelCall&), void (*Mixed)(const KernelCall&)>
+void by_stats_dtype(const KernelCall& call) {
+    const int scale = call.op == OpKind::batch_norm_backward ? 2 : 1;
+    if (call.inputs[scale].dtype() == DataType::f32) return Mixed(call);
+    Same(call);
+}
+
 template <typename T>
 void add(KernelTable& t) {
-    t.add(OpKind::batch_norm_training, DeviceType::cuda, dtype_v<T>, training<T>);
-    t.add(OpKind::batch_norm_inference, DeviceType::cuda, dtype_v<T>, inference<T>);
-    t.add(OpKind::batch_norm_backward, DeviceType::cuda, dtype_v<T>, backward<T>);
+    using D = dev_t<T>;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        t.add(OpKind::batch_norm_training, DeviceType::cuda, dtype_v<T>, training<D, D>);
+        t.add(OpKind::batch_norm_inference, DeviceType::cuda, dtype_v<T>, inference<D, D>);
+        t.add(OpKind::batch_norm_backward, DeviceType::cuda, dtype_v<T>, backward<D, D>);
+    } else {
+        t.add(OpKind::batch_norm_training, DeviceType::cuda, dtype_v<T>,
+              by_stats_dtype<training<D, D>, training<D, float>>);
+        t.add(OpKind::batch_norm_inference, DeviceType::cuda, dtype_v<T>,
+              by_stats_dtype<inference<D, D>, inference<D, float>>);
+        t.add(OpKind::batch_norm_backward, DeviceType::cuda, dtype_v<T>,
+              by_stats_dtype<backward<D, D>, backward<D, float>>);
+    }
 }
 
 }  // namespace

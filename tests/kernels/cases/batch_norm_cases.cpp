@@ -1,6 +1,7 @@
 // Op-harness cases for batch normalization: per-channel (spatial) and per-activation statistics,
 // training (y, batch mean, biased batch variance; gradients through the batch statistics) and
-// inference with given statistics; x of rank 2 to 5.
+// inference with given statistics; x of rank 2 to 5. The mixed cases run bf16/f16 data with f32
+// parameters and statistics, as mixed precision trains.
 #include <cmath>
 #include <string>
 
@@ -52,8 +53,10 @@ Tensors training_reference(const Tensor& x, const Tensor& scale, const Tensor& b
     return {normalize_reference(x, scale, bias, mean, var, a), mean, var};
 }
 
+enum class Sixteen { none, bf16, mixed };  // which 16-bit runs a case adds to f32 and f64
+
 OpCase training_case(const std::string& name, const Shape& x, bool spatial, double epsilon,
-                     bool bf16 = false) {
+                     Sixteen sixteen = Sixteen::none) {
     const BatchNormAttrs a{epsilon, spatial};
     const Shape ss = stat_shape(x, spatial);
     OpCase c;
@@ -71,14 +74,19 @@ OpCase training_case(const std::string& name, const Shape& x, bool spatial, doub
         return Tensors{g.dx, g.dscale, g.dbias};
     };
     c.outputs_without_grad = {1, 2};  // the saved statistics
-    if (bf16) c.dtypes = {DataType::f32, DataType::f64, DataType::bf16};
+    if (sixteen == Sixteen::bf16) c.dtypes = {DataType::f32, DataType::f64, DataType::bf16};
+    if (sixteen == Sixteen::mixed) {
+        c.dtypes = {DataType::f32, DataType::f64, DataType::bf16, DataType::f16};
+        c.f32_inputs = {1, 2};
+    }
     c.rtol_f32 = 1e-4;
     c.atol_f32 = 1e-5;
     c.grad_atol = 1e-7;
     return c;
 }
 
-OpCase inference_case(const std::string& name, const Shape& x, bool spatial, double epsilon) {
+OpCase inference_case(const std::string& name, const Shape& x, bool spatial, double epsilon,
+                      bool mixed = false) {
     const BatchNormAttrs a{epsilon, spatial};
     const Shape ss = stat_shape(x, spatial);
     OpCase c;
@@ -93,6 +101,10 @@ OpCase inference_case(const std::string& name, const Shape& x, bool spatial, dou
         return Tensors{normalize_reference(in[0], in[1], in[2], in[3], in[4], a)};
     };
     c.dtypes = {DataType::f32, DataType::f64, DataType::bf16};
+    if (mixed) {
+        c.dtypes.push_back(DataType::f16);
+        c.f32_inputs = {1, 2, 3, 4};
+    }
     c.rtol_f32 = 1e-5;
     c.atol_f32 = 1e-5;
     return c;
@@ -102,15 +114,15 @@ OpCase inference_case(const std::string& name, const Shape& x, bool spatial, dou
 
 std::vector<OpCase> batch_norm_cases() {
     return {
-        training_case("spatial_2d", {4, 3, 3, 2}, true, 1e-5, true),
+        training_case("spatial_2d", {4, 3, 3, 2}, true, 1e-5, Sixteen::bf16),
         training_case("spatial_rank2", {6, 4}, true, 1e-5),
         training_case("spatial_1d", {3, 2, 5}, true, 1e-3),
         training_case("spatial_3d", {2, 2, 2, 3, 2}, true, 1e-5),
         training_case("spatial_batch1", {1, 3, 2, 3}, true, 1e-3),
         // 16 or more (per-activation: C * spatial) channels take oneDNN's blocked layout.
-        training_case("spatial_blocked_20ch", {3, 20, 2, 2}, true, 1e-5, true),
+        training_case("spatial_blocked_20ch", {3, 20, 2, 2}, true, 1e-5, Sixteen::bf16),
         training_case("per_activation_blocked", {4, 2, 3, 3}, false, 1e-5),
-        training_case("per_activation_2d", {5, 2, 3, 2}, false, 1e-5, true),
+        training_case("per_activation_2d", {5, 2, 3, 2}, false, 1e-5, Sixteen::bf16),
         training_case("per_activation_rank2", {5, 3}, false, 1e-3),
         training_case("per_activation_1d", {4, 3, 2}, false, 1e-5),
         inference_case("spatial_2d", {3, 4, 2, 2}, true, 1e-5),
@@ -118,6 +130,13 @@ std::vector<OpCase> batch_norm_cases() {
         inference_case("spatial_blocked_3d", {2, 17, 2, 1, 2}, true, 1e-5),
         inference_case("per_activation_2d", {3, 2, 2, 3}, false, 1e-5),
         inference_case("per_activation_3d", {2, 2, 2, 2, 3}, false, 1e-3),
+        // 16-bit data with f32 statistics (mixed precision), plain and blocked layouts.
+        training_case("mixed_spatial_2d", {4, 3, 3, 2}, true, 1e-5, Sixteen::mixed),
+        training_case("mixed_spatial_blocked_16ch", {2, 16, 3, 3}, true, 1e-5, Sixteen::mixed),
+        training_case("mixed_spatial_1d", {3, 2, 5}, true, 1e-3, Sixteen::mixed),
+        training_case("mixed_per_activation", {5, 2, 3, 2}, false, 1e-5, Sixteen::mixed),
+        inference_case("mixed_spatial_2d", {3, 4, 2, 2}, true, 1e-5, true),
+        inference_case("mixed_blocked_3d", {2, 17, 2, 1, 2}, true, 1e-5, true),
     };
 }
 
