@@ -114,10 +114,14 @@ public:
     // The next minibatch of about `minibatch_size_in_samples` samples (counted on the stream with
     // defines_mb_size, else the one with most samples; whole sequences only, at least one), keyed by
     // stream name; empty when max_samples / max_sweeps is reached. With several partitions each worker
-    // gets the sequences whose index modulo num_partitions is partition_index.
+    // gets the sequences whose index modulo num_partitions is partition_index. The data is placed on
+    // `device` (CNTK's default: the default device). For a GPU, dense data is assembled in pinned host
+    // memory and copied asynchronously on the device's ctk stream: the call returns while the copy runs,
+    // and the step's kernels, queued after it, see the data.
     std::unordered_map<std::string, MinibatchData> next_minibatch(int64_t minibatch_size_in_samples,
                                                                   int64_t num_partitions = 1,
-                                                                  int64_t partition_index = 0);
+                                                                  int64_t partition_index = 0,
+                                                                  Device device = default_device());
 
     int64_t total_samples_delivered() const;
     int64_t sweeps_completed() const;

@@ -234,14 +234,15 @@ void bind_io_train(py::module_& m) {
         .def("__getitem__", &MinibatchSource::stream_info, arg("name"))
         .def(
             "next_minibatch",
-            [](MinibatchSource& s, int64_t size, const py::object& input_map, const py::object& /*device*/,
+            [](MinibatchSource& s, int64_t size, const py::object& input_map, const py::object& device,
                const py::object& partitions, const py::object& index) {
                 const int64_t n = partitions.is_none() ? 1 : partitions.cast<int64_t>();
                 const int64_t i = index.is_none() ? 0 : index.cast<int64_t>();
+                const Device dev = device_from(device);
                 std::unordered_map<std::string, MinibatchData> mb;
                 {
                     py::gil_scoped_release nogil;
-                    mb = s.next_minibatch(size, n, i);
+                    mb = s.next_minibatch(size, n, i, dev);
                 }
                 py::dict out;
                 if (mb.empty()) return out;

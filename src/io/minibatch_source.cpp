@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "ctk/cuda.h"
 #include "ctk/error.h"
 #include "ctk/io.h"
 #include "io/chunk_loader.h"
@@ -154,8 +155,10 @@ int64_t sequence_length(const SequenceData& d) {
 }  // namespace
 
 std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
-    int64_t minibatch_size_in_samples, int64_t num_partitions, int64_t partition_index) {
+    int64_t minibatch_size_in_samples, int64_t num_partitions, int64_t partition_index, Device device) {
     Impl& m = *impl_;
+    CTK_CHECK(device_available(device), DeviceError, "next_minibatch: device ", device.to_string(),
+              " is not available");
     CTK_CHECK(minibatch_size_in_samples > 0, ValueError, "next_minibatch: minibatch_size_in_samples is ",
               minibatch_size_in_samples, "; it must be positive");
     CTK_CHECK(num_partitions >= 1 && partition_index >= 0 && partition_index < num_partitions, ValueError,
@@ -222,13 +225,17 @@ std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
                     .slice(0, 0, lengths[i])
                     .copy_from((*mine[i])[s].one_hot_indices);
             mb.data = Value::one_hot(idx, info.sample_shape[0], DataType::f32,
-                                     std::make_shared<SequenceLayout>(lengths));
+                                     std::make_shared<SequenceLayout>(lengths))
+                          .to(device);
             result.emplace(info.name, std::move(mb));
             continue;
         }
         Dims dims{static_cast<int64_t>(mine.size()), max_len};
         dims.insert(dims.end(), info.sample_shape.begin(), info.sample_shape.end());
-        Tensor data = Tensor::zeros(Shape(dims));
+        // Staged in pinned memory for a GPU, so the upload below is asynchronous.
+        const bool staged = device.is_cuda();
+        Tensor data = staged ? cuda::pinned_empty(Shape(dims), DataType::f32) : Tensor::empty(Shape(dims));
+        data.fill(0.0);
         int64_t sample = 1;
         for (int64_t d : info.sample_shape) sample *= d;
         float* out = data.data<float>();
@@ -247,7 +254,8 @@ std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
             std::memcpy(out + int64_t(i) * max_len * sample, src.data<float>(),
                         static_cast<size_t>(src.numel()) * sizeof(float));
         }
-        mb.data = Value(data, std::make_shared<SequenceLayout>(lengths));
+        mb.data = Value(staged ? cuda::to_device_async(data, device) : data,
+                        std::make_shared<SequenceLayout>(lengths));
         result.emplace(info.name, std::move(mb));
     }
 

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <set>
 
+#include "ctk/cuda.h"
 #include "ctk/io.h"
 #include "io/io_test_util.h"
 
@@ -281,6 +282,53 @@ TEST(MinibatchSource, ThreadedAndUnthreadedAgree) {
     }
     EXPECT_GT(runs[0].size(), 50u);
     EXPECT_EQ(runs[0], runs[1]);
+}
+
+// Minibatches for a GPU (dense ones staged in pinned memory and uploaded asynchronously, one-hot ones
+// moved) hold what the CPU's hold; a device that is not there is refused by name.
+TEST(MinibatchSource, DataOnTheRequestedDevice) {
+    TempDir dir;
+    std::string text;
+    for (int s = 0; s < 40; ++s)
+        for (int l = 0; l <= s % 3; ++l)
+            text += std::to_string(s) + " |a " + std::to_string(s) + " " + std::to_string(l) + " |b " +
+                    std::to_string(s % 5) + ":1\n";
+    test::write_file(dir.file("t.ctf"), text);
+    const std::vector<StreamDef> defs{{"a", "a", {2}, false, false}, {"b", "b", {5}, true, false}};
+    auto source = [&] {
+        MinibatchSourceConfig c = config_for(ctf_deserializer(dir.file("t.ctf"), defs, 200), true, 5, 2);
+        c.max_sweeps = 2;
+        return std::make_unique<MinibatchSource>(c);
+    };
+    std::vector<std::vector<float>> on_cpu;
+    auto cpu = source();
+    for (auto mb = cpu->next_minibatch(16, 1, 0, Device::cpu()); !mb.empty();
+         mb = cpu->next_minibatch(16, 1, 0, Device::cpu())) {
+        for (const char* stream : {"a", "b"}) {
+            EXPECT_TRUE(mb.at(stream).data.device().is_cpu());
+            on_cpu.push_back(mb.at(stream).data.data().to_vector<float>());
+        }
+    }
+    EXPECT_GT(on_cpu.size(), 10u);
+    if (!cuda::is_available()) {
+        const std::string msg =
+            error_of<DeviceError>([&] { source()->next_minibatch(16, 1, 0, Device::cuda(0)); });
+        EXPECT_NE(msg.find("next_minibatch"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(Device::cuda(0).to_string()), std::string::npos) << msg;
+        return;
+    }
+    for (int g = 0; g < cuda::device_count(); ++g) {
+        std::vector<std::vector<float>> on_gpu;
+        auto src = source();
+        for (auto mb = src->next_minibatch(16, 1, 0, Device::cuda(g)); !mb.empty();
+             mb = src->next_minibatch(16, 1, 0, Device::cuda(g))) {
+            for (const char* stream : {"a", "b"}) {
+                EXPECT_EQ(mb.at(stream).data.device(), Device::cuda(g));
+                on_gpu.push_back(mb.at(stream).data.data().to(Device::cpu()).to_vector<float>());
+            }
+        }
+        EXPECT_EQ(on_gpu, on_cpu) << Device::cuda(g).to_string();
+    }
 }
 
 TEST(MinibatchSource, ErrorsOnTheWorkerReachTheCaller) {

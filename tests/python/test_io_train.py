@@ -42,6 +42,17 @@ def test_ctf_reading(ctf_file):
     assert INFINITELY_REPEAT > FULL_DATA_SWEEP > 0
 
 
+def test_next_minibatch_device(ctf_file):
+    on_cpu = make_source(ctf_file).next_minibatch(8, device=C.device.cpu())
+    with pytest.raises(TypeError, match='DeviceDescriptor'):
+        make_source(ctf_file).next_minibatch(8, device='gpu')
+    for d in C.device.all_devices():
+        src = make_source(ctf_file)
+        mb = src.next_minibatch(8, device=d)
+        np.testing.assert_array_equal(mb[src.streams.features].asarray(),
+                                      on_cpu[src.streams.features].asarray())
+
+
 def model_and_criteria():
     x = C.input_variable(2)
     y = C.input_variable(2)
