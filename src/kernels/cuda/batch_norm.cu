@@ -1,9 +1,10 @@
 // CUDA batch normalization (training statistics, inference, backward), by hand rather than through
 // cuDNN: ctk's op returns the biased batch variance (cuDNN saves the inverse standard deviation) and
-// takes any per-channel or per-activation layout. x is seen as [N, C, S]; one block reduces one channel
-// (two passes, so the variance does not suffer from cancellation), and element-wise kernels apply the
+// takes any per-channel or per-activation layout. x is seen as [N, C, S]; blocks reduce runs of a
+// channel's values, a merge kernel combines them per channel, and element-wise kernels apply the
 // result. Mirrors cpu/reference_batch_norm.cpp. D is the data's type, P the parameters' and statistics':
 // D itself, or float for bf16/f16 data under mixed precision.
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/cuda/cuda_common.h"
@@ -32,24 +33,69 @@ struct SumOp {
     }
 };
 
-// Statistics accumulate in double: a channel can hold millions of values.
-template <typename D, typename P>
-__global__ void stats_kernel(Layout l, const D* x, P* mean, P* var) {
+// A channel's values are split over several blocks (grid.y), each reducing a contiguous run of about
+// kPerBlock of them: one block per channel left most of the GPU idle on ResNet-50's first stages
+// (64 channels of 400k values each). Each block writes its partial result; a merge kernel combines a
+// channel's partials in split order, so the result is the same on every run (no atomics).
+constexpr int64_t kPerBlock = 8192, kMaxSplits = 1024;
+
+int64_t splits_of(const Layout& l) {
+    const int64_t count = l.n * l.s;
+    return std::clamp<int64_t>((count + kPerBlock - 1) / kPerBlock, 1, kMaxSplits);
+}
+// The values per split: ceil(count / splits) (the last split may hold fewer, or none).
+int64_t per_split(const Layout& l, int64_t splits) {
+    return (l.n * l.s + splits - 1) / splits;
+}
+
+// Where value k (in [0, N*S)) of channel ch lies in x.
+__device__ __forceinline__ int64_t channel_offset(const Layout& l, int64_t ch, int64_t k) {
+    return ((k / l.s) * l.c + ch) * l.s + k % l.s;
+}
+
+// Per (channel, split): the count, mean and sum of squared deviations of its values, in double (two
+// passes, so the variance does not suffer from cancellation). partial is [C, splits, 3].
+template <typename D>
+__global__ void partial_stats_kernel(Layout l, int64_t per, const D* x, double* partial) {
     __shared__ double shared[8];
     const int64_t ch = blockIdx.x, count = l.n * l.s;
+    const int64_t begin = blockIdx.y * per, end = min(count, begin + per);
+    const double n = double(max(end - begin, int64_t(0)));
     double sum = 0;
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x)
-        sum += to_comp(x[((k / l.s) * l.c + ch) * l.s + k % l.s]);
-    const double m = block_reduce(sum, SumOp(), shared) / double(count);
+    for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x)
+        sum += to_comp(x[channel_offset(l, ch, k)]);
+    sum = block_reduce(sum, SumOp(), shared);  // every thread takes part: it synchronizes the block
+    const double m = n > 0 ? sum / n : 0.0;
     double sq = 0;
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-        const double d = to_comp(x[((k / l.s) * l.c + ch) * l.s + k % l.s]) - m;
+    for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
+        const double d = to_comp(x[channel_offset(l, ch, k)]) - m;
         sq += d * d;
     }
     sq = block_reduce(sq, SumOp(), shared);
     if (threadIdx.x == 0) {
+        double* p = partial + (ch * gridDim.y + blockIdx.y) * 3;
+        p[0] = n;
+        p[1] = m;
+        p[2] = sq;
+    }
+}
+
+// Merges each channel's partials in split order (Chan et al.'s pairwise update).
+template <typename P>
+__global__ void merge_stats_kernel(int64_t channels, int64_t splits, const double* partial, P* mean, P* var) {
+    for (int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; ch < channels;
+         ch += int64_t(gridDim.x) * blockDim.x) {
+        double n = 0, m = 0, m2 = 0;
+        for (int64_t s = 0; s < splits; ++s) {
+            const double* p = partial + (ch * splits + s) * 3;
+            if (p[0] == 0) continue;
+            const double total = n + p[0], d = p[1] - m;
+            m += d * p[0] / total;
+            m2 += p[2] + d * d * n * p[0] / total;
+            n = total;
+        }
         mean[ch] = from_comp<P>(comp_t<P>(m));
-        var[ch] = from_comp<P>(comp_t<P>(sq / double(count)));  // biased, as CNTK normalizes with it
+        var[ch] = from_comp<P>(comp_t<P>(m2 / n));  // biased, as CNTK normalizes with it
     }
 }
 
@@ -67,16 +113,18 @@ __global__ void normalize_kernel(Layout l, const D* x, const P* scale, const P* 
     }
 }
 
-// dbias = sum(dy), dscale = sum(dy * xhat) per channel.
+// dbias = sum(dy), dscale = sum(dy * xhat) per channel: sums per (channel, split) into partial
+// ([C, splits, 2]), then added in split order.
 template <typename D, typename P>
-__global__ void grad_stats_kernel(Layout l, const D* x, const D* dy, const P* mean, const P* var,
-                                  double epsilon, P* dscale, P* dbias) {
+__global__ void partial_grad_kernel(Layout l, int64_t per, const D* x, const D* dy, const P* mean,
+                                    const P* var, double epsilon, double* partial) {
     __shared__ double shared[8];
     const int64_t ch = blockIdx.x, count = l.n * l.s;
+    const int64_t begin = blockIdx.y * per, end = min(count, begin + per);
     const double m = to_comp(mean[ch]), inv_std = 1.0 / sqrt(double(to_comp(var[ch])) + epsilon);
     double s_dy = 0, s_dyx = 0;
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-        const int64_t q = ((k / l.s) * l.c + ch) * l.s + k % l.s;
+    for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
+        const int64_t q = channel_offset(l, ch, k);
         const double g = to_comp(dy[q]);
         s_dy += g;
         s_dyx += g * (double(to_comp(x[q])) - m) * inv_std;
@@ -84,6 +132,22 @@ __global__ void grad_stats_kernel(Layout l, const D* x, const D* dy, const P* me
     s_dy = block_reduce(s_dy, SumOp(), shared);
     s_dyx = block_reduce(s_dyx, SumOp(), shared);
     if (threadIdx.x == 0) {
+        double* p = partial + (ch * gridDim.y + blockIdx.y) * 2;
+        p[0] = s_dy;
+        p[1] = s_dyx;
+    }
+}
+
+template <typename P>
+__global__ void merge_grad_kernel(int64_t channels, int64_t splits, const double* partial, P* dscale,
+                                  P* dbias) {
+    for (int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; ch < channels;
+         ch += int64_t(gridDim.x) * blockDim.x) {
+        double s_dy = 0, s_dyx = 0;
+        for (int64_t s = 0; s < splits; ++s) {
+            s_dy += partial[(ch * splits + s) * 2];
+            s_dyx += partial[(ch * splits + s) * 2 + 1];
+        }
         dbias[ch] = from_comp<P>(comp_t<P>(s_dy));
         dscale[ch] = from_comp<P>(comp_t<P>(s_dyx));
     }
@@ -124,7 +188,14 @@ void training(const KernelCall& call) {
     const Layout l = layout_of(x.shape(), a.spatial);
     Tensor y = writable(call.outputs[0]), mean = writable(call.outputs[1]), var = writable(call.outputs[2]);
     cudaStream_t s = stream_of(call);
-    stats_kernel<D, P><<<static_cast<unsigned>(l.c), 256, 0, s>>>(l, ptr<D>(x), ptr<P>(mean), ptr<P>(var));
+    const int64_t splits = splits_of(l);
+    // Released after the launches: the allocator gives it out again only to work queued later on this stream.
+    const Tensor partial = Tensor::empty(Shape{l.c, splits, 3}, DataType::f64, x.device());
+    partial_stats_kernel<D><<<dim3(static_cast<unsigned>(l.c), static_cast<unsigned>(splits)), 256, 0, s>>>(
+        l, per_split(l, splits), ptr<D>(x), ptr<double>(partial));
+    CTK_CUDA_LAUNCH_CHECK();
+    merge_stats_kernel<P>
+        <<<grid_for(l.c), 256, 0, s>>>(l.c, splits, ptr<double>(partial), ptr<P>(mean), ptr<P>(var));
     CTK_CUDA_LAUNCH_CHECK();
     normalize_kernel<D, P><<<grid_for(x.numel()), 256, 0, s>>>(
         l, ptr<D>(x), ptr<P>(scale), ptr<P>(bias), ptr<P>(mean), ptr<P>(var), a.epsilon, ptr<D>(y));
@@ -156,9 +227,14 @@ void backward(const KernelCall& call) {
     Tensor dx = writable(call.outputs[0]), dscale = writable(call.outputs[1]),
            dbias = writable(call.outputs[2]);
     cudaStream_t s = stream_of(call);
-    grad_stats_kernel<D, P>
-        <<<static_cast<unsigned>(l.c), 256, 0, s>>>(l, ptr<D>(in[0]), ptr<D>(in[1]), ptr<P>(in[3]),
-                                                    ptr<P>(in[4]), a.epsilon, ptr<P>(dscale), ptr<P>(dbias));
+    const int64_t splits = splits_of(l);
+    const Tensor partial = Tensor::empty(Shape{l.c, splits, 2}, DataType::f64, in[0].device());
+    partial_grad_kernel<D, P><<<dim3(static_cast<unsigned>(l.c), static_cast<unsigned>(splits)), 256, 0, s>>>(
+        l, per_split(l, splits), ptr<D>(in[0]), ptr<D>(in[1]), ptr<P>(in[3]), ptr<P>(in[4]), a.epsilon,
+        ptr<double>(partial));
+    CTK_CUDA_LAUNCH_CHECK();
+    merge_grad_kernel<P>
+        <<<grid_for(l.c), 256, 0, s>>>(l.c, splits, ptr<double>(partial), ptr<P>(dscale), ptr<P>(dbias));
     CTK_CUDA_LAUNCH_CHECK();
     grad_input_kernel<D, P><<<grid_for(dx.numel()), 256, 0, s>>>(
         l, ptr<D>(in[0]), ptr<D>(in[1]), ptr<P>(in[2]), ptr<P>(in[3]), ptr<P>(in[4]), ptr<P>(dscale),

@@ -110,6 +110,14 @@ OpCase inference_case(const std::string& name, const Shape& x, bool spatial, dou
     return c;
 }
 
+// 20,000 values per channel: the CUDA kernels split each channel over 3 blocks and merge the partial
+// results. x's numerical gradient is left to the small cases (it would take 40,000 perturbations).
+OpCase split_channels_case() {
+    OpCase c = training_case("spatial_split_channels", {50, 2, 20, 20}, true, 1e-5, Sixteen::mixed);
+    c.inputs[0].no_grad();
+    return c;
+}
+
 }  // namespace
 
 std::vector<OpCase> batch_norm_cases() {
@@ -130,6 +138,7 @@ std::vector<OpCase> batch_norm_cases() {
         inference_case("spatial_blocked_3d", {2, 17, 2, 1, 2}, true, 1e-5),
         inference_case("per_activation_2d", {3, 2, 2, 3}, false, 1e-5),
         inference_case("per_activation_3d", {2, 2, 2, 2, 3}, false, 1e-3),
+        split_channels_case(),
         // 16-bit data with f32 statistics (mixed precision), plain and blocked layouts.
         training_case("mixed_spatial_2d", {4, 3, 3, 2}, true, 1e-5, Sixteen::mixed),
         training_case("mixed_spatial_blocked_16ch", {2, 16, 3, 3}, true, 1e-5, Sixteen::mixed),
