@@ -396,21 +396,31 @@ void forward_bn(ForwardContext& c) {
     c.outputs.push_back(Value(r.y.reshape(x.shape().dims())));
     c.saved = {r.mean, r.var};
     // Running statistics (CNTK's time constants): blend = 1 - exp(-n / T); T = 0 keeps only this batch,
-    // T = inf averages over everything seen. The running variance is unbiased.
+    // T = inf averages over everything seen; the first batch (count 0) is taken whole. The running variance
+    // is unbiased. The blend is computed where the count lives: reading the count on the host would make
+    // every batch norm of a GPU step wait for the GPU to drain.
     const double n = static_cast<double>(xv.numel() / channels);
     const double tc = c.attrs.get<double>("normalizationTimeConstant");
     Tensor count = c.inputs[5].data();
-    const double seen = count.item();
-    double blend = tc == 0 ? 1.0 : std::isinf(tc) ? n / (seen + n) : 1.0 - std::exp(-n / tc);
-    if (seen == 0) blend = 1.0;
-    auto mix = [&](Tensor running, const Tensor& batch) {
-        Tensor updated = plus(element_times(running, scalar_like(1 - blend, running)),
-                              element_times(batch.to(running.dtype()), scalar_like(blend, running)));
-        running.copy_from(updated);
-    };
-    mix(rmean, r.mean);
-    mix(rvar, element_times(r.var, scalar_like(n > 1 ? n / (n - 1) : 1.0, r.var)));
-    count.fill(seen + n);
+    const Tensor batch_var = element_times(r.var, scalar_like(n > 1 ? n / (n - 1) : 1.0, r.var));
+    if (tc == 0) {
+        rmean.copy_from(r.mean.to(rmean.dtype()));
+        rvar.copy_from(batch_var.to(rvar.dtype()));
+    } else {
+        const Tensor batch_n = scalar_like(n, count);
+        const Tensor blend = std::isinf(tc) ? element_divide(batch_n, plus(count, batch_n))  // 1 at count 0
+                                            : element_select(equal(count, scalar_like(0.0, count)),
+                                                             scalar_like(1.0, count),
+                                                             scalar_like(1.0 - std::exp(-n / tc), count));
+        auto mix = [&](Tensor running, const Tensor& batch) {
+            const Tensor w = blend.to(running.dtype());
+            running.copy_from(plus(element_times(running, minus(scalar_like(1.0, w), w)),
+                                   element_times(batch.to(running.dtype()), w)));
+        };
+        mix(rmean, r.mean);
+        mix(rvar, batch_var);
+    }
+    count.copy_from(plus(count, scalar_like(n, count)));
 }
 void backward_bn(BackwardContext& c) {
     const Tensor& x = c.inputs[0].data();

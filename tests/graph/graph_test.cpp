@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "ctk/ctk.h"
@@ -255,17 +256,27 @@ TEST(Dropout, TrainingDropsAndScalesReproducibly) {
 }
 
 TEST(BatchNormalization, RunningStatisticsFollowTheTimeConstant) {
-    Variable x = input_variable({1});
-    Variable scale = parameter({1}, constant_initializer(1.0)),
-             bias = parameter({1}, constant_initializer(0.0));
-    Variable mean = constant({1}, 0.0), var = constant({1}, 1.0), count = constant(0.0);
-    FunctionPtr bn = batch_normalization(x, scale, bias, mean, var, count, false, 0.0);
-    Tensor xv = batch({1, 2, 3, 4}, {4, 1});
-    ValueMap o{{bn->output(), Value()}};
-    bn->forward({{x, Value(xv)}}, o, {}, true);
-    EXPECT_FLOAT_EQ(mean.value().item(), 2.5f);
-    EXPECT_NEAR(var.value().item(), 5.0 / 3.0, 1e-6);  // unbiased
-    EXPECT_FLOAT_EQ(count.value().item(), 4.0f);
+    // Two batches of 4: [1, 2, 3, 4] (mean 2.5) then [5, 6, 7, 8] (mean 6.5); both have the unbiased
+    // variance 5/3. The first batch is taken whole whatever the time constant (the count is 0); the
+    // second is blended by 1 (T = 0), 1 - exp(-4 / T) (T = 4) or 4 / (4 + 4) (T = inf).
+    const double e = std::exp(-1.0);
+    for (auto [tc, second_mean] : {std::pair{0.0, 6.5}, std::pair{4.0, 2.5 * e + 6.5 * (1 - e)},
+                                   std::pair{std::numeric_limits<double>::infinity(), 4.5}}) {
+        Variable x = input_variable({1});
+        Variable scale = parameter({1}, constant_initializer(1.0)),
+                 bias = parameter({1}, constant_initializer(0.0));
+        Variable mean = constant({1}, 0.0), var = constant({1}, 1.0), count = constant(0.0);
+        FunctionPtr bn = batch_normalization(x, scale, bias, mean, var, count, false, tc);
+        ValueMap o{{bn->output(), Value()}};
+        bn->forward({{x, Value(batch({1, 2, 3, 4}, {4, 1}))}}, o, {}, true);
+        EXPECT_FLOAT_EQ(mean.value().item(), 2.5f) << "T = " << tc;
+        EXPECT_NEAR(var.value().item(), 5.0 / 3.0, 1e-6) << "unbiased, T = " << tc;
+        EXPECT_FLOAT_EQ(count.value().item(), 4.0f);
+        bn->forward({{x, Value(batch({5, 6, 7, 8}, {4, 1}))}}, o, {}, true);
+        EXPECT_NEAR(mean.value().item(), second_mean, 1e-5) << "T = " << tc;
+        EXPECT_NEAR(var.value().item(), 5.0 / 3.0, 1e-5) << "T = " << tc;
+        EXPECT_FLOAT_EQ(count.value().item(), 8.0f);
+    }
 }
 
 TEST(Recurrence, ErrorsNameTheLoop) {
