@@ -66,6 +66,7 @@ public:
     void synchronize() const;
     bool ready() const;
     float elapsed_ms(const Event& later) const;  // both recorded, `later` after this one
+    Device device() const { return device_; }
 
 private:
     Device device_;
@@ -83,6 +84,10 @@ bool is_pinned(const Tensor& t);
 // device's ctk stream (work queued after it sees the data; the host must not write `host` until the
 // stream has passed it: an Event or synchronize() tells). From other memory it is Tensor::to(device).
 Tensor to_device_async(const Tensor& host, Device device);
+// A copy of the GPU tensor `t` in pinned host memory that does not wait: the copy is queued on t's
+// device's ctk stream, behind the work that makes t, and `done` (an Event of that device) is recorded
+// after it. The host may read the result once done.synchronize() returns, while later work still runs.
+Tensor to_host_async(const Tensor& t, Event& done);
 
 // Whether f32 matrix products may use TF32 tensor cores (10-bit mantissa inputs, f32 accumulation):
 // several times faster on Ampere and Hopper, but not f32-exact. Off by default, as in CNTK.

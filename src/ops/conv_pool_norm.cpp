@@ -408,10 +408,10 @@ void forward_bn(ForwardContext& c) {
         rvar.copy_from(batch_var.to(rvar.dtype()));
     } else {
         const Tensor batch_n = scalar_like(n, count);
-        const Tensor blend = std::isinf(tc) ? element_divide(batch_n, plus(count, batch_n))  // 1 at count 0
-                                            : element_select(equal(count, scalar_like(0.0, count)),
-                                                             scalar_like(1.0, count),
-                                                             scalar_like(1.0 - std::exp(-n / tc), count));
+        const Tensor blend =
+            std::isinf(tc) ? element_divide(batch_n, plus(count, batch_n))  // 1 at count 0
+                           : element_select(equal(count, scalar_like(0.0, count)), scalar_like(1.0, count),
+                                            scalar_like(1.0 - std::exp(-n / tc), count));
         auto mix = [&](Tensor running, const Tensor& batch) {
             const Tensor w = blend.to(running.dtype());
             running.copy_from(plus(element_times(running, minus(scalar_like(1.0, w), w)),

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <unordered_set>
 
+#include "ctk/cuda.h"
 #include "ctk/graph_ops.h"
 #include "ctk/model.h"
 #include "ctk/ops.h"
@@ -22,6 +23,30 @@ int64_t sample_count(const Value& v, const Variable& of) {
 double scalar_of(const Value& v) {
     return v.data().to(DataType::f64).to(Device::cpu()).contiguous().item();
 }
+// A scalar on its way to the host. On a GPU its copy is queued right behind the work that makes it, and
+// get() waits for that work only: the trainer reads the loss after queuing the backward and the update,
+// so train_minibatch returns while the GPU still runs them and the next minibatch is read meanwhile.
+class HostScalar {
+public:
+    explicit HostScalar(const Value& v) {
+        if (!v.defined()) return;
+        const Tensor& t = v.data();
+        if (!t.device().is_cuda()) {
+            value_ = v;
+            return;
+        }
+        done_ = std::make_unique<cuda::Event>(t.device());
+        value_ = Value(cuda::to_host_async(t, *done_));
+    }
+    double get() const {
+        if (done_) done_->synchronize();
+        return scalar_of(value_);
+    }
+
+private:
+    Value value_;
+    std::unique_ptr<cuda::Event> done_;
+};
 std::string known_streams(const std::unordered_map<std::string, MinibatchData>& mb) {
     std::vector<std::string> names;
     for (const auto& [name, data] : mb) names.push_back("'" + name + "'");
@@ -166,6 +191,8 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     const Value& agg = outs.at(agg_var);
     const int64_t samples = sample_count(outs.at(loss_var), loss_->output());
     if (samples == 0) return false;
+    const HostScalar loss_on_host(agg);
+    const HostScalar metric_on_host(metric_ ? outs.at(step_variable(aggregate_metric_->output())) : Value());
     const double scale = loss_scale();
     ValueMap root{
         {agg_var, Value(Tensor::full(agg.data().shape(), scale, agg.data().dtype(), agg.data().device()))}};
@@ -194,11 +221,11 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
 
     prev_samples_ = samples;
     total_samples_ += samples;
-    prev_loss_ = scalar_of(agg);
+    prev_loss_ = loss_on_host.get();
     acc_loss_ += prev_loss_;
     std::optional<double> metric;
     if (metric_) {
-        prev_metric_ = scalar_of(outs.at(step_variable(aggregate_metric_->output())));
+        prev_metric_ = metric_on_host.get();
         acc_metric_ += prev_metric_;
         metric = acc_metric_;
     }

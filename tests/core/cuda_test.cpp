@@ -189,6 +189,22 @@ TEST_F(CudaTest, PinnedBlocksAreNotReusedUnderAQueuedCopy) {
     EXPECT_EQ(reduce_sum(on_gpu, {}).item(), static_cast<double>(n));
 }
 
+TEST_F(CudaTest, ToHostAsyncLandsInPinnedMemoryWhenItsEventPasses) {
+    Tensor x = Tensor::arange(Shape{3, 5}).to(gpu).slice(1, 0, 5, 2);  // strided: packed first
+    cuda::Event done(gpu);
+    Tensor host = cuda::to_host_async(x, done);
+    // Work queued after the copy does not hold the host back once the copy's event has passed.
+    Tensor busy = Tensor::ones(Shape{4096, 4096}, DataType::f32, gpu);
+    for (int i = 0; i < 8; ++i) busy = matmul(busy, busy);
+    done.synchronize();
+    EXPECT_TRUE(cuda::is_pinned(host));
+    EXPECT_EQ(host.shape(), (Shape{3, 3}));
+    EXPECT_EQ(host.contiguous().to_vector<float>(), x.to(Device::cpu()).contiguous().to_vector<float>());
+    cuda::Event event(gpu);
+    EXPECT_THROW(cuda::to_host_async(Tensor::ones(Shape{2}), event), DeviceError);  // a CPU tensor
+    cuda::synchronize(gpu);
+}
+
 TEST_F(CudaTest, EventsOrderAndTimeTheStream) {
     cuda::Event start(gpu), stop(gpu);
     start.record();

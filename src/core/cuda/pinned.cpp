@@ -110,6 +110,20 @@ Tensor to_device_async(const Tensor& host, Device device) {
     return out;
 }
 
+Tensor to_host_async(const Tensor& t, Event& done) {
+    CTK_CHECK(t.device().is_cuda() && t.device() == done.device(), DeviceError, "to_host_async: a tensor on ",
+              t.device().to_string(), " with an event of ", done.device().to_string(),
+              "; both must be on the same GPU");
+    const Tensor packed = t.contiguous();  // if a copy, freed in stream order: the copy below reads it first
+    Tensor host = pinned_empty(t.shape(), t.dtype());
+    detail::set_device(t.device().index);
+    CTK_CUDA_CHECK(cudaMemcpyAsync(host.raw_data(), packed.raw_data(),
+                                   static_cast<size_t>(t.numel()) * size_of(t.dtype()),
+                                   cudaMemcpyDeviceToHost, detail::cuda_stream(t.device())));
+    done.record();
+    return host;
+}
+
 Event::Event(Device device) : device_(device) {
     check_device(device);
     detail::set_device(device.index);
