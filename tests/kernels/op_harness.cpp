@@ -142,6 +142,18 @@ Tensors to_f64(const Tensors& xs) {
     return out;
 }
 
+// One upstream gradient per output, uniform in [-1, 1], in the output's dtype.
+Tensors upstream_gradients(const Tensors& outputs, uint64_t seed) {
+    Tensors dys;
+    Generator gen(seed);
+    for (const Tensor& o : outputs) {
+        Tensor d = Tensor::empty(o.shape(), DataType::f64);
+        gen.uniform(d, -1.0, 1.0);
+        dys.push_back(d.to(o.dtype()));
+    }
+    return dys;
+}
+
 bool has_dtype(const OpCase& c, DataType d) {
     for (auto x : c.dtypes)
         if (x == d) return true;
@@ -175,14 +187,7 @@ std::string check_forward(const OpCase& c, DataType dtype) {
 std::string check_mixed_backward(const OpCase& c, DataType dtype) {
     if (c.f32_inputs.empty() || !c.backward || !has_dtype(c, dtype)) return "";
     const Tensors inputs = make_inputs(c, dtype);
-    const Tensors outputs = c.forward(inputs);
-    Tensors dys;
-    Generator gen(7);
-    for (const Tensor& o : outputs) {
-        Tensor d = Tensor::empty(o.shape(), DataType::f64);
-        gen.uniform(d, -1.0, 1.0);
-        dys.push_back(d.to(o.dtype()));
-    }
+    const Tensors dys = upstream_gradients(c.forward(inputs), 7);
     // The f64 backward of the very same (rounded) values: only the mixed kernel's own rounding differs.
     const Tensors got = c.backward(inputs, dys), want = c.backward(to_f64(inputs), to_f64(dys));
     auto [rtol, atol] = tolerance(c, dtype);
@@ -338,14 +343,9 @@ std::string check_backends(const OpCase& c) {
                 }
             }
             if (!c.backward || (dtype != DataType::f32 && c.f32_inputs.empty())) continue;
-            Tensors dys, dys_gpu;
-            Generator gen(11);
-            for (const Tensor& o : cpu_out) {
-                Tensor d = Tensor::empty(o.shape(), DataType::f64);
-                gen.uniform(d, -1.0, 1.0);
-                dys.push_back(d.to(o.dtype()));
-                dys_gpu.push_back(dys.back().to(gpu));
-            }
+            const Tensors dys = upstream_gradients(cpu_out, 11);
+            Tensors dys_gpu;
+            for (const Tensor& d : dys) dys_gpu.push_back(d.to(gpu));
             Tensors cpu_grads, gpu_grads;
             try {
                 cpu_grads = c.backward(in, dys);

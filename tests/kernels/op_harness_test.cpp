@@ -29,8 +29,12 @@ std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
 
 }  // namespace
 
-TEST_P(OpHarness, ForwardF32) { EXPECT_EQ(check_forward(op_case(), DataType::f32), ""); }
-TEST_P(OpHarness, ForwardF64) { EXPECT_EQ(check_forward(op_case(), DataType::f64), ""); }
+TEST_P(OpHarness, ForwardF32) {
+    EXPECT_EQ(check_forward(op_case(), DataType::f32), "");
+}
+TEST_P(OpHarness, ForwardF64) {
+    EXPECT_EQ(check_forward(op_case(), DataType::f64), "");
+}
 TEST_P(OpHarness, Forward16Bit) {
     EXPECT_EQ(check_forward(op_case(), DataType::bf16), "");
     EXPECT_EQ(check_forward(op_case(), DataType::f16), "");
@@ -43,7 +47,9 @@ TEST_P(OpHarness, NonContiguous) {
     EXPECT_EQ(check_non_contiguous(op_case(), DataType::f32), "");
     EXPECT_EQ(check_non_contiguous(op_case(), DataType::f64), "");
 }
-TEST_P(OpHarness, Gradient) { EXPECT_EQ(check_gradients(op_case()), ""); }
+TEST_P(OpHarness, Gradient) {
+    EXPECT_EQ(check_gradients(op_case()), "");
+}
 
 INSTANTIATE_TEST_SUITE_P(Cases, OpHarness, ::testing::Range<size_t>(0, cases().size()), case_name);
 
@@ -59,7 +65,9 @@ TEST(OpHarnessSelfTest, DetectsWrongResults) {
     c.inputs = {InputSpec::uniform({3, 4})};
     c.forward = [](const Tensors& in) { return Tensors{ctk::exp(in[0])}; };
     c.reference = [](const Tensors& in) { return Tensors{ctk::exp(in[0]).to(DataType::f64)}; };
-    c.backward = [](const Tensors& in, const Tensors& dy) { return Tensors{ctk::element_times(dy[0], in[0])}; };
+    c.backward = [](const Tensors& in, const Tensors& dy) {
+        return Tensors{ctk::element_times(dy[0], in[0])};
+    };
     EXPECT_EQ(check_forward(c, DataType::f64), "");
     EXPECT_NE(check_gradients(c), "");  // d exp(x) is exp(x), not x
     c.reference = [](const Tensors& in) { return Tensors{ctk::sin(in[0])}; };
@@ -72,7 +80,8 @@ TEST(OpHarnessCoverage, EveryOpHasACase) {
     for (const auto& c : cases())
         for (OpKind op : c.ops) covered.insert(static_cast<int>(op));
     for (int i = 0; i < kNumOps; ++i)
-        EXPECT_TRUE(covered.count(i)) << "op '" << op_name(static_cast<OpKind>(i)) << "' has no op-harness case";
+        EXPECT_TRUE(covered.count(i))
+            << "op '" << op_name(static_cast<OpKind>(i)) << "' has no op-harness case";
 }
 
 // Every op has a CPU kernel for f32 (the harness compares other backends against it).
