@@ -1,5 +1,5 @@
 // What this build of ctk is: version, git SHA, build type, when it was built, the math libraries and,
-// in GPU builds, the CUDA toolkit, cuDNN and the GPU architectures compiled in.
+// in GPU builds, the CUDA toolkit, cuDNN, NCCL and the GPU architectures compiled in; MPI when built with it.
 #pragma once
 
 #include <string>
@@ -17,6 +17,10 @@ struct BuildInfo {
     std::string cuda_version;        // the CUDA toolkit, e.g. "13.0.88"
     std::string cudnn_version;       // e.g. "9.19.0"
     std::string cuda_architectures;  // CMake's CUDA_ARCHITECTURES, e.g. "80-real 86-real 89-real 90"
+    std::string nccl_version;        // the NCCL headers built against, e.g. "2.28.9"; empty without NCCL
+    // Empty unless built with MPI (CTK_USE_MPI).
+    std::string mpi_distribution;  // e.g. "Open MPI"
+    std::string mpi_version;       // e.g. "4.1.4"
 };
 
 BuildInfo build_info();

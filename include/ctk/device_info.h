@@ -3,6 +3,7 @@
 // inputs, so every case can be tested without a GPU; only query_cuda_system() asks the real driver.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,14 @@ struct CudaSystem {
 
 // Asks the driver through ctk::cuda. Never throws: a failing query becomes the unavailable reason.
 CudaSystem query_cuda_system();
+
+// The verdict for one of `cuda`'s devices under this build; nullopt when the build's architecture list
+// cannot be checked ("native", "90a", ...; see parse_cuda_architectures).
+std::optional<CompatibilityVerdict> device_verdict(const BuildInfo& build, const CudaSystem& cuda,
+                                                   const cuda::DeviceProperties& device);
+// The verdict on the driver alone (no_driver, driver_too_old) in a GPU build; nullopt when the driver can
+// run this build, and in CPU builds.
+std::optional<CompatibilityVerdict> driver_verdict(const BuildInfo& build, const CudaSystem& cuda);
 
 // The text `ctk info` prints: CNTK's build banner, the CUDA versions and architectures, then CNTK's GPU
 // block with a compatibility verdict (and the fix) per device, or "No GPUs found" and why.

@@ -70,5 +70,73 @@ def get_gpu_properties(device):
     return GPUProperties(_ctk._gpu_properties(device))
 
 
+class Verdict:
+    """Whether this build of ctk runs on a GPU (or under the installed driver), and why: `kind` is one of
+    'runs natively', 'runs via PTX JIT', 'driver too old', 'PTX needs a newer driver', 'no compatible
+    code', 'no driver'; `fix` says what to do (for the PTX JIT, how to skip it; empty when nothing is to
+    be done)."""
+
+    def __init__(self, d):
+        self.kind = d['kind']
+        self.runnable = d['runnable']
+        self.reason = d['reason']
+        self.fix = d['fix']
+
+    def __repr__(self):
+        return 'Verdict(%r, runnable=%r, reason=%r, fix=%r)' % (self.kind, self.runnable, self.reason, self.fix)
+
+
+class GPUInfo:
+    """One GPU as `ctk info` reports it (memory in MB); `verdict` is None when the build's architecture
+    list cannot be checked."""
+
+    def __init__(self, d):
+        self.device_id = d['device_id']
+        self.name = d['name']
+        self.compute_capability = tuple(d['compute_capability'])
+        self.multiprocessors = d['multiprocessors']
+        self.total_memory = d['total_memory']
+        self.free_memory = d['free_memory']
+        self.verdict = Verdict(d['verdict']) if d['verdict'] is not None else None
+
+    def __repr__(self):
+        return 'GPUInfo(%d, %r, compute capability %d.%d, %s)' % (
+            self.device_id, self.name, self.compute_capability[0], self.compute_capability[1],
+            self.verdict.kind if self.verdict else 'not checked')
+
+
+class Info:
+    """What `ctk info` prints, as data. `build`: a dict of the banner's fields (version, git_sha,
+    build_type, build_target, math_lib, built_time, cuda_version, cudnn_version, nccl_version,
+    mpi_distribution, mpi_version, cuda_architectures; empty strings where the build has none).
+    `driver_version`/`runtime_version`: CUDA versions as 13000 = 13.0 (0: none). `gpus`: a GPUInfo per
+    usable GPU; when there is none, `unavailable_reason` says why and `driver_verdict` (a Verdict or None)
+    what the driver lacks. str(info) is the report `ctk info` prints."""
+
+    def __init__(self, d):
+        self.build = dict(d['build'])
+        self.driver_version = d['driver_version']
+        self.runtime_version = d['runtime_version']
+        self.gpus = [GPUInfo(g) for g in d['gpus']]
+        self.unavailable_reason = d['unavailable_reason']
+        self.driver_verdict = Verdict(d['driver_verdict']) if d['driver_verdict'] is not None else None
+        self._report = d['report']
+
+    def __str__(self):
+        return self._report
+
+    def __repr__(self):
+        return 'Info(ctk %s %s build, %d GPU%s)' % (self.build['version'], self.build['build_target'],
+                                                    len(self.gpus), '' if len(self.gpus) == 1 else 's')
+
+
+def info():
+    """The build banner, the CUDA driver and runtime, and for each GPU whether this build runs on it and
+    the fix when it does not (ctk's addition; the CLI's `ctk info` prints str(info())). Never raises for
+    a missing GPU or driver: it says so."""
+    return Info(_ctk._info())
+
+
 __all__ = ['DeviceDescriptor', 'DeviceKind', 'cpu', 'gpu', 'all_devices', 'use_default_device',
-           'try_set_default_device', 'set_excluded_devices', 'get_gpu_properties']
+           'try_set_default_device', 'set_excluded_devices', 'get_gpu_properties', 'info', 'Info', 'GPUInfo',
+           'Verdict']

@@ -20,6 +20,56 @@ std::string descriptor_string(const Device& d) {
     return d.is_cuda() ? "GPU[" + std::to_string(d.index) + "]" : d.to_string();
 }
 
+py::object verdict_dict(const std::optional<CompatibilityVerdict>& v) {
+    if (!v) return py::none();
+    py::dict out;
+    out["kind"] = to_string(v->kind);
+    out["runnable"] = v->runnable();
+    out["reason"] = v->reason;
+    out["fix"] = v->fix;
+    return std::move(out);
+}
+
+// What `ctk info` prints, as data: the build, the driver and runtime, and each GPU with its verdict.
+py::dict info_dict() {
+    const BuildInfo b = build_info();
+    const CudaSystem cuda = query_cuda_system();
+    py::dict build;
+    build["version"] = b.version;
+    build["git_sha"] = b.git_sha;
+    build["build_type"] = b.build_type;
+    build["build_target"] = b.build_target;
+    build["math_lib"] = b.math_lib;
+    build["built_time"] = b.built_time;
+    build["cuda_version"] = b.cuda_version;
+    build["cudnn_version"] = b.cudnn_version;
+    build["nccl_version"] = b.nccl_version;
+    build["mpi_distribution"] = b.mpi_distribution;
+    build["mpi_version"] = b.mpi_version;
+    build["cuda_architectures"] = b.cuda_architectures;
+    py::list gpus;
+    for (const cuda::DeviceProperties& d : cuda.devices) {
+        py::dict g;
+        g["device_id"] = d.index;
+        g["name"] = d.name;
+        g["compute_capability"] = py::make_tuple(d.major, d.minor);
+        g["multiprocessors"] = d.multiprocessors;
+        g["total_memory"] = d.total_memory >> 20;  // MB, as the report prints them
+        g["free_memory"] = d.free_memory >> 20;
+        g["verdict"] = verdict_dict(device_verdict(b, cuda, d));
+        gpus.append(std::move(g));
+    }
+    py::dict out;
+    out["build"] = std::move(build);
+    out["driver_version"] = cuda.driver_version;
+    out["runtime_version"] = cuda.runtime_version;
+    out["gpus"] = std::move(gpus);
+    out["unavailable_reason"] = cuda.unavailable_reason;
+    out["driver_verdict"] = verdict_dict(driver_verdict(b, cuda));
+    out["report"] = format_info_report(b, cuda);
+    return out;
+}
+
 }  // namespace
 
 void bind_device(py::module_& m) {
@@ -43,6 +93,7 @@ void bind_device(py::module_& m) {
     m.def("_all_devices", &all_devices);
     m.def("_default_device", &default_device);
     m.def("_try_set_default_device", &try_set_default_device, py::arg("device"));
+    m.def("_info", &info_dict);
     m.def("_gpu_properties", [](const Device& d) {
         CTK_CHECK(d.is_cuda(), ValueError, "get_gpu_properties: ", descriptor_string(d), " is not a GPU");
         const cuda::DeviceProperties p = cuda::properties(d.index);

@@ -18,8 +18,15 @@ BuildInfo build_info() {
     info.cuda_version = CTK_CUDA_VERSION;
     info.cudnn_version = CTK_CUDNN_VERSION;
     info.cuda_architectures = CTK_CUDA_ARCHITECTURES;
+#ifdef CTK_NCCL_VERSION
+    info.nccl_version = CTK_NCCL_VERSION;
+#endif
 #else
     info.build_target = "CPU";
+#endif
+#ifdef CTK_MPI_DISTRIBUTION
+    info.mpi_distribution = CTK_MPI_DISTRIBUTION;
+    info.mpi_version = CTK_MPI_VERSION;
 #endif
     return info;
 }

@@ -246,7 +246,8 @@ std::string format_build_banner(const BuildInfo& build) {
     std::string out;
     // CNTK's banner (Common.cpp, PrintBuiltInfo). Left out: "Last modified date" (CNTK printed
     // __TIMESTAMP__, the mtime of the one file holding the banner, which says nothing about the build),
-    // "Build Branch" (only the SHA is baked in), the 1bit-SGD/ASGD/MPI lines (not built yet).
+    // "Build Branch" (only the SHA is baked in), the 1bit-SGD/ASGD lines (not built yet). NCCL's line is
+    // ctk's own (CNTK used its own collectives); the MPI lines, as in CNTK, only in builds with MPI.
     out += kDashes;
     out += "Build info: \n\n";
     out += concat("\t\tBuilt time: ", build.built_time, "\n");
@@ -256,10 +257,32 @@ std::string format_build_banner(const BuildInfo& build) {
     if (gpu_build) {
         out += concat("\t\tCUDA version: ", build.cuda_version, "\n");
         out += concat("\t\tCUDNN version: ", build.cudnn_version, "\n");
+        if (!build.nccl_version.empty()) out += concat("\t\tNCCL version: ", build.nccl_version, "\n");
     }
     out += concat("\t\tBuild SHA1: ", build.git_sha, "\n");
+    if (!build.mpi_distribution.empty()) {
+        out += concat("\t\tMPI distribution: ", build.mpi_distribution, "\n");
+        out += concat("\t\tMPI version: ", build.mpi_version, "\n");
+    }
     out += kDashes;
     return out;
+}
+
+std::optional<CompatibilityVerdict> device_verdict(const BuildInfo& build, const CudaSystem& cuda,
+                                                   const cuda::DeviceProperties& device) {
+    std::optional<CudaArchitectures> archs;
+    try {
+        archs = parse_cuda_architectures(build.cuda_architectures);
+    } catch (const ValueError&) {
+        return std::nullopt;
+    }
+    return check_gpu_compatibility(
+        {cuda.driver_version, cuda.runtime_version, *archs, device.major, device.minor});
+}
+
+std::optional<CompatibilityVerdict> driver_verdict(const BuildInfo& build, const CudaSystem& cuda) {
+    if (build.build_target != "GPU") return std::nullopt;
+    return check_driver(cuda.driver_version, cuda.runtime_version);
 }
 
 std::string format_info_report(const BuildInfo& build, const CudaSystem& cuda) {
@@ -268,13 +291,12 @@ std::string format_info_report(const BuildInfo& build, const CudaSystem& cuda) {
 
     // ctk's additions: what the binary holds and what the machine offers.
     out += concat("ctk version: ", build.version, "\n");
-    std::optional<CudaArchitectures> archs;
     if (gpu_build) {
         std::string note;
         try {
-            archs = parse_cuda_architectures(build.cuda_architectures);
-            note = concat("machine code: ", join_archs(archs->sass, "sm_"),
-                          "; PTX: ", join_archs(archs->ptx, "compute_"));
+            const CudaArchitectures archs = parse_cuda_architectures(build.cuda_architectures);
+            note = concat("machine code: ", join_archs(archs.sass, "sm_"),
+                          "; PTX: ", join_archs(archs.ptx, "compute_"));
         } catch (const ValueError& e) {
             note = e.what();
         }
@@ -293,9 +315,7 @@ std::string format_info_report(const BuildInfo& build, const CudaSystem& cuda) {
         out += "No GPUs found\n";
         out += concat(
             "\t\treason: ", cuda.unavailable_reason.empty() ? "none given" : cuda.unavailable_reason, "\n");
-        if (gpu_build)
-            if (auto verdict = check_driver(cuda.driver_version, cuda.runtime_version))
-                out += concat("\t\tfix: ", verdict->fix, "\n");
+        if (auto verdict = driver_verdict(build, cuda)) out += concat("\t\tfix: ", verdict->fix, "\n");
         return out;
     }
 
@@ -312,12 +332,12 @@ std::string format_info_report(const BuildInfo& build, const CudaSystem& cuda) {
             static_cast<unsigned long>(d.total_memory >> 20),
             static_cast<unsigned long>(d.free_memory >> 20));
         out += line;
-        if (!archs) {
+        const std::optional<CompatibilityVerdict> verdict = device_verdict(build, cuda, d);
+        if (!verdict) {
             out += concat("\t\tDevice[", d.index, "] verdict: not checked (unknown architectures)\n");
             continue;
         }
-        const CompatibilityVerdict v =
-            check_gpu_compatibility({cuda.driver_version, cuda.runtime_version, *archs, d.major, d.minor});
+        const CompatibilityVerdict& v = *verdict;
         out += concat("\t\tDevice[", d.index, "] verdict: ", to_string(v.kind), ": ", v.reason, "\n");
         if (!v.fix.empty())
             out += concat("\t\tDevice[", d.index, "] ", v.runnable() ? "tip" : "fix", ": ", v.fix, "\n");

@@ -163,6 +163,7 @@ BuildInfo fake_gpu_build() {
     b.built_time = "Nov 23 2025 02:48:00";
     b.cuda_version = "13.0.88";
     b.cudnn_version = "9.19.0";
+    b.nccl_version = "2.28.9";
     b.cuda_architectures = "80-real 86-real 89-real 90";
     return b;
 }
@@ -200,6 +201,7 @@ TEST(InfoReport, BannerAndGpuBlockInCntkForm) {
                                "\t\tMath lib: OpenBLAS (fake) + oneDNN\n"
                                "\t\tCUDA version: 13.0.88\n"
                                "\t\tCUDNN version: 9.19.0\n"
+                               "\t\tNCCL version: 2.28.9\n"
                                "\t\tBuild SHA1: 5ed1fc7abcde\n" +
                                kDashes;
     EXPECT_EQ(report.substr(0, banner.size()), banner) << report;
@@ -269,7 +271,7 @@ TEST(InfoReport, NoGpuNamesTheReasonAndTheFix) {
 TEST(InfoReport, CpuBuildHasNoCudaLines) {
     BuildInfo build = fake_gpu_build();
     build.build_target = "CPU";
-    build.cuda_version = build.cudnn_version = build.cuda_architectures = "";
+    build.cuda_version = build.cudnn_version = build.nccl_version = build.cuda_architectures = "";
     CudaSystem system;
     system.unavailable_reason = "this build of ctk has no CUDA backend";
     const std::string report = format_info_report(build, system);
@@ -278,6 +280,8 @@ TEST(InfoReport, CpuBuildHasNoCudaLines) {
         << report;
     EXPECT_FALSE(has(report, "CUDA version:"));
     EXPECT_FALSE(has(report, "CUDNN version:"));
+    EXPECT_FALSE(has(report, "NCCL version:"));
+    EXPECT_FALSE(has(report, "MPI"));
     EXPECT_TRUE(has(report, "CUDA: not built in\n"));
     EXPECT_TRUE(has(report, "No GPUs found\n\t\treason: this build of ctk has no CUDA backend\n")) << report;
     EXPECT_FALSE(has(report, "fix:"));
@@ -298,4 +302,37 @@ TEST(InfoReport, RealSystemNeverThrows) {
     const std::string report = info_report();
     EXPECT_EQ(report.substr(0, kDashes.size() + 13), kDashes + "Build info: \n");
     EXPECT_TRUE(has(report, "GPU info:") || has(report, "No GPUs found")) << report;
+}
+
+TEST(InfoReport, MpiLinesFollowTheShaInBuildsWithMpi) {
+    BuildInfo build = fake_gpu_build();
+    build.mpi_distribution = "Open MPI";
+    build.mpi_version = "4.1.4";
+    const std::string banner = format_build_banner(build);
+    EXPECT_TRUE(has(banner,
+                    "\t\tBuild SHA1: 5ed1fc7abcde\n"
+                    "\t\tMPI distribution: Open MPI\n"
+                    "\t\tMPI version: 4.1.4\n" +
+                        kDashes))
+        << banner;
+}
+
+TEST(InfoReport, VerdictsPerDeviceAndForTheDriver) {
+    const BuildInfo build = fake_gpu_build();
+    CudaSystem system{13000, 13000, {fake_device(0, "NVIDIA A10", 8, 6, 72, 22731, 22000)}, ""};
+    const auto verdict = device_verdict(build, system, system.devices[0]);
+    ASSERT_TRUE(verdict.has_value());
+    EXPECT_EQ(verdict->kind, GpuCompatibility::runs_native);
+    EXPECT_FALSE(driver_verdict(build, system).has_value());
+
+    system.driver_version = 12080;
+    ASSERT_TRUE(driver_verdict(build, system).has_value());
+    EXPECT_EQ(driver_verdict(build, system)->kind, GpuCompatibility::driver_too_old);
+    BuildInfo cpu = build;
+    cpu.build_target = "CPU";
+    EXPECT_FALSE(driver_verdict(cpu, system).has_value());  // a CPU build needs no driver
+
+    BuildInfo native = build;
+    native.cuda_architectures = "native";
+    EXPECT_FALSE(device_verdict(native, system, system.devices[0]).has_value());
 }

@@ -83,3 +83,32 @@ def test_gpu_training_matches_the_cpu():
     v = C.Value(batch=np.ones((2, 3), np.float32), device=gpu(0))
     assert v.device == gpu(0) and str(gpu(0)) == 'GPU[0]'
     np.testing.assert_array_equal(v.asarray(), np.ones((2, 3)))
+
+
+def test_info_reports_the_build_and_every_gpu_with_a_verdict():
+    import ctk
+    info = ctk.device.info()
+    assert info.build['version'] == C.__version__
+    assert info.build['build_target'] in ('CPU', 'GPU')
+    assert 'OpenBLAS' in info.build['math_lib']
+    report = str(info)
+    assert report.startswith('-' * 67 + '\nBuild info: \n')
+    assert '\t\tBuild SHA1: %s\n' % info.build['git_sha'] in report
+    assert len(info.gpus) == len(all_devices()) - 1
+    if info.build['build_target'] == 'GPU':
+        assert '\t\tCUDA version: %s\n' % info.build['cuda_version'] in report
+        assert info.runtime_version >= 12000
+    else:
+        assert info.build['cuda_version'] == '' and 'CUDA: not built in' in report
+    if info.gpus:
+        g = info.gpus[0]
+        assert g.name in report and g.total_memory > 0 and len(g.compute_capability) == 2
+        assert g.verdict is not None and g.verdict.runnable
+        assert ('Device[0] verdict: %s' % g.verdict.kind) in report
+    else:
+        assert 'No GPUs found' in report and info.unavailable_reason
+        assert ('\t\treason: %s\n' % info.unavailable_reason) in report
+        if info.driver_verdict is not None:  # a GPU build without a usable driver names the fix
+            assert not info.driver_verdict.runnable and info.driver_verdict.fix in report
+    assert C.device.info().build == info.build  # cntk.device is the same module
+
