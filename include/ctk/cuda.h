@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "ctk/device.h"
@@ -71,6 +73,39 @@ public:
 private:
     Device device_;
     void* event_ = nullptr;  // cudaEvent_t
+};
+
+// A CUDA Graph: the work a function queues on a device's ctk stream, recorded once (nothing runs while
+// it is recorded) and then replayed with one launch, which saves the host the cost of queuing every
+// kernel again. The recorded kernels keep the addresses and the scalar arguments they were queued with,
+// so a replay computes from the same tensors: the caller refills the inputs in place between replays,
+// and whatever varies between runs in another way (a random seed, a learning rate in a kernel argument)
+// must not be part of the work. Tensors allocated during the capture come from a memory pool that only
+// this graph uses (they hold the graph's results after each replay and may be kept); blocks freed during
+// the capture that were allocated before it are held until the graph is destroyed. Without the CUDA
+// backend capture() returns null with the reason.
+class Graph {
+public:
+    // Records `work` on `device`. Work that cannot be recorded (a wait for the GPU, a read of a GPU value
+    // on the host, a copy from pageable host memory, ...) or that throws gives null and the reason in
+    // *why_not; nothing of it has run, so the caller runs it the ordinary way.
+    static std::unique_ptr<Graph> capture(Device device, const std::function<void()>& work,
+                                          std::string* why_not);
+    ~Graph();  // waits for the graph's replays, then gives its pool back to the device's cache
+    Graph(const Graph&) = delete;
+    Graph& operator=(const Graph&) = delete;
+    // Queues the whole graph on the device's ctk stream (the host returns at once).
+    void replay();
+    Device device() const { return device_; }
+    int64_t num_nodes() const { return num_nodes_; }
+
+private:
+    explicit Graph(Device device) : device_(device) {}
+    Device device_;
+    void* graph_ = nullptr;  // cudaGraph_t
+    void* exec_ = nullptr;   // cudaGraphExec_t
+    int pool_ = 0;           // the allocator's capture pool
+    int64_t num_nodes_ = 0;
 };
 
 // A CPU tensor in page-locked (pinned) host memory: copies from it to a GPU run asynchronously on the

@@ -20,6 +20,9 @@ struct AllocatorStats {
     int64_t num_frees = 0;
     int64_t num_cache_hits = 0;  // allocations served from the cache (caching allocators only)
     int64_t bytes_reserved = 0;  // taken from the device (in use, rounding and cache; GPU allocator only)
+    // Free but kept for captured CUDA Graphs (cuda::Graph), whose recorded kernels use these addresses
+    // (part of bytes_reserved, not of bytes_cached; GPU allocator only).
+    int64_t bytes_in_graph_pools = 0;
 };
 
 class Allocator {

@@ -427,6 +427,9 @@ void Tensor::copy_from(const Tensor& src) {
 
 void Tensor::fill(double value) {
     if (numel() == 0) return;
+#if CTK_HAVE_CUDA
+    if (device().is_cuda()) return cuda::detail::fill(*this, value);
+#endif
     Tensor one = empty(Shape{}, dtype_);
     store_from_double(one.raw_data(), dtype_, value);
     copy_from(one);

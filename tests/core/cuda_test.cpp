@@ -30,6 +30,20 @@ TEST(CudaRuntime, ReportsWhyThereIsNoGpu) {
     }
 }
 
+TEST(CudaRuntime, GraphsNeedAGpu) {
+    if (cuda::is_available()) GTEST_SKIP() << "a GPU is present";
+    std::string why;
+    bool ran = false;
+    try {
+        EXPECT_FALSE(cuda::Graph::capture(
+            Device::cuda(0), [&] { ran = true; }, &why));
+        EXPECT_FALSE(why.empty());    // a CPU-only build says so
+    } catch (const DeviceError& e) {  // a CUDA build says the device is missing
+        EXPECT_NE(std::string(e.what()).find("CUDA:0"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(ran);
+}
+
 TEST(CudaRuntime, Tf32AndDeterministicSwitches) {
     EXPECT_FALSE(cuda::allow_tf32());
     cuda::set_allow_tf32(true);
@@ -215,4 +229,94 @@ TEST_F(CudaTest, EventsOrderAndTimeTheStream) {
     EXPECT_TRUE(stop.ready());
     EXPECT_GT(start.elapsed_ms(stop), 0.0f);
     EXPECT_EQ(b.at({0, 0}), 2048.0);
+}
+
+TEST_F(CudaTest, FillWritesEveryDtypeAndLayoutAsTheCpuDoes) {
+    for (DataType dt : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32,
+                        DataType::i64, DataType::u8}) {
+        for (double v : {0.0, -0.0, 0.1, 3.0, 200.0}) {
+            Tensor cpu = Tensor::empty(Shape{5, 7}, dt);
+            cpu.fill(v);
+            Tensor g = Tensor::full(Shape{5, 7}, 9.0, dt, gpu);
+            g.fill(v);
+            EXPECT_EQ(g.to(Device::cpu()).to(DataType::f64).to_vector<double>(),
+                      cpu.to(DataType::f64).to_vector<double>())
+                << dtype_name(dt) << " " << v;
+        }
+        // A strided view: only its elements change.
+        Tensor g = Tensor::zeros(Shape{4, 6}, dt, gpu);
+        g.slice(1, 1, 6, 2).fill(1.0);
+        Tensor expect = Tensor::zeros(Shape{4, 6}, dt);
+        expect.slice(1, 1, 6, 2).fill(1.0);
+        EXPECT_EQ(g.to(Device::cpu()).to(DataType::f64).to_vector<double>(),
+                  expect.to(DataType::f64).to_vector<double>())
+            << dtype_name(dt);
+    }
+}
+
+TEST_F(CudaTest, GraphReplaysWorkOnRefilledInputs) {
+    Tensor x = Tensor::arange(Shape{1000}).to(gpu);
+    Tensor y;
+    std::string why;
+    auto graph = cuda::Graph::capture(
+        gpu,
+        [&] {
+            Tensor doubled = binary(OpKind::element_times, x, Tensor::full(Shape{}, 2.0, DataType::f32, gpu));
+            y = binary(OpKind::plus, doubled, Tensor::ones(Shape{}, DataType::f32, gpu));
+        },
+        &why);
+    ASSERT_TRUE(graph) << why;
+    EXPECT_GT(graph->num_nodes(), 0);
+    EXPECT_GT(allocator_for(gpu).stats().bytes_in_graph_pools, 0);  // `doubled`, freed into the pool
+    graph->replay();
+    EXPECT_EQ(y.at({999}), 2.0 * 999 + 1);
+    x.fill(-1.0);  // in place: the recording reads it
+    graph->replay();
+    EXPECT_EQ(y.to_vector<float>(), std::vector<float>(1000, -1.0f));
+    // Eager work in between takes no block of the graph's.
+    Tensor other = Tensor::full(Shape{1000}, 5.0, DataType::f32, gpu);
+    graph->replay();
+    EXPECT_EQ(y.at({0}), -1.0);
+    EXPECT_EQ(other.at({0}), 5.0);
+    graph.reset();
+    EXPECT_EQ(allocator_for(gpu).stats().bytes_in_graph_pools, 0);
+    EXPECT_EQ(y.at({3}), -1.0);  // results outlive their graph
+}
+
+TEST_F(CudaTest, GraphHoldsBlocksFreedDuringTheCapture) {
+    Tensor old = Tensor::full(Shape{4096}, 7.0, DataType::f32, gpu);
+    void* address = old.raw_data();
+    Tensor y;
+    std::string why;
+    auto graph = cuda::Graph::capture(
+        gpu,
+        [&] {
+            y = binary(OpKind::plus, old, old);
+            old = Tensor();  // the recording still reads it at every replay
+        },
+        &why);
+    ASSERT_TRUE(graph) << why;
+    Tensor eager = Tensor::empty(Shape{4096}, DataType::f32, gpu);  // same size class
+    EXPECT_NE(eager.raw_data(), address);
+    graph->replay();
+    EXPECT_EQ(y.at({0}), 14.0);
+}
+
+TEST_F(CudaTest, WorkThatCannotBeRecordedFailsWithTheReason) {
+    Tensor x = Tensor::ones(Shape{8}, DataType::f32, gpu);
+    std::string why;
+    EXPECT_FALSE(cuda::Graph::capture(
+        gpu, [&] { (void)reduce_sum(x, {}).item(); }, &why));
+    EXPECT_FALSE(why.empty());
+    why.clear();
+    EXPECT_FALSE(cuda::Graph::capture(
+        gpu, [&] { x.copy_from(Tensor::zeros(Shape{8})); }, &why));
+    EXPECT_NE(why.find("cannot be recorded in a CUDA Graph"), std::string::npos) << why;
+    why.clear();
+    EXPECT_FALSE(cuda::Graph::capture(
+        gpu, [&] { CTK_THROW(ValueError, "from the work"); }, &why));
+    EXPECT_NE(why.find("from the work"), std::string::npos) << why;
+    // The stream and the allocator work as before.
+    EXPECT_EQ(allocator_for(gpu).stats().bytes_in_graph_pools, 0);
+    EXPECT_EQ(binary(OpKind::plus, x, x).to_vector<float>(), std::vector<float>(8, 2.0f));
 }

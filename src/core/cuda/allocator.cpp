@@ -2,13 +2,17 @@
 // freed blocks are kept and handed out again. All ctk work on a device is ordered on that device's one
 // ctk stream (ctk/cuda.h), so a block freed by the host can be reused by the next kernel at once: the
 // stream runs the old reader before the new writer. Code that uses other streams must synchronize
-// before it frees.
+// before it frees. A CUDA Graph capture gets a pool of its own (allocator.h), since a replay writes the
+// recorded addresses again long after the capture's frees.
 #include <algorithm>
 #include <bit>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #include "core/cuda/allocator.h"
 #include "core/cuda/cuda_check.h"
@@ -43,27 +47,16 @@ public:
         CTK_CHECK(rounded >= bytes, OutOfMemoryError, "CUDA:", device_, ": cannot allocate ", bytes,
                   " bytes");
         std::lock_guard<std::mutex> lock(mutex_);
-        void* p = take_cached(rounded);
+        CapturePool* pool = capturing_pool();
+        void* p = pool ? take(pool->free_blocks, rounded, &stats_.bytes_in_graph_pools)
+                       : take(free_blocks_, rounded, &stats_.bytes_cached);
         if (!p) {
-            set_device(device_);
-            if (cudaMalloc(&p, rounded) != cudaSuccess) {
-                cudaGetLastError();
-                release_cache();
-                if (cudaMalloc(&p, rounded) != cudaSuccess) {
-                    cudaGetLastError();
-                    size_t free_b = 0, total_b = 0;
-                    cudaMemGetInfo(&free_b, &total_b);
-                    cudaGetLastError();
-                    CTK_THROW(OutOfMemoryError, "CUDA out of memory on CUDA:", device_,
-                              ": tried to allocate ", mib(static_cast<int64_t>(bytes)), "; ctk has ",
-                              mib(stats_.bytes_in_use), " in use and ", mib(stats_.bytes_cached),
-                              " cached (already given back); the GPU has ", mib(static_cast<int64_t>(free_b)),
-                              " free of ", mib(static_cast<int64_t>(total_b)),
-                              ". Use a smaller minibatch, or free tensors held elsewhere.");
-                }
-            }
+            p = device_malloc(rounded, bytes, pool != nullptr);
             stats_.bytes_reserved += static_cast<int64_t>(rounded);
+        } else {
+            ++stats_.num_cache_hits;
         }
+        if (pool) pool_of_[p] = pool->id;
         stats_.bytes_in_use += static_cast<int64_t>(bytes);
         stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
         ++stats_.num_allocations;
@@ -75,12 +68,21 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         stats_.bytes_in_use -= static_cast<int64_t>(bytes);
         ++stats_.num_frees;
-        if (static_cast<size_t>(stats_.bytes_cached) + rounded <= cache_limit_) {
-            free_blocks_[rounded].push_back(ptr);
-            stats_.bytes_cached += static_cast<int64_t>(rounded);
-        } else {
-            free_block(ptr, rounded);
+        if (auto it = pool_of_.empty() ? pool_of_.end() : pool_of_.find(ptr); it != pool_of_.end()) {
+            auto pool = pools_.find(it->second);
+            if (pool != pools_.end()) {  // back to its graph's pool
+                pool->second.free_blocks[rounded].push_back(ptr);
+                stats_.bytes_in_graph_pools += static_cast<int64_t>(rounded);
+                return;
+            }
+            pool_of_.erase(it);  // the graph is gone: an ordinary block now
+        } else if (CapturePool* capturing = capturing_pool()) {
+            // Allocated before the capture, freed during it: the recorded kernels may read it at replay.
+            capturing->held.emplace_back(ptr, rounded);
+            stats_.bytes_in_graph_pools += static_cast<int64_t>(rounded);
+            return;
         }
+        cache(ptr, rounded);
     }
 
     AllocatorStats stats() const override {
@@ -107,15 +109,100 @@ public:
         return cache_limit_;
     }
 
+    int open_pool() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        CTK_CHECK(capturing_ == 0, DeviceError, "CUDA:", device_,
+                  ": a CUDA Graph capture is already recording on this device");
+        const int id = next_pool_id_++;
+        pools_[id].id = id;
+        capturing_ = id;
+        capture_thread_ = std::this_thread::get_id();
+        return id;
+    }
+    void close_pool(int id) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (capturing_ == id) capturing_ = 0;
+    }
+    void release_pool(int id) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (capturing_ == id) capturing_ = 0;
+        auto it = pools_.find(id);
+        if (it == pools_.end()) return;
+        CapturePool pool = std::move(it->second);
+        pools_.erase(it);
+        for (auto& [size, blocks] : pool.free_blocks)
+            for (void* p : blocks) {
+                pool_of_.erase(p);
+                stats_.bytes_in_graph_pools -= static_cast<int64_t>(size);
+                cache(p, size);
+            }
+        for (auto& [p, size] : pool.held) {
+            stats_.bytes_in_graph_pools -= static_cast<int64_t>(size);
+            cache(p, size);
+        }
+    }
+
 private:
-    void* take_cached(size_t rounded) {
-        auto it = free_blocks_.find(rounded);
-        if (it == free_blocks_.end() || it->second.empty()) return nullptr;
+    struct CapturePool {
+        int id = 0;
+        std::unordered_map<size_t, std::vector<void*>> free_blocks;  // the pool's own, free
+        std::vector<std::pair<void*, size_t>> held;                  // older blocks freed during capture
+    };
+
+    // The pool the calling thread is capturing into, if any.
+    CapturePool* capturing_pool() {
+        if (capturing_ == 0 || std::this_thread::get_id() != capture_thread_) return nullptr;
+        return &pools_.at(capturing_);
+    }
+
+    void* take(std::unordered_map<size_t, std::vector<void*>>& blocks, size_t rounded, int64_t* counter) {
+        auto it = blocks.find(rounded);
+        if (it == blocks.end() || it->second.empty()) return nullptr;
         void* p = it->second.back();
         it->second.pop_back();
-        stats_.bytes_cached -= static_cast<int64_t>(rounded);
-        ++stats_.num_cache_hits;
+        *counter -= static_cast<int64_t>(rounded);
         return p;
+    }
+
+    void cache(void* p, size_t rounded) {
+        if (static_cast<size_t>(stats_.bytes_cached) + rounded <= cache_limit_) {
+            free_blocks_[rounded].push_back(p);
+            stats_.bytes_cached += static_cast<int64_t>(rounded);
+        } else {
+            free_block(p, rounded);
+        }
+    }
+
+    void* device_malloc(size_t rounded, size_t bytes, bool capturing) {
+        set_device(device_);
+        // cudaMalloc is not stream work: during a capture it is allowed (relaxed mode) and not recorded.
+        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        if (capturing) cudaThreadExchangeStreamCaptureMode(&mode);
+        void* p = nullptr;
+        bool ok = cudaMalloc(&p, rounded) == cudaSuccess;
+        if (!ok) {
+            cudaGetLastError();
+            // Giving the cache back frees with cudaFree, which waits for the device: not during a capture
+            // (the capture then fails with the out-of-memory error, and the eager path retries it).
+            if (!capturing) {
+                release_cache();
+                ok = cudaMalloc(&p, rounded) == cudaSuccess;
+                if (!ok) cudaGetLastError();
+            }
+        }
+        if (capturing) cudaThreadExchangeStreamCaptureMode(&mode);  // back to the capture's mode
+        if (ok) return p;
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        cudaGetLastError();
+        CTK_THROW(
+            OutOfMemoryError, "CUDA out of memory on CUDA:", device_, ": tried to allocate ",
+            mib(static_cast<int64_t>(bytes)), "; ctk has ", mib(stats_.bytes_in_use), " in use and ",
+            mib(stats_.bytes_cached), " cached (already given back)",
+            stats_.bytes_in_graph_pools ? " and " + mib(stats_.bytes_in_graph_pools) + " kept for CUDA Graphs"
+                                        : std::string(),
+            "; the GPU has ", mib(static_cast<int64_t>(free_b)), " free of ",
+            mib(static_cast<int64_t>(total_b)), ". Use a smaller minibatch, or free tensors held elsewhere.");
     }
 
     // cudaFree waits for the device, which is what makes giving memory back safe here.
@@ -138,7 +225,18 @@ private:
     std::unordered_map<size_t, std::vector<void*>> free_blocks_;
     AllocatorStats stats_;
     size_t cache_limit_ = SIZE_MAX;  // like cudaMalloc-based frameworks: keep everything until asked
+    // CUDA Graph capture pools: block -> pool for the pools' own blocks; capturing_ is the pool that
+    // capture_thread_ records into (0: none).
+    std::unordered_map<int, CapturePool> pools_;
+    std::unordered_map<void*, int> pool_of_;
+    int capturing_ = 0;
+    int next_pool_id_ = 1;
+    std::thread::id capture_thread_;
 };
+
+CudaCachingAllocator& caching_allocator(int device) {
+    return static_cast<CudaCachingAllocator&>(device_allocator(device));
+}
 
 }  // namespace
 
@@ -153,6 +251,16 @@ Allocator& device_allocator(int device) {
         for (int i = 0; i < device_count(); ++i) allocators->push_back(new CudaCachingAllocator(i));
     });
     return *(*allocators)[static_cast<size_t>(device)];
+}
+
+int open_capture_pool(int device) {
+    return caching_allocator(device).open_pool();
+}
+void close_capture_pool(int device, int pool) {
+    caching_allocator(device).close_pool(pool);
+}
+void release_capture_pool(int device, int pool) {
+    caching_allocator(device).release_pool(pool);
 }
 
 }  // namespace ctk::cuda::detail

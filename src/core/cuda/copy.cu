@@ -4,6 +4,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+
 #include "core/cuda/copy.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/strided.cuh"
@@ -80,6 +84,25 @@ __global__ void move_kernel(StridedOffsets<2> idx, char* dst, const char* src, i
     }
 }
 
+// Every element <- the same bit pattern (T: the element's size).
+template <typename T>
+__global__ void fill_kernel(StridedOffsets<1> idx, char* dst, T bits, int64_t n) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x) {
+        int64_t off[1];
+        idx.offsets(i, off);
+        *reinterpret_cast<T*>(dst + off[0]) = bits;
+    }
+}
+
+template <typename T>
+void launch_fill(const StridedOffsets<1>& idx, char* dst, const unsigned char* bytes, int64_t n,
+                 cudaStream_t stream) {
+    T bits;
+    std::memcpy(&bits, bytes, sizeof(T));
+    fill_kernel<T><<<grid_for(n), 256, 0, stream>>>(idx, dst, bits, n);
+}
+
 Dims strides_in_bytes(const Tensor& t) {
     Dims b = t.strides();
     for (auto& s : b) s *= static_cast<int64_t>(t.element_size());
@@ -128,6 +151,46 @@ void copy_on_device(const Tensor& src, const Tensor& dst) {
     CTK_CUDA_CHECK(cudaGetLastError());
 }
 
+void check_not_capturing(Device device, const char* what) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CTK_CUDA_CHECK(cudaStreamIsCapturing(cuda_stream(device), &capture));
+    CTK_CHECK(capture == cudaStreamCaptureStatusNone, DeviceError, what, " on ", device.to_string(),
+              " cannot be recorded in a CUDA Graph");
+}
+
+void fill(const Tensor& dst, double value) {
+    CTK_CHECK(dst.device().is_cuda(), DeviceError, "fill: ", dst.device().to_string(), " is not a GPU");
+    const int64_t n = dst.numel();
+    if (n == 0) return;
+    unsigned char bytes[8] = {};
+    store_from_double(bytes, dst.dtype(), value);  // the element exactly as the host would store it
+    cudaStream_t stream = cuda_stream(dst.device());
+    const bool zero = std::all_of(std::begin(bytes), std::end(bytes), [](unsigned char b) { return b == 0; });
+    if (zero && dst.is_contiguous()) {
+        CTK_CUDA_CHECK(
+            cudaMemsetAsync(dst.raw_data(), 0, static_cast<size_t>(n) * dst.element_size(), stream));
+        return;
+    }
+    const auto idx = make_strided_offsets(
+        ::ctk::detail::make_strided_plan<1>(dst.shape().dims(), {strides_in_bytes(dst)}));
+    char* d = static_cast<char*>(dst.raw_data());
+    switch (dst.element_size()) {
+        case 1:
+            launch_fill<uint8_t>(idx, d, bytes, n, stream);
+            break;
+        case 2:
+            launch_fill<uint16_t>(idx, d, bytes, n, stream);
+            break;
+        case 4:
+            launch_fill<uint32_t>(idx, d, bytes, n, stream);
+            break;
+        default:
+            launch_fill<uint64_t>(idx, d, bytes, n, stream);
+            break;
+    }
+    CTK_CUDA_CHECK(cudaGetLastError());
+}
+
 void copy_tensor(const Tensor& src, const Tensor& dst, bool async) {
     Tensor s = src.broadcast_to(dst.shape());
     if (dst.numel() == 0) return;
@@ -152,6 +215,7 @@ void copy_tensor(const Tensor& src, const Tensor& dst, bool async) {
     }
     if (dst.device().is_cuda()) {  // host -> device
         Tensor host = s.contiguous().to(dst.dtype());
+        check_not_capturing(dst.device(), "a copy from host memory");
         Tensor target = dst.is_contiguous() ? dst : Tensor::empty(dst.shape(), dst.dtype(), dst.device());
         // From pageable memory this returns once the data is staged, so `host` may be freed after it. From
         // pinned memory it returns at once; the pinned cache keeps a released block until the copy is done,

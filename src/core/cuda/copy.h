@@ -15,4 +15,14 @@ void copy_tensor(const Tensor& src, const Tensor& dst, bool async = false);
 // dst <- src on one GPU: same shape (src may be a broadcast view), any strides, any dtypes.
 void copy_on_device(const Tensor& src, const Tensor& dst);
 
+// Throws DeviceError when `device`'s ctk stream is recording a CUDA Graph: a copy between host and device
+// memory would be replayed long after its host buffer was freed or reused (pinned blocks are recycled
+// too), and a read on the host would never see the data. `what` names the operation.
+void check_not_capturing(Device device, const char* what);
+
+// Every element of the GPU tensor dst (any strides) <- value, by a kernel that takes the value as an
+// argument: nothing is staged through host memory (a pageable upload may stall the host until the
+// stream drains), and a CUDA Graph capture records the fill like any kernel.
+void fill(const Tensor& dst, double value);
+
 }  // namespace ctk::cuda::detail

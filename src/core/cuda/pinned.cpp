@@ -114,6 +114,7 @@ Tensor to_host_async(const Tensor& t, Event& done) {
     CTK_CHECK(t.device().is_cuda() && t.device() == done.device(), DeviceError, "to_host_async: a tensor on ",
               t.device().to_string(), " with an event of ", done.device().to_string(),
               "; both must be on the same GPU");
+    detail::check_not_capturing(t.device(), "to_host_async");
     const Tensor packed = t.contiguous();  // if a copy, freed in stream order: the copy below reads it first
     Tensor host = pinned_empty(t.shape(), t.dtype());
     detail::set_device(t.device().index);

@@ -200,6 +200,15 @@ Tensor to_host_async(const Tensor& t, Event&) {
     return t.to(Device::cpu());  // no Event exists without the backend; kept for the declaration
 }
 
+std::unique_ptr<Graph> Graph::capture(Device, const std::function<void()>&, std::string* why_not) {
+    if (why_not) *why_not = "this build of ctk has no CUDA backend";
+    return nullptr;
+}
+Graph::~Graph() = default;
+void Graph::replay() {
+    no_backend();
+}
+
 Event::Event(Device device) : device_(device) {
     check_device(device);
 }
