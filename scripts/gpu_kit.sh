@@ -12,7 +12,8 @@ if [ ! -f "$BUILD/build.ninja" ]; then
     cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTK_WARNINGS_AS_ERRORS=ON
 fi
 binaries=(tests/cuda_test tests/op_harness_gpu_test tests/graph_harness_gpu_test tests/learners/learner_gpu_test
-          tests/train/train_gpu_test tests/train/mixed_precision_gpu_test bench/ctk_bench cli/ctk)
+          tests/train/train_gpu_test tests/train/mixed_precision_gpu_test tests/train/cuda_graph_gpu_test
+          bench/ctk_bench cli/ctk)
 targets=()
 for b in "${binaries[@]}"; do targets+=("$(basename "$b")"); done
 ninja -C "$BUILD" "${targets[@]}"

@@ -29,7 +29,7 @@ echo "ctk info: exit $?" | tee -a "$summary"
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
     for t in cuda_test op_harness_gpu_test graph_harness_gpu_test learner_gpu_test train_gpu_test \
-        mixed_precision_gpu_test; do
+        mixed_precision_gpu_test cuda_graph_gpu_test; do
         start=$SECONDS
         "$KIT/$t" --gtest_brief=1 >/tmp/ctk-gpukit-test.log 2>&1
         rc=$?
@@ -41,13 +41,16 @@ fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then
     run_bench() {
-        echo "== compare.py $*" >>"$OUT/bench.log"
+        echo "== ${CTK_CUDA_GRAPH:+CTK_CUDA_GRAPH=$CTK_CUDA_GRAPH }compare.py $*" >>"$OUT/bench.log"
         python3 bench/compare.py --ctk-bench "$KIT/ctk_bench" --device cuda "$@" >>"$OUT/bench.log" 2>&1
-        echo "compare.py $*: exit $?" | tee -a "$summary"
+        echo "${CTK_CUDA_GRAPH:+CTK_CUDA_GRAPH=$CTK_CUDA_GRAPH }compare.py $*: exit $?" | tee -a "$summary"
     }
     run_bench --cases 'gemm_*' --dtype f32 --rounds 3 "$@"
     run_bench --cases 'gemm_*' --dtype bf16 --rounds 3 "$@"
     run_bench --cases 'train_resnet20' --dtype f32 --rounds 3 "$@"
     run_bench --cases 'train_resnet20,train_resnet50' --dtype bf16 --rounds 3 "$@"
+    # The training steps again with the forward and backward replayed from a CUDA Graph.
+    CTK_CUDA_GRAPH=1 run_bench --cases 'train_resnet20' --dtype f32 --rounds 3 "$@"
+    CTK_CUDA_GRAPH=1 run_bench --cases 'train_resnet20,train_resnet50' --dtype bf16 --rounds 3 "$@"
     grep -E '^(case|gemm|train|add|conv)' "$OUT/bench.log" | tee -a "$summary"
 fi

@@ -185,6 +185,10 @@ private:
     double acc_ = 0;
 };
 
+namespace detail {
+class StepGraph;
+}
+
 class Trainer {
 public:
     // loss and metric are per-sample Functions (metric may be null); the Trainer sums them over the
@@ -232,6 +236,22 @@ public:
     double loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
     int64_t skipped_steps() const { return scaler_ ? scaler_->skipped_steps() : 0; }
 
+    // CUDA Graphs (ctk's addition; off by default, or CTK_CUDA_GRAPH=1 for trainers of any script): on a
+    // GPU, the forward and backward of a step are recorded once as a CUDA Graph and then replayed with one
+    // launch while the minibatches keep their shapes, which saves the host queuing hundreds of kernels
+    // per step. The second step of a shape is recorded (the first builds cuDNN's choices and the like);
+    // a step of another shape (an epoch's last minibatch) runs directly; the learners' updates always do.
+    // Results are the same bits as without. Not recorded: graphs with random ops (dropout) or user
+    // functions, minibatches of sequences, and graphs whose ops read GPU values on the host (one-hot
+    // inputs, whose indices are checked there); cuda_graph_status() says why. The recorded graph keeps
+    // its own memory (about one step's activations) until the trainer is destroyed or recording is
+    // turned off.
+    void set_cuda_graph(bool on);
+    bool cuda_graph() const { return cuda_graph_; }
+    // Why the last step was not replayed from a graph (empty when it was), and the replays so far.
+    std::string cuda_graph_status() const;
+    int64_t cuda_graph_replays() const;
+
     // CNTK's layout: the model (parameter and constant values) as a CNTK v2 model file at `path`, and
     // the learner states, counters, random-stream positions and external state in `path.ckp` (a CNTK
     // Dictionary). Written so that a crash at any point leaves one whole checkpoint (see trainer.cpp).
@@ -239,6 +259,10 @@ public:
     // Restores everything save_checkpoint wrote; returns the external state. Throws IOError naming the
     // file, or ValueError naming the parameter whose shape differs.
     Dictionary restore_from_checkpoint(const std::string& path);
+
+    ~Trainer();
+    Trainer(Trainer&&) noexcept;
+    Trainer& operator=(Trainer&&) noexcept;
 
 private:
     Variable step_variable(const Variable& v) const;  // v's counterpart in step_graph_
@@ -259,6 +283,8 @@ private:
     // Running sums since the last summary, as CNTK's Trainer accumulates them for the writers.
     double acc_loss_ = 0, acc_metric_ = 0;
     std::unique_ptr<Evaluator> evaluator_;  // test_minibatch: the metric (or loss) in inference mode
+    bool cuda_graph_ = false;
+    std::unique_ptr<detail::StepGraph> recorded_step_;  // made at the first step on a GPU with cuda_graph_
 };
 
 // ---- training_session ----

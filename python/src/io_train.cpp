@@ -346,7 +346,8 @@ void bind_io_train(py::module_& m) {
     py::module_ tr = m.def_submodule("train", "cntk.train");
     py::class_<Trainer, std::shared_ptr<Trainer>>(tr, "Trainer")
         .def(py::init([](const py::object& model_arg, const py::object& criterion, const py::object& learners,
-                         const py::object& writers, const py::object& mixed_precision) {
+                         const py::object& writers, const py::object& mixed_precision,
+                         const py::object& cuda_graph) {
                  // A Function, or (as a Function's output) a Variable.
                  const FunctionPtr model =
                      model_arg.is_none() ? FunctionPtr() : as_function(to_variable(model_arg));
@@ -366,10 +367,16 @@ void bind_io_train(py::module_& m) {
                  if (!mixed_precision.is_none())
                      mp = MixedPrecision::parse(py::str(mixed_precision), "Trainer: mixed_precision");
                  StdoutSync s;
-                 return std::make_shared<Trainer>(model, loss, metric, ls, writers_arg(writers), mp);
+                 auto trainer = std::make_shared<Trainer>(model, loss, metric, ls, writers_arg(writers), mp);
+                 // ctk's addition: CUDA Graph replay of the step on a GPU (None: CTK_CUDA_GRAPH).
+                 if (!cuda_graph.is_none()) trainer->set_cuda_graph(cuda_graph.cast<bool>());
+                 return trainer;
              }),
              arg("model"), arg("criterion"), arg("parameter_learners"), arg("progress_writers") = py::none(),
-             arg("mixed_precision") = py::none())
+             arg("mixed_precision") = py::none(), arg("cuda_graph") = py::none())
+        .def_property("cuda_graph", &Trainer::cuda_graph, &Trainer::set_cuda_graph)
+        .def_property_readonly("cuda_graph_status", &Trainer::cuda_graph_status)
+        .def_property_readonly("cuda_graph_replays", &Trainer::cuda_graph_replays)
         .def_property_readonly("loss_scale", &Trainer::loss_scale)
         .def_property_readonly("skipped_steps", &Trainer::skipped_steps)
         .def(

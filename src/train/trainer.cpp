@@ -2,6 +2,7 @@
 // one forward/backward per step, learner updates, progress accounting and checkpoints.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <unordered_set>
 
@@ -10,6 +11,7 @@
 #include "ctk/model.h"
 #include "ctk/ops.h"
 #include "ctk/train.h"
+#include "train/step_graph.h"
 
 namespace ctk {
 
@@ -146,7 +148,30 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::v
         if (mixed_.scale_loss) scaler_.emplace(mixed_.scaling);
     }
     evaluator_ = std::make_unique<Evaluator>(metric_ ? metric_ : loss_, writers_);
+    if (const char* v = std::getenv("CTK_CUDA_GRAPH")) {
+        const std::string s(v);
+        CTK_CHECK(s.empty() || s == "0" || s == "1" || s == "on" || s == "off" || s == "true" || s == "false",
+                  ValueError, "CTK_CUDA_GRAPH must be 1/on/true or 0/off/false, not '", s, "'");
+        cuda_graph_ = s == "1" || s == "on" || s == "true";
+    }
     announce_default_device();
+}
+
+Trainer::~Trainer() = default;
+Trainer::Trainer(Trainer&&) noexcept = default;
+Trainer& Trainer::operator=(Trainer&&) noexcept = default;
+
+void Trainer::set_cuda_graph(bool on) {
+    cuda_graph_ = on;
+    if (!on) recorded_step_.reset();  // gives the recording's memory back
+}
+std::string Trainer::cuda_graph_status() const {
+    return recorded_step_ ? recorded_step_->status()
+           : cuda_graph_  ? "no step has run on a GPU yet"
+                          : "CUDA Graphs are off";
+}
+int64_t Trainer::cuda_graph_replays() const {
+    return recorded_step_ ? recorded_step_->replays() : 0;
 }
 
 Variable Trainer::step_variable(const Variable& v) const {
@@ -179,25 +204,51 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     if (arguments.empty()) return false;
     const Variable agg_var = step_variable(aggregate_loss_->output());
     const Variable loss_var = step_variable(loss_->output());
+    const Variable metric_var = metric_ ? step_variable(aggregate_metric_->output()) : Variable();
     ValueMap outs{{agg_var, Value()}, {loss_var, Value()}};
-    if (metric_) outs.emplace(step_variable(aggregate_metric_->output()), Value());
+    if (metric_) outs.emplace(metric_var, Value());
     for (const auto& [v, value] : outputs) outs.emplace(step_variable(v), Value());
-    ValueMap args(arguments.begin(), arguments.end());
-    auto state = step_graph_->forward(args, outs, {agg_var}, true, device);
-    for (auto& [v, value] : outputs) {
-        value = outs.at(step_variable(v));
-        if (value.data().dtype() != v.dtype()) value = Value(value.data().to(v.dtype()), value.layout());
-    }
-    const Value& agg = outs.at(agg_var);
-    const int64_t samples = sample_count(outs.at(loss_var), loss_->output());
-    if (samples == 0) return false;
-    const HostScalar loss_on_host(agg);
-    const HostScalar metric_on_host(metric_ ? outs.at(step_variable(aggregate_metric_->output())) : Value());
     const double scale = loss_scale();
-    ValueMap root{
-        {agg_var, Value(Tensor::full(agg.data().shape(), scale, agg.data().dtype(), agg.data().device()))}};
-    ValueMap grads = step_graph_->backward(*state, root, parameters_);
-    state.reset();  // release the forward's intermediates before the update
+
+    // The loss and metric start their way to the host as soon as they exist: right behind the forward
+    // when it runs directly, behind the whole graph when it is replayed.
+    std::optional<HostScalar> loss_on_host, metric_on_host;
+    auto read_back = [&](const ValueMap& o) {
+        loss_on_host.emplace(o.at(agg_var));
+        metric_on_host.emplace(metric_ ? o.at(metric_var) : Value());
+    };
+    // The forward and backward: what a CUDA Graph records (`recorded`: nothing may go to the host).
+    auto forward_backward = [&](const ValueMap& args, bool recorded) {
+        detail::StepValues r;
+        r.outputs = outs;
+        auto state = step_graph_->forward(args, r.outputs, {agg_var}, true, device);
+        r.samples = sample_count(r.outputs.at(loss_var), loss_->output());
+        if (r.samples == 0) return r;
+        if (!recorded) read_back(r.outputs);
+        const Tensor& agg = r.outputs.at(agg_var).data();
+        ValueMap root{{agg_var, Value(Tensor::full(agg.shape(), scale, agg.dtype(), agg.device()))}};
+        r.gradients = step_graph_->backward(*state, root, parameters_);
+        return r;  // the forward's intermediates are released here, before the update
+    };
+    ValueMap args(arguments.begin(), arguments.end());
+    detail::StepValues step;
+    if (cuda_graph_ && device.is_cuda()) {
+        if (!recorded_step_) recorded_step_ = std::make_unique<detail::StepGraph>(step_graph_);
+        step = recorded_step_->run(args, outs, device, scale, forward_backward);
+    } else {
+        step = forward_backward(args, false);
+    }
+    for (auto& [v, value] : outputs) {
+        value = step.outputs.at(step_variable(v));
+        if (value.data().dtype() != v.dtype())
+            value = Value(value.data().to(v.dtype()), value.layout());
+        else if (step.replayed)  // the next replay overwrites the graph's memory
+            value = Value(value.data().clone(), value.layout());
+    }
+    const int64_t samples = step.samples;
+    if (samples == 0) return false;
+    if (!loss_on_host) read_back(step.outputs);
+    ValueMap& grads = step.gradients;
 
     bool finite = true;
     if (scaler_) {  // unscale (exact: powers of two), or skip the step and back off
@@ -221,11 +272,11 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
 
     prev_samples_ = samples;
     total_samples_ += samples;
-    prev_loss_ = loss_on_host.get();
+    prev_loss_ = loss_on_host->get();
     acc_loss_ += prev_loss_;
     std::optional<double> metric;
     if (metric_) {
-        prev_metric_ = metric_on_host.get();
+        prev_metric_ = metric_on_host->get();
         acc_metric_ += prev_metric_;
         metric = acc_metric_;
     }

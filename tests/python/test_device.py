@@ -112,3 +112,16 @@ def test_info_reports_the_build_and_every_gpu_with_a_verdict():
             assert not info.driver_verdict.runnable and info.driver_verdict.fix in report
     assert C.device.info().build == info.build  # cntk.device is the same module
 
+
+def test_trainer_cuda_graph_switch():
+    x = C.input_variable(2)
+    y = C.input_variable(2)
+    z = C.layers.Dense(2)(x)
+    loss = C.cross_entropy_with_softmax(z, y)
+    lr = C.learning_parameter_schedule(0.1)
+    t = C.Trainer(z, (loss, None), C.sgd(z.parameters, lr), cuda_graph=True)
+    assert t.cuda_graph and t.cuda_graph_replays == 0
+    t.train_minibatch({x: np.ones((4, 2), np.float32), y: np.eye(2, dtype=np.float32)[[0, 1, 0, 1]]})
+    assert t.cuda_graph_replays == 0  # a CPU step is never recorded
+    t.cuda_graph = False
+    assert not t.cuda_graph and t.cuda_graph_status == 'CUDA Graphs are off'

@@ -1,6 +1,7 @@
-// The small ConvNet that the device and mixed-precision training tests train (convolution with relu,
-// batch normalization, max pooling, dropout, dense), and its minibatches: 16 8x8 images whose class
-// (one of 3) shows as a bright row band, a different mix per step, the same on every device.
+// The small ConvNet that the device, mixed-precision and CUDA Graph training tests train (convolution
+// with relu, batch normalization, max pooling, dropout unless left out, dense), and its minibatches: 8x8
+// images (16 unless told) whose class (one of 3) shows as a bright row band, a different mix per step,
+// the same on every device.
 #pragma once
 
 #include "ctk/layers.h"
@@ -14,7 +15,7 @@ struct SmallConvNet {
     FunctionPtr z, loss, metric;
 };
 
-inline SmallConvNet small_convnet() {
+inline SmallConvNet small_convnet(bool dropout = true) {
     SmallConvNet n;
     n.x = input_variable({1, 8, 8}, DataType::f32, false, false, default_batch_axes(), "features");
     n.y = input_variable({3}, DataType::f32, false, false, default_batch_axes(), "labels");
@@ -25,18 +26,18 @@ inline SmallConvNet small_convnet() {
     FunctionPtr h = call(Convolution2D({3, 3}, 4, conv), n.x);
     h = call(BatchNormalization(), h);
     h = call(MaxPooling({2, 2}, {2, 2}), h);
-    h = call(Dropout(0.25), h);
+    if (dropout) h = call(Dropout(0.25), h);
     n.z = call(Dense({3}), h);
     n.loss = cross_entropy_with_softmax(n.z, n.y);
     n.metric = classification_error(n.z, n.y);
     return n;
 }
 
-inline MinibatchArguments row_band_minibatch(const SmallConvNet& n, int step) {
-    Tensor xs = Tensor::empty(Shape{16, 1, 8, 8}, DataType::f32);
+inline MinibatchArguments row_band_minibatch(const SmallConvNet& n, int step, int64_t size = 16) {
+    Tensor xs = Tensor::empty(Shape{size, 1, 8, 8}, DataType::f32);
     Generator(100 + static_cast<uint64_t>(step)).uniform(xs, 0.0, 0.5);
-    Tensor ys = Tensor::zeros(Shape{16, 3}, DataType::f32);
-    for (int64_t i = 0; i < 16; ++i) {
+    Tensor ys = Tensor::zeros(Shape{size, 3}, DataType::f32);
+    for (int64_t i = 0; i < size; ++i) {
         const int64_t c = (i + step) % 3;
         ys.set({i, c}, 1.0);
         for (int64_t col = 0; col < 8; ++col) xs.set({i, 0, 2 * c, col}, 1.0);

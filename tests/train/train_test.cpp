@@ -8,7 +8,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "ctk/layers.h"
 #include "ctk/model.h"
@@ -168,6 +170,40 @@ TEST(Trainer, SumsLossAndMetricAndStepsLikeCntk) {
     EXPECT_GE(test, 0.0);
     EXPECT_LE(test, 1.0);
     EXPECT_FALSE(t.train_minibatch(MinibatchArguments{}));
+}
+
+TEST(Trainer, CudaGraphSettingComesFromTheEnvironmentAndLeavesCpuStepsAlone) {
+    auto run = [](const char* env, std::optional<bool> set) {
+        if (env)
+            ::setenv("CTK_CUDA_GRAPH", env, 1);
+        else
+            ::unsetenv("CTK_CUDA_GRAPH");
+        Logistic m;
+        Trainer t(m.z, m.loss, m.metric, {sgd({m.W}, learning_parameter_schedule(0.5))});
+        if (set) t.set_cuda_graph(*set);
+        Tensor xv = Tensor::from_vector<double>({1, 0, 0, 1, 1, 1}, {3, 2});
+        Tensor yv = Tensor::from_vector<double>({1, 0, 0, 1, 1, 0}, {3, 2});
+        for (int i = 0; i < 3; ++i) EXPECT_TRUE(t.train_minibatch({{m.x, Value(xv)}, {m.y, Value(yv)}}));
+        EXPECT_EQ(t.cuda_graph_replays(), 0);  // graphs are for GPU steps only
+        return std::make_tuple(t.cuda_graph(), t.cuda_graph_status(), m.W.value().to_vector<double>());
+    };
+    const auto off = run(nullptr, std::nullopt);
+    EXPECT_FALSE(std::get<0>(off));
+    EXPECT_EQ(std::get<1>(off), "CUDA Graphs are off");
+    const auto on = run("1", std::nullopt);
+    EXPECT_TRUE(std::get<0>(on));
+    EXPECT_EQ(std::get<1>(on), "no step has run on a GPU yet");
+    EXPECT_EQ(std::get<2>(on), std::get<2>(off));
+    EXPECT_FALSE(std::get<0>(run("1", false))) << "an explicit setting wins";
+    EXPECT_TRUE(std::get<0>(run("off", true)));
+    EXPECT_FALSE(std::get<0>(run("false", std::nullopt)));
+    try {
+        run("yes please", std::nullopt);
+        ADD_FAILURE() << "no error";
+    } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("CTK_CUDA_GRAPH"), std::string::npos) << e.what();
+    }
+    ::unsetenv("CTK_CUDA_GRAPH");
 }
 
 TEST(Evaluator, AveragesTheMetricAndPrintsCntksSummary) {

@@ -1,0 +1,67 @@
+// Internal to the Trainer: a training step's forward and backward recorded once as a CUDA Graph and
+// replayed while its minibatches keep their shapes (Trainer::set_cuda_graph). The learners' updates stay
+// outside the graph: their rates and step counts change from step to step.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctk/cuda.h"
+#include "ctk/function.h"
+
+namespace ctk::detail {
+
+// What the forward and backward of one step leave for the rest of the step.
+struct StepValues {
+    ValueMap outputs;    // the requested outputs (aggregate loss and metric among them)
+    ValueMap gradients;  // of the trained parameters
+    int64_t samples = 0;
+    bool replayed =
+        false;  // outputs and gradients live in the graph's memory: the next replay overwrites them
+};
+
+class StepGraph {
+public:
+    // `recorded`: true when the step runs inside a capture (nothing may be read back to the host then).
+    using Step = std::function<StepValues(const ValueMap& arguments, bool recorded)>;
+
+    // Looks at `graph` once for what rules a recording out: random ops (their stream positions would be
+    // recorded with the kernels) and user functions (their host callbacks would not run at replay).
+    explicit StepGraph(const FunctionPtr& graph);
+    ~StepGraph();
+
+    // Runs `step` on `arguments` on `device`: by replaying the graph recorded for steps like this one (the
+    // same argument shapes, dtypes and devices, requested outputs, loss scale, and parameter and constant
+    // tensors), by recording it when the previous step was like this one (so that lazily built state,
+    // such as cuDNN's algorithm choice, exists before the recording), or else directly.
+    StepValues run(const ValueMap& arguments, const ValueMap& requested, Device device, double loss_scale,
+                   const Step& step);
+
+    // Why the last step was not replayed; empty when it was.
+    const std::string& status() const { return status_; }
+    int64_t replays() const { return replays_; }
+
+private:
+    struct Key {
+        std::vector<int64_t> words;  // devices, shapes, dtypes, tensor addresses, the loss scale's bits
+        bool operator==(const Key& o) const { return words == o.words; }
+    };
+    // Empty `why` and the key, or why steps with these arguments are never recorded.
+    Key key_of(const ValueMap& arguments, const ValueMap& requested, Device device, double loss_scale,
+               std::string* why) const;
+    bool record(const ValueMap& arguments, Device device, const Step& step, const Key& key, StepValues* out);
+
+    std::string refusal_;           // why this graph is never recorded (empty: it may be)
+    std::vector<Variable> leaves_;  // parameters and constants: the tensors the recorded kernels read
+    std::unique_ptr<cuda::Graph> graph_;
+    Key graph_key_, warm_key_;
+    std::vector<Key> failed_;  // keys whose recording failed; after a few, refusal_ says why
+    ValueMap inputs_;          // the graph's argument tensors, refilled before each replay
+    StepValues recorded_;      // the graph's outputs and gradients
+    std::string status_ = "CUDA Graphs are off";
+    int64_t replays_ = 0;
+};
+
+}  // namespace ctk::detail
