@@ -20,7 +20,7 @@ protected:
     const Device gpu = Device::cuda(0);
 };
 
-struct Run {
+struct TrainingRun {
     std::vector<double> losses, metrics;
     std::vector<std::vector<double>> params;
     std::vector<std::string> status;
@@ -28,14 +28,14 @@ struct Run {
 };
 
 // Steps of 16 samples, with one of 5 at step 4 (an epoch's last minibatch).
-Run train(Device device, bool graph, bool dropout, int steps = 9) {
+TrainingRun train(Device device, bool graph, bool dropout, int steps = 9) {
     set_fixed_random_seed(5);
     const testing::SmallConvNet n = testing::small_convnet(dropout);
     auto learner =
         momentum_sgd(n.z->parameters(), learning_parameter_schedule_per_sample(0.02), momentum_schedule(0.9));
     Trainer trainer(n.z, n.loss, n.metric, {learner});
     trainer.set_cuda_graph(graph);
-    Run r;
+    TrainingRun r;
     for (int step = 0; step < steps; ++step) {
         MinibatchArguments mb = testing::row_band_minibatch(n, step, step == 4 ? 5 : 16);
         for (auto& [v, value] : mb) value = value.to(device);  // as next_minibatch(device) leaves it
@@ -52,7 +52,7 @@ Run train(Device device, bool graph, bool dropout, int steps = 9) {
     return r;
 }
 
-void expect_same_bits(const Run& a, const Run& b) {
+void expect_same_bits(const TrainingRun& a, const TrainingRun& b) {
     ASSERT_EQ(a.losses.size(), b.losses.size());
     for (size_t i = 0; i < a.losses.size(); ++i) {
         EXPECT_EQ(a.losses[i], b.losses[i]) << "step " << i;
@@ -63,8 +63,8 @@ void expect_same_bits(const Run& a, const Run& b) {
 }
 
 TEST_F(CudaGraphTraining, ReplayedStepsGiveTheDirectStepsBits) {
-    const Run direct = train(gpu, false, false);
-    const Run replayed = train(gpu, true, false);
+    const TrainingRun direct = train(gpu, false, false);
+    const TrainingRun replayed = train(gpu, true, false);
     expect_same_bits(direct, replayed);
     // Step 0 warms up, step 1 is recorded and replayed, 2-3 replay, 4 (5 samples) runs directly and
     // warms its shape, 5-8 replay the 16-sample graph again (it was kept).
@@ -77,8 +77,8 @@ TEST_F(CudaGraphTraining, ReplayedStepsGiveTheDirectStepsBits) {
 }
 
 TEST_F(CudaGraphTraining, RandomOpsAreRefusedAndTrainAsBefore) {
-    const Run direct = train(gpu, false, true, 4);
-    const Run refused = train(gpu, true, true, 4);
+    const TrainingRun direct = train(gpu, false, true, 4);
+    const TrainingRun refused = train(gpu, true, true, 4);
     expect_same_bits(direct, refused);
     EXPECT_EQ(refused.replays, 0);
     EXPECT_NE(refused.status.back().find("random op"), std::string::npos) << refused.status.back();
