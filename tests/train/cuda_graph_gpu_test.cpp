@@ -95,7 +95,7 @@ TEST_F(CudaGraphTraining, ValuesSetBetweenReplaysAreSeen) {
         for (int s = 0; s < 4; ++s) {
             if (s == 2) {  // written in place, as a checkpoint restore does: the recording reads it
                 const Variable w = n.z->parameters()[0];
-                w.set_value(Tensor::full(w.shape(), 0.01, w.dtype()));
+                w.set_value(Tensor::full(Shape(w.shape()), 0.01, w.dtype()));
             }
             EXPECT_TRUE(trainer.train_minibatch(testing::row_band_minibatch(n, s), false, gpu));
             losses.push_back(trainer.previous_minibatch_loss_average());
