@@ -27,7 +27,7 @@ py::object verdict_dict(const std::optional<CompatibilityVerdict>& v) {
     out["runnable"] = v->runnable();
     out["reason"] = v->reason;
     out["fix"] = v->fix;
-    return std::move(out);
+    return out;
 }
 
 // What `ctk info` prints, as data: the build, the driver and runtime, and each GPU with its verdict.
