@@ -135,6 +135,12 @@ Tensor concat(const std::vector<Tensor>& xs, int axis);
 Tensor pad(const Tensor& x, const Dims& lo, const Dims& hi, PadMode mode = PadMode::constant,
            double value = 0.0);
 Tensor one_hot(const Tensor& indices, int64_t num_classes, int axis = -1, DataType dtype = DataType::f32);
+namespace detail {
+// one_hot with the class axis last, for int64 indices that the caller has already checked to lie in
+// [-1, num_classes) (-1: an all-zero row): no range check, so indices on a GPU are not read back by the
+// host. Value::one_hot checks its indices once, when it is made, and builds its dense rows with this.
+Tensor one_hot_of_checked(const Tensor& indices, int64_t num_classes, DataType dtype);
+}  // namespace detail
 struct TopKResult {
     Tensor values, indices;  // largest first; indices int64
 };

@@ -119,12 +119,10 @@ DataType Value::dtype() const {
 
 const Tensor& Value::dense_one_hot() const {
     std::call_once(one_hot_->built, [this] {
+        // The indices were checked when the value was made (-1: a zero row), so a GPU's are not read
+        // back here: no wait for the GPU, and a CUDA Graph can record the rows being built.
         const OneHot& h = *one_hot_;
-        // Rows of -1 stay zero: one_hot() of the clamped index times a 0/1 validity column.
-        Tensor idx = h.indices.to(h.dtype);
-        Tensor zero = Tensor::full(Shape{}, 0.0, h.dtype, idx.device());
-        Tensor rows = ctk::one_hot(element_max(idx, zero), h.num_classes, -1, h.dtype);
-        one_hot_->dense = element_times(rows, greater_equal(idx, zero).expand_dims(-1));
+        one_hot_->dense = detail::one_hot_of_checked(h.indices, h.num_classes, h.dtype);
     });
     return one_hot_->dense;
 }

@@ -223,6 +223,26 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes, int axis, DataType dt
     return out;
 }
 
+namespace detail {
+
+Tensor one_hot_of_checked(const Tensor& indices, int64_t num_classes, DataType dtype) {
+    check_defined("one_hot", "indices", indices);
+    CTK_CHECK(indices.dtype() == DataType::i64, TypeError, "one_hot_of_checked: indices must be int64, not ",
+              dtype_name(indices.dtype()));
+    CTK_CHECK(num_classes > 0 && is_floating(dtype), ValueError, "one_hot_of_checked: ", num_classes,
+              " classes of dtype ", dtype_name(dtype));
+    Dims dims = indices.shape().dims();
+    dims.push_back(num_classes);
+    Tensor out = Tensor::empty(Shape(dims), dtype, indices.device());
+    if (out.numel() == 0) return out;
+    const Tensor inputs[] = {indices.contiguous()};
+    dispatch(OpKind::one_hot, inputs, std::span<Tensor>(&out, 1),
+             OneHotAttrs{num_classes, indices.rank(), dtype}, dtype);
+    return out;
+}
+
+}  // namespace detail
+
 // The order reported: larger values first; NaN ranks above every number (argmax's rule, NumPy's for
 // maxima); equal values, including +0/-0 and NaN among NaNs, keep the lower index first.
 TopKResult top_k(const Tensor& x, int64_t k, int axis) {

@@ -320,3 +320,15 @@ TEST_F(CudaTest, WorkThatCannotBeRecordedFailsWithTheReason) {
     EXPECT_EQ(allocator_for(gpu).stats().bytes_in_graph_pools, 0);
     EXPECT_EQ(binary(OpKind::plus, x, x).to_vector<float>(), std::vector<float>(8, 2.0f));
 }
+
+TEST_F(CudaTest, OneHotValueBuildsItsRowsOnTheGpu) {
+    // The indices were checked when the value was made: the rows are built without reading them back
+    // (so a CUDA Graph can record it), -1 giving a zero row.
+    Value v = Value::one_hot(Tensor::from_vector<int64_t>({2, -1, 0}, {3}), 4).to(gpu);
+    std::string why;
+    Tensor rows;
+    auto graph = cuda::Graph::capture(gpu, [&] { rows = v.data(); }, &why);
+    ASSERT_TRUE(graph) << why;
+    graph->replay();
+    EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0}));
+}

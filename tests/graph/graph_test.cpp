@@ -538,6 +538,10 @@ TEST(OneHotInput, TimesGathersRowsAndMatchesDenseRows) {
     EXPECT_EQ(sparse.shape(), (Shape{2, 3, 5}));
     EXPECT_EQ(sparse.one_hot_indices().to_vector<int64_t>(), (std::vector<int64_t>{4, 0, -1, 2, 2, -1}));
     Value dense(sparse.data().clone(), layout);  // the same rows, built densely
+    std::vector<double> rows(30, 0.0);           // -1 (given, and padding) leaves a zero row
+    for (auto [frame, cls] : {std::pair{0, 4}, {1, 0}, {3, 2}, {4, 2}})
+        rows[static_cast<size_t>(frame * 5 + cls)] = 1;
+    EXPECT_EQ(dense.data().contiguous().to_vector<double>(), rows);
     EXPECT_EQ(dense.data().at({0, 2, 0}), 0.0);
     EXPECT_EQ(dense.data().at({1, 1, 2}), 1.0);
 

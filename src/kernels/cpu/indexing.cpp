@@ -265,6 +265,8 @@ void pad_kernel(const KernelCall& call) {
 // ---- one_hot ----
 
 // out viewed as [outer, classes, inner] with the indices as [outer, inner]: zero, then one 1 per index.
+// An index of -1 (Value::one_hot's all-zero row, through detail::one_hot_of_checked) sets nothing; the op
+// API lets no other out-of-range index through.
 template <typename T>
 void one_hot_kernel(const KernelCall& call) {
     const auto& attrs = call.attr<OneHotAttrs>();
@@ -281,7 +283,8 @@ void one_hot_kernel(const KernelCall& call) {
                      std::fill(o + b * classes * inner, o + e * classes * inner, zero);
                      for (int64_t r = b; r < e; ++r)
                          for (int64_t i = 0; i < inner; ++i)
-                             o[(r * classes + k[r * inner + i]) * inner + i] = one;
+                             if (const int64_t c = k[r * inner + i]; c >= 0)  // -1: an all-zero row
+                                 o[(r * classes + c) * inner + i] = one;
                  });
 }
 

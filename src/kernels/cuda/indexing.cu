@@ -168,8 +168,8 @@ template <typename D>
 __global__ void one_hot_kernel(const int64_t* idx, int64_t n, int64_t classes, int64_t after, D* out) {
     for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
          j += int64_t(gridDim.x) * blockDim.x) {
-        const int64_t b = j / after, r = j % after;
-        out[(b * classes + idx[j]) * after + r] = from_comp<D>(comp_t<D>(1));
+        const int64_t b = j / after, r = j % after, c = idx[j];
+        if (c >= 0) out[(b * classes + c) * after + r] = from_comp<D>(comp_t<D>(1));  // -1: a zero row
     }
 }
 
