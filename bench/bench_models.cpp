@@ -175,7 +175,8 @@ std::vector<ctk::ValueMap> model_batches(const ModelCase& c, const ModelGraph& g
 // mode, and, for training, the parameters after one train_minibatch step on minibatch 0 and that step's
 // summed loss.
 std::function<void()> make_model_iteration(const ModelCase& c, const std::string& dump_dir,
-                                           ctk::Device device, ctk::DataType dtype) {
+                                           ctk::Device device, ctk::DataType dtype,
+                                           std::shared_ptr<ctk::Trainer>* trainer_out) {
     CTK_CHECK(dtype == ctk::DataType::f32 || (dtype == ctk::DataType::bf16 && c.train),
               ctk::NotImplementedError,
               "ctk_bench: model cases train in f32 or in mixed precision (bf16); inference runs in f32");
@@ -216,6 +217,7 @@ std::function<void()> make_model_iteration(const ModelCase& c, const std::string
     auto trainer = std::make_shared<ctk::Trainer>(
         g.z, g.ce, g.pe, std::vector<ctk::LearnerPtr>{learner}, std::vector<ctk::ProgressWriterPtr>{},
         dtype == ctk::DataType::bf16 ? ctk::MixedPrecision::bf16() : ctk::MixedPrecision{});
+    if (trainer_out) *trainer_out = trainer;
     if (!dump_dir.empty()) {
         trainer->train_minibatch(batches[0], false, device);
         for (const auto& [name, p] : g.params) dump_tensor(dump_dir, ("after." + name).c_str(), p.value());

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,11 @@ struct ModelCase {
 // A model case: the graph, a Trainer (no progress writers) with CNTK's momentum_sgd, and pre-generated
 // minibatches, cycled, on `device`; dtype bf16 trains with mixed precision (bf16 products and
 // convolutions, f32 master weights; torch's side runs under torch.autocast). With dump_dir, writes what
-// compare.py's check reads (see bench_models.cpp) and returns.
+// compare.py's check reads (see bench_models.cpp) and returns. A training case's Trainer goes to *trainer
+// when given (its CUDA Graph status, under CTK_CUDA_GRAPH=1, joins the result line).
 std::function<void()> make_model_iteration(const ModelCase& c, const std::string& dump_dir,
-                                           ctk::Device device, ctk::DataType dtype);
+                                           ctk::Device device, ctk::DataType dtype,
+                                           std::shared_ptr<ctk::Trainer>* trainer = nullptr);
 
 // Throws ShapeError naming `what` unless t has shape `want`.
 void expect_shape(const ctk::Tensor& t, const ctk::Shape& want, const char* what);

@@ -434,6 +434,9 @@ def measure(case, threads, args, check):
     if ctk_error is None:
         line["ctk"] = side_summary(case, ctk_rounds, args.dtype)
         line["ctk"]["blas"] = ctk_rounds[0].get("blas")
+        if "cuda_graph_status" in ctk_rounds[-1]:  # CTK_CUDA_GRAPH=1: replayed steps, or why not
+            line["ctk"]["cuda_graph_replays"] = ctk_rounds[-1]["cuda_graph_replays"]
+            line["ctk"]["cuda_graph_status"] = ctk_rounds[-1]["cuda_graph_status"]
     else:
         line["ctk"] = {"error": ctk_error}
     line["torch"] = side_summary(case, torch_rounds, args.dtype)
@@ -506,6 +509,8 @@ def print_table(lines, header, out):
             notes.setdefault(line["case"], "ctk result differs from torch: %s" % line["check"])
         elif "check" in line and "training step not checked" in line["check"].get("checked", ""):
             notes.setdefault(line["case"], "checked: " + line["check"]["checked"])
+        elif line["ctk"].get("cuda_graph_status"):  # the steps were not replayed: why
+            notes.setdefault(line["case"], "ctk CUDA Graph: " + line["ctk"]["cuda_graph_status"])
     for name, note in notes.items():
         print("%s: %s" % (name, note), file=out)
 

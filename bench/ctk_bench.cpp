@@ -244,9 +244,9 @@ ctk::Tensor random_tensor(const ctk::Shape& shape, double stddev, ctk::Generator
 // iteration allocates its outputs: the ctk op API has no out-parameter variants, and PyTorch allocates too.
 // On a GPU the iteration ends by waiting for the device, so that it times the kernels, not their launch.
 std::function<void()> make_iteration(const BenchCase& c, const std::string& dump_dir, ctk::Device device,
-                                     ctk::DataType dtype) {
+                                     ctk::DataType dtype, std::shared_ptr<ctk::Trainer>* trainer) {
     if (c.kind == CaseKind::model)
-        return make_model_iteration({c.model, c.train, c.batch}, dump_dir, device, dtype);
+        return make_model_iteration({c.model, c.train, c.batch}, dump_dir, device, dtype, trainer);
     ctk::Generator gen(1234);
     auto input = [&](const ctk::Shape& shape, double stddev) {
         return random_tensor(shape, stddev, gen).to(dtype).to(device);
@@ -516,7 +516,8 @@ int main(int argc, char** argv) {
     try {
         ctk::set_num_threads(threads);
         const double base_rss_mb = status_mb("VmRSS");
-        std::function<void()> iteration = make_iteration(c, dump_dir, device, dtype);
+        std::shared_ptr<ctk::Trainer> trainer;  // training cases: for the CUDA Graph status
+        std::function<void()> iteration = make_iteration(c, dump_dir, device, dtype, &trainer);
         if (!dump_dir.empty()) {
             std::cout << head << ",\"dumped\":" << json_string(dump_dir) << "}" << std::endl;
             return 0;
@@ -547,7 +548,11 @@ int main(int argc, char** argv) {
                   << ",\"device\":" << json_string(device.to_string())
                   << ",\"dtype\":" << json_string(ctk::dtype_name(dtype))
                   << ",\"num_threads\":" << ctk::num_threads() << ",\"blas\":" << json_string(mapped_blas())
-                  << ",\"build\":" << json_string(info.build_type + " " + info.git_sha) << "}" << std::endl;
+                  << ",\"build\":" << json_string(info.build_type + " " + info.git_sha);
+        if (trainer && trainer->cuda_graph())
+            std::cout << ",\"cuda_graph_replays\":" << trainer->cuda_graph_replays()
+                      << ",\"cuda_graph_status\":" << json_string(trainer->cuda_graph_status());
+        std::cout << "}" << std::endl;
         return 0;
     } catch (const std::exception& e) {
         std::cout << head << ",\"error\":" << json_string(e.what()) << "}" << std::endl;
