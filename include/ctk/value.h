@@ -53,7 +53,11 @@ public:
                          std::shared_ptr<const SequenceLayout> layout = nullptr);
     bool is_one_hot() const { return one_hot_ != nullptr; }
     const Tensor& one_hot_indices() const;  // ValueError unless is_one_hot()
-    int64_t num_classes() const;            // ValueError unless is_one_hot()
+    // The same one-hot value with its indices seen with other dims (as many), without a layout: the
+    // indices were checked when the value was made, so indices on a GPU are not read back (a reader's
+    // one-sample sequences become a batch this way). ValueError unless is_one_hot().
+    Value one_hot_reshaped(const Dims& index_dims) const;
+    int64_t num_classes() const;  // ValueError unless is_one_hot()
     // The value's shape, without building dense rows for a one-hot value.
     Shape shape() const;
     DataType dtype() const;

@@ -96,6 +96,16 @@ Value Value::one_hot(Tensor indices, int64_t num_classes, DataType dtype,
     return v;
 }
 
+Value Value::one_hot_reshaped(const Dims& index_dims) const {
+    CTK_CHECK(one_hot_ != nullptr, ValueError, "Value::one_hot_reshaped: the value is not one-hot");
+    Value v;
+    v.one_hot_ = std::make_shared<OneHot>();
+    v.one_hot_->indices = one_hot_->indices.reshape(index_dims);
+    v.one_hot_->num_classes = one_hot_->num_classes;
+    v.one_hot_->dtype = one_hot_->dtype;
+    return v;
+}
+
 const Tensor& Value::one_hot_indices() const {
     CTK_CHECK(one_hot_ != nullptr, ValueError, "Value::one_hot_indices: the value is not one-hot");
     return one_hot_->indices;

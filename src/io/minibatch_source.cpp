@@ -22,7 +22,7 @@ Value MinibatchData::as_batch(const std::string& stream_name) const {
         CTK_CHECK(idx.rank() == 2 && idx.dim(1) == 1, ValueError, "as_batch: stream '", stream_name,
                   "' has sequences of up to ", idx.rank() == 2 ? idx.dim(1) : 0,
                   " samples; a variable without a sequence axis needs one sample per sequence");
-        return Value::one_hot(idx.select(1, 0).contiguous(), data.num_classes(), data.dtype());
+        return data.one_hot_reshaped({idx.dim(0)});  // no re-check: GPU indices stay on the GPU
     }
     const Tensor& t = data.data();
     CTK_CHECK(t.defined() && t.rank() >= 2, ValueError, "as_batch: stream '", stream_name,

@@ -556,6 +556,19 @@ TEST(OneHotInput, TimesGathersRowsAndMatchesDenseRows) {
     EXPECT_EQ(ys.at({0, 2, 1}), 0.0);  // the -1 row
 }
 
+TEST(OneHotInput, ReshapedKeepsTheCheckedIndicesWithoutTheLayout) {
+    auto layout = std::make_shared<SequenceLayout>(std::vector<int64_t>{1, 1, 1});
+    Value seqs = Value::one_hot(Tensor::from_vector<int64_t>({3, -1, 0}, {3, 1}), 4, DataType::f32, layout);
+    Value batch = seqs.one_hot_reshaped({3});
+    EXPECT_TRUE(batch.is_one_hot());
+    EXPECT_FALSE(batch.has_layout());
+    EXPECT_EQ(batch.shape(), (Shape{3, 4}));
+    EXPECT_EQ(batch.one_hot_indices().to_vector<int64_t>(), (std::vector<int64_t>{3, -1, 0}));
+    EXPECT_EQ(batch.data().to_vector<float>(), (std::vector<float>{0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0}));
+    EXPECT_THROW(Value(Tensor::zeros(Shape{3, 4})).one_hot_reshaped({3}), ValueError);
+    EXPECT_THROW(seqs.one_hot_reshaped({4}), ShapeError);
+}
+
 TEST(OneHotInput, BadIndicesAndShapesAreRejected) {
     Tensor idx = Tensor::from_vector<int64_t>({1, 7}, {2});
     EXPECT_THROW(Value::one_hot(idx, 5), IndexError);
