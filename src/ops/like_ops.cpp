@@ -41,14 +41,13 @@ void forward_eye_like(ForwardContext& c) {
 // CNTK's straight-through estimator: y = x > 0 ? 1 : -1 (0 gives -1), dx = dy where |x| <= 1.
 void forward_straight_through(ForwardContext& c) {
     const Tensor& x = c.inputs[0].data();
-    const Tensor zero = Tensor::scalar(0.0, x.dtype()).to(x.device());
-    const Tensor one = Tensor::scalar(1.0, x.dtype()).to(x.device());
+    const Tensor zero = scalar_like(0.0, x), one = scalar_like(1.0, x);  // made where x is: no upload
     c.outputs.push_back(
         Value(element_select(greater(x, zero), one, negate(one)).broadcast_to(x.shape()).contiguous()));
 }
 void backward_straight_through(BackwardContext& c) {
     const Tensor& x = c.inputs[0].data();
-    const Tensor one = Tensor::scalar(1.0, x.dtype()).to(x.device());
+    const Tensor one = scalar_like(1.0, x);
     c.input_grads[0] = element_times(c.output_grads[0], less_equal(ctk::abs(x), one).to(x.dtype()));
 }
 
