@@ -327,7 +327,8 @@ TEST_F(CudaTest, OneHotValueBuildsItsRowsOnTheGpu) {
     Value v = Value::one_hot(Tensor::from_vector<int64_t>({2, -1, 0}, {3}), 4).to(gpu);
     std::string why;
     Tensor rows;
-    auto graph = cuda::Graph::capture(gpu, [&] { rows = v.data(); }, &why);
+    auto graph = cuda::Graph::capture(
+        gpu, [&] { rows = v.data(); }, &why);
     ASSERT_TRUE(graph) << why;
     graph->replay();
     EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0}));
