@@ -162,9 +162,14 @@ Tensor frame_mask(const SequenceLayout* layout, int64_t n, int64_t f, int rank, 
                   Device device) {
     Dims dims{n, 1};
     dims.resize(static_cast<size_t>(rank), 1);
+    if (layout == nullptr) return Tensor::ones(Shape(dims), dtype, device);
+    // A column of the layout's mask, which is built (and uploaded) once per dtype and device: a recurrent
+    // loop asks for a frame's mask per step and frame, forward and backward.
+    if (layout->num_sequences() == n && f < layout->max_length())
+        return layout->mask(dtype, device).slice(1, f, f + 1).reshape(dims);
     Tensor m = Tensor::empty(Shape{n}, DataType::f64);
     for (int64_t s = 0; s < n; ++s)
-        m.data<double>()[s] = layout == nullptr || f < layout->lengths()[static_cast<size_t>(s)] ? 1.0 : 0.0;
+        m.data<double>()[s] = f < layout->lengths()[static_cast<size_t>(s)] ? 1.0 : 0.0;
     return m.to(dtype).to(device).reshape(dims);
 }
 
