@@ -136,6 +136,11 @@ Tensor pad(const Tensor& x, const Dims& lo, const Dims& hi, PadMode mode = PadMo
            double value = 0.0);
 Tensor one_hot(const Tensor& indices, int64_t num_classes, int axis = -1, DataType dtype = DataType::f32);
 namespace detail {
+// gather and scatter_add along `axis` (already normalized) with int64 indices that the caller has already
+// checked to lie in [0, size of axis): no range check, so indices on a GPU are not read back by the host
+// (times() looks up a one-hot value's rows with these; Value::one_hot checked the indices).
+Tensor gather_of_checked(const Tensor& data, const Tensor& indices, int axis);
+Tensor scatter_add_of_checked(const Tensor& target, const Tensor& indices, const Tensor& updates, int axis);
 // one_hot with the class axis last, for int64 indices that the caller has already checked to lie in
 // [-1, num_classes) (-1: an all-zero row): no range check, so indices on a GPU are not read back by the
 // host. Value::one_hot checks its indices once, when it is made, and builds its dense rows with this.

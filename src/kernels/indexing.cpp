@@ -87,11 +87,7 @@ Tensor gather(const Tensor& data, const Tensor& indices, int axis) {
               " is a scalar; it has no axis to index");
     const int a = checked_axis("gather", "data", data.shape(), axis, data.rank());
     Tensor idx = checked_indices("gather", indices, data.dim(a), axis_description(a, "data", data.shape()));
-    Tensor out = Tensor::empty(gather_shape(data.shape(), idx.shape(), a), data.dtype(), data.device());
-    if (out.numel() == 0) return out;
-    const Tensor inputs[] = {data, idx};
-    dispatch(OpKind::gather, inputs, std::span<Tensor>(&out, 1), AxisAttrs{a});
-    return out;
+    return detail::gather_of_checked(data, idx, a);
 }
 
 Tensor scatter_add(const Tensor& target, const Tensor& indices, const Tensor& updates, int axis) {
@@ -111,11 +107,7 @@ Tensor scatter_add(const Tensor& target, const Tensor& indices, const Tensor& up
     CTK_CHECK(updates.shape() == expected, ShapeError, "scatter_add: operand 'updates' has shape ",
               updates.shape().to_string(), " but target ", target.shape().to_string(), " indexed by indices ",
               idx.shape().to_string(), " along axis ", a, " needs ", expected.to_string());
-    Tensor out = Tensor::empty(target.shape(), target.dtype(), target.device());
-    if (out.numel() == 0) return out;
-    const Tensor inputs[] = {target, idx, updates};
-    dispatch(OpKind::scatter_add, inputs, std::span<Tensor>(&out, 1), AxisAttrs{a});
-    return out;
+    return detail::scatter_add_of_checked(target, idx, updates, a);
 }
 
 Tensor permute(const Tensor& x, const std::vector<int>& order) {
@@ -224,6 +216,29 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes, int axis, DataType dt
 }
 
 namespace detail {
+
+Tensor gather_of_checked(const Tensor& data, const Tensor& indices, int axis) {
+    CTK_CHECK(indices.dtype() == DataType::i64 && axis >= 0 && axis < data.rank(), ValueError,
+              "gather_of_checked: int64 indices and an axis of data are required");
+    Tensor out =
+        Tensor::empty(gather_shape(data.shape(), indices.shape(), axis), data.dtype(), data.device());
+    if (out.numel() == 0) return out;
+    const Tensor inputs[] = {data, indices.contiguous()};
+    dispatch(OpKind::gather, inputs, std::span<Tensor>(&out, 1), AxisAttrs{axis});
+    return out;
+}
+
+Tensor scatter_add_of_checked(const Tensor& target, const Tensor& indices, const Tensor& updates, int axis) {
+    CTK_CHECK(indices.dtype() == DataType::i64 && axis >= 0 && axis < target.rank() &&
+                  updates.shape() == gather_shape(target.shape(), indices.shape(), axis),
+              ValueError,
+              "scatter_add_of_checked: int64 indices, an axis of target and matching updates are required");
+    Tensor out = Tensor::empty(target.shape(), target.dtype(), target.device());
+    if (out.numel() == 0) return out;
+    const Tensor inputs[] = {target, indices.contiguous(), updates};
+    dispatch(OpKind::scatter_add, inputs, std::span<Tensor>(&out, 1), AxisAttrs{axis});
+    return out;
+}
 
 Tensor one_hot_of_checked(const Tensor& indices, int64_t num_classes, DataType dtype) {
     check_defined("one_hot", "indices", indices);

@@ -61,14 +61,16 @@ TimesMats as_matrices(const Tensor& x, const Tensor& w, int64_t k) {
 }
 
 // x one-hot in index form (contracting its one static axis): times is a lookup of W's rows, CNTK's
-// sparse-times-dense. The indices as W's dtype, clamped to a real row, and a 0/1 column for -1 rows.
+// sparse-times-dense. The indices clamped to a real row (int64), and a 0/1 column for -1 rows. They were
+// checked when the value was made, so the lookup does not check them again (on a GPU that would read
+// them back on the host every step).
 struct OneHotRows {
     Tensor safe, valid;
 };
 OneHotRows one_hot_rows(const Value& x, const Tensor& w) {
     Tensor idx = x.one_hot_indices().to(w.device()).to(w.dtype());
     Tensor zero = Tensor::full(Shape{}, 0.0, w.dtype(), w.device());
-    return {element_max(idx, zero), greater_equal(idx, zero).expand_dims(-1)};
+    return {element_max(idx, zero).to(DataType::i64), greater_equal(idx, zero).expand_dims(-1)};
 }
 bool uses_one_hot(const Value& x, const Attributes& attrs) {
     return x.is_one_hot() && attrs.get<int64_t>("contracted") == 1;
@@ -100,7 +102,7 @@ void forward_times(ForwardContext& c) {
         const Value& x = c.inputs[0];
         const Tensor& w = c.inputs[1].data();
         OneHotRows r = one_hot_rows(x, w);
-        Tensor rows = element_times(gather(w.reshape({w.dim(0), -1}), r.safe, 0), r.valid);
+        Tensor rows = element_times(detail::gather_of_checked(w.reshape({w.dim(0), -1}), r.safe, 0), r.valid);
         Dims out = x.one_hot_indices().shape().dims();
         out.insert(out.end(), w.shape().dims().begin() + 1, w.shape().dims().end());
         c.outputs.push_back(Value(rows.reshape(out)));
@@ -129,8 +131,8 @@ void backward_times(BackwardContext& c) {
         OneHotRows r = one_hot_rows(c.inputs[0], w);
         const int64_t n = product(w.shape().dims(), 1, w.shape().dims().size());
         Tensor dy = element_times(c.output_grads[0].reshape({-1, n}), r.valid.reshape({-1, 1}));
-        Tensor dw = scatter_add(Tensor::zeros(Shape{w.dim(0), n}, w.dtype(), w.device()),
-                                r.safe.reshape({-1}), dy, 0);
+        Tensor dw = detail::scatter_add_of_checked(Tensor::zeros(Shape{w.dim(0), n}, w.dtype(), w.device()),
+                                                   r.safe.reshape({-1}), dy, 0);
         c.input_grads[1] = dw.reshape(w.shape().dims());
         return;
     }
