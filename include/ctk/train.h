@@ -242,9 +242,8 @@ public:
     // per step. The second step of a shape is recorded (the first builds cuDNN's choices and the like);
     // a step of another shape (an epoch's last minibatch) runs directly; the learners' updates always do.
     // Results are the same bits as without. Not recorded: graphs with random ops (dropout) or user
-    // functions, minibatches of sequences, and graphs whose ops read GPU values on the host (a one-hot
-    // input times a parameter, an embedding lookup, checks its indices there); cuda_graph_status() says
-    // why. The recorded graph keeps
+    // functions, minibatches of sequences, and graphs whose ops read GPU values on the host or upload
+    // host-built tensors (ranking ops, eye_like); cuda_graph_status() says why. The recorded graph keeps
     // its own memory (about one step's activations) until the trainer is destroyed or recording is
     // turned off.
     void set_cuda_graph(bool on);
