@@ -106,6 +106,23 @@ public:
     // the same rules, the same bits).
     virtual bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end = false);
 
+    // update() in three parts, for a Trainer that records the updates with the rest of a training step in a
+    // CUDA Graph: begin_update() does the host work (schedules, counters) and writes the step's scalars
+    // where the parameters live, apply_update() only queues the update kernels (what a recording keeps:
+    // they read the scalars through fixed addresses), end_update() advances the counters. begin_update()
+    // returns false where update() would (count 0, learning rate 0); then the other two are not called.
+    // Learners that override update() cannot be split: see recording_refusal().
+    bool begin_update(int64_t minibatch_sample_count);
+    void apply_update(const GradientMap& gradients, int64_t minibatch_sample_count);
+    void end_update(int64_t minibatch_sample_count, bool sweep_end);
+    // Why apply_update() cannot be recorded, empty when it can: an update written in Python or as a graph,
+    // Gaussian noise (drawn on the host each step), gradient clipping by the norm or a mean multiplier (a
+    // sum read on the host each step).
+    virtual std::string recording_refusal() const;
+    // Appends what apply_update() writes and reads besides the parameters and gradients (state, scratch
+    // and step-scalar tensors, by address): a recording of it is valid while these stay the same.
+    void add_recording_key(std::vector<int64_t>& words) const;
+
     const std::vector<Variable>& parameters() const { return parameters_; }
     // The learning rate (as scheduled, before scaling to the minibatch) in force now.
     double learning_rate() const;
@@ -129,11 +146,34 @@ public:
 protected:
     Learner(std::vector<Variable> parameters, TrainingParameterSchedule lr, LearnerOptions options,
             const char* name);
-    // The per-parameter update with the effective (minibatch-scaled) learning rate. `gradient` is the
-    // preprocessed gradient (mean-scaled, L2 added, clipped); `state` holds the learner's per-parameter
-    // tensors (allocated by init_state()).
+    // The per-parameter update. `gradient` is the preprocessed gradient (mean-scaled, L2 added, clipped);
+    // `state` holds the learner's per-parameter tensors (allocated by state_tensors()). The step's scalars
+    // (the effective, minibatch-scaled learning rate in kLearningRate, the subclass's own from
+    // step_scalars()) are read through step_scalar(); a value known only now (a mean read back) goes
+    // through scalar_now().
     virtual void update_parameter(const Variable& p, Tensor& value, const Tensor& gradient,
-                                  std::vector<Tensor>& state, double lr, int64_t mb_size) = 0;
+                                  std::vector<Tensor>& state, int64_t mb_size) = 0;
+    // The step's scalars: the base's slots, then each subclass's from kFirstSubclassSlot on.
+    enum StepSlot { kLearningRate, kGradientScale, kClipLimit, kL2Weight, kL1Threshold, kFirstSubclassSlot };
+    static constexpr int kMaxStepSlots = 16;
+    // Fills the subclass's slots (slots[kFirstSubclassSlot...]) for a step of `mb_size` samples with
+    // effective learning rate `lr`, after on_minibatch(). Called once per step, before any kernel.
+    virtual void step_scalars(int64_t /*mb_size*/, double /*lr*/, double* /*slots*/) {}
+    // Where this step's value of `slot` lives for a parameter like `value` (its device, as its dtype).
+    template <typename T>
+    const T* step_scalar(const Tensor& value, int slot) const {
+        return static_cast<const T*>(step_scalar_address(value, slot));
+    }
+    // This step's host value of a slot (for decisions the kernels do not make).
+    double step_value(int slot) const { return step_values_[static_cast<size_t>(slot)]; }
+    // `v` written where `value` lives, as its dtype, for the next kernel queued there (each call overwrites
+    // the last: kernels run in queue order). Refused while a CUDA Graph records (a recording would keep v).
+    template <typename T>
+    const T* scalar_now(const Tensor& value, double v) {
+        return static_cast<const T*>(scalar_now_address(value, v));
+    }
+    // Refusals shared by the learners whose update is made of ctk's rules (noise, clipping by the norm).
+    std::string options_recording_refusal() const;
     // The number of state tensors (same shape and dtype as the parameter) this learner keeps per parameter.
     virtual int state_tensors() const { return 0; }
     // Called once per minibatch before the parameters are updated (CNTK's UpdateOnMinibatch): learners
@@ -169,10 +209,27 @@ protected:
 private:
     // The gradient the learner sees: `gradient` itself when no preprocessing applies, else a scratch
     // tensor (kept per parameter) holding the mean-scaled, clipped, L2-regularised gradient.
-    const Tensor& preprocess(const Variable& p, const Tensor& value, const Tensor& gradient, int64_t mb_size);
+    const Tensor& preprocess(const Variable& p, const Tensor& value, const Tensor& gradient);
     // Noise injection, then the L1 proximal step (CNTK's PostProcess order).
-    void postprocess(const Variable& p, Tensor& value, double lr, int64_t mb_size);
+    void postprocess(const Variable& p, Tensor& value);
     std::vector<Tensor>& state_for(const Variable& p, const Tensor& value);
+    // update()'s checks on the gradients, before anything changes.
+    void check_gradients(const GradientMap& gradients) const;
+    // begin_update() without the checks: on_minibatch(), then the step's scalars written.
+    void prepare_step(int64_t mb_size);
+    void apply_step(const GradientMap& gradients, int64_t mb_size);
+    const void* step_scalar_address(const Tensor& value, int slot) const;
+    const void* scalar_now_address(const Tensor& value, double v);
+
+    // The step's scalars for one device and dtype: `slots` as prepare_step wrote them, `now` for
+    // scalar_now().
+    struct ScalarBlock {
+        Device device;
+        DataType dtype;
+        Tensor slots, now;
+    };
+    std::vector<ScalarBlock> scalar_blocks_;
+    std::vector<double> step_values_ = std::vector<double>(kMaxStepSlots, 0.0);
 
     std::unordered_map<Variable, Tensor, VariableHash> gradient_scratch_, noise_scratch_;
     std::vector<double> partials_;  // per-chunk partial sums (fixed chunking, so thread-count independent)

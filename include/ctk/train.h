@@ -237,18 +237,22 @@ public:
     int64_t skipped_steps() const { return scaler_ ? scaler_->skipped_steps() : 0; }
 
     // CUDA Graphs (ctk's addition; off by default, or CTK_CUDA_GRAPH=1 for trainers of any script): on a
-    // GPU, the forward and backward of a step are recorded once as a CUDA Graph and then replayed with one
-    // launch while the minibatches keep their shapes, which saves the host queuing hundreds of kernels
-    // per step. The second step of a shape is recorded (the first builds cuDNN's choices and the like);
-    // a step of another shape (an epoch's last minibatch) runs directly; the learners' updates always do.
-    // Results are the same bits as without. Not recorded: graphs with random ops (dropout) or user
-    // functions, minibatches of sequences, and graphs whose ops read GPU values on the host or upload
-    // host-built tensors (ranking ops, eye_like); cuda_graph_status() says why. The recorded graph keeps
-    // its own memory (about one step's activations) until the trainer is destroyed or recording is
-    // turned off.
+    // GPU, the forward, backward and parameter updates of a step are recorded once as a CUDA Graph and
+    // then replayed with one launch while the minibatches keep their shapes, which saves the host queuing
+    // hundreds of kernels per step. The second step of a shape is recorded (the first builds cuDNN's
+    // choices, the learners' state and the like); a step of another shape (an epoch's last minibatch)
+    // runs directly. Learning rates, momenta and bias corrections reach the recorded updates through the
+    // learners' step scalars, rewritten before each replay. Results are the same bits as without. Not
+    // recorded: graphs with random ops (dropout) or user functions, minibatches of sequences, and graphs
+    // whose ops read GPU values on the host or upload host-built tensors (ranking ops, eye_like). The
+    // updates stay outside (the rest is still replayed) under f16 loss scaling, and for learners that
+    // need the host mid-update (Learner::recording_refusal). cuda_graph_status() says which applies. The
+    // recorded graph keeps its own memory (about one step's activations) until the trainer is destroyed
+    // or recording is turned off.
     void set_cuda_graph(bool on);
     bool cuda_graph() const { return cuda_graph_; }
-    // Why the last step was not replayed from a graph (empty when it was), and the replays so far.
+    // Why the last step was not replayed from a graph, or why its updates ran outside it (empty when the
+    // whole step was replayed), and the replays so far.
     std::string cuda_graph_status() const;
     int64_t cuda_graph_replays() const;
 
@@ -284,6 +288,7 @@ private:
     double acc_loss_ = 0, acc_metric_ = 0;
     std::unique_ptr<Evaluator> evaluator_;  // test_minibatch: the metric (or loss) in inference mode
     bool cuda_graph_ = false;
+    std::string update_refusal_;  // why the last step's updates were not part of its graph
     std::unique_ptr<detail::StepGraph> recorded_step_;  // made at the first step on a GPU with cuda_graph_
 };
 

@@ -174,8 +174,8 @@ public:
     void keep_python_object(py::object self) { self_ = hold(self); }
 
 protected:
-    void update_parameter(const Variable&, Tensor&, const Tensor&, std::vector<Tensor>&, double,
-                          int64_t) override {}  // not reached: update() is the Python method
+    void update_parameter(const Variable&, Tensor&, const Tensor&, std::vector<Tensor>&, int64_t) override {
+    }  // not reached: update() is the Python method
 
 private:
     bool as_numpy_;

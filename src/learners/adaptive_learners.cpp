@@ -40,27 +40,35 @@ public:
                    bool need_ave_multiplier, const LearnerOptions& options)
         : Learner(parameters, lr, options, "adagrad"), need_ave_multiplier_(need_ave_multiplier) {}
 
+    std::string recording_refusal() const override {
+        if (need_ave_multiplier_)
+            return "the adagrad learner's mean multiplier (need_ave_multiplier) is a sum read on the host at "
+                   "every step";
+        return options_recording_refusal();
+    }
+
 protected:
     int state_tensors() const override { return 1; }
 
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
-                          double lr, int64_t) override {
+                          int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             const int64_t n = value.numel();
             const T floor = T(1e-16f);  // CNTK's floor is the float literal 1e-16f, also for double
             const detail::rules::AdaGradAccumulate<T> accumulate{state[0].data<T>(), gradient.data<T>(),
                                                                  floor};
-            double ave = 1.0;
+            const T* rate = step_scalar<T>(value, kLearningRate);
             if (need_ave_multiplier_) {
                 const double sum = detail::sum_rule(value, n, partials_, accumulate);
-                if (n > 0) ave = T(sum / double(n));
+                const double ave = n > 0 ? double(T(sum / double(n))) : 1.0;
+                rate = scalar_now<T>(value, step_value(kLearningRate) / ave);
             } else {
                 detail::apply_rule(value, n, accumulate);
             }
             detail::apply_rule(value, n,
                                detail::rules::AdaGradStep<T>{value.data<T>(), state[0].data<T>(),
-                                                             gradient.data<T>(), T(lr / ave), floor});
+                                                             gradient.data<T>(), rate, floor});
         });
     }
 
@@ -85,7 +93,11 @@ public:
         detail::check_momentum(variance_momentum_, name_, "variance_momentum");
     }
 
+    std::string recording_refusal() const override { return options_recording_refusal(); }
+
 protected:
+    enum { kMomentum = kFirstSubclassSlot, kVarianceMomentum, kUnitGainFactor, kMultiplier };
+
     int state_tensors() const override { return 2; }  // [0] smoothed g^2, [1] smoothed gradient
 
     void report_schedules() override {
@@ -96,28 +108,34 @@ protected:
     void on_minibatch(int64_t mb_size) override {
         const double vm = momentum_for(variance_momentum_, mb_size);
         smoothed_count_ = vm * smoothed_count_ + (1.0 - vm) * double(mb_size);
+    }
+
+    void step_scalars(int64_t mb_size, double, double* slots) override {
+        const double m = momentum_for(momentum_, mb_size);
+        slots[kMomentum] = m;
+        slots[kVarianceMomentum] = momentum_for(variance_momentum_, mb_size);
+        slots[kUnitGainFactor] = unit_gain_ ? 1.0 - m : 1.0;
         // CNTK's targetAdagradAvDenom (1) times sqrt(#samples in the g^2 average).
-        ada_mul_ = std::sqrt(smoothed_count_);
+        slots[kMultiplier] = std::sqrt(smoothed_count_);
     }
 
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
-                          double lr, int64_t mb_size) override {
-        const double m = momentum_for(momentum_, mb_size);
-        const double vm = momentum_for(variance_momentum_, mb_size);
-        const double ugf = unit_gain_ ? 1.0 - m : 1.0;
+                          int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(
                 value, value.numel(),
-                detail::rules::FSAdaGradStep<T>{value.data<T>(), state[0].data<T>(), state[1].data<T>(),
-                                                gradient.data<T>(), T(m), T(vm), T(ugf), T(lr), T(ada_mul_)});
+                detail::rules::FSAdaGradStep<T>{
+                    value.data<T>(), state[0].data<T>(), state[1].data<T>(), gradient.data<T>(),
+                    step_scalar<T>(value, kMomentum), step_scalar<T>(value, kVarianceMomentum),
+                    step_scalar<T>(value, kUnitGainFactor), step_scalar<T>(value, kLearningRate),
+                    step_scalar<T>(value, kMultiplier)});
         });
     }
 
 private:
     TrainingParameterSchedule momentum_, variance_momentum_;
     bool unit_gain_;
-    double ada_mul_ = 0.0;
     double last_reported_momentum_ = std::numeric_limits<double>::quiet_NaN();
 };
 
@@ -141,7 +159,11 @@ public:
         CTK_CHECK(epsilon >= 0, ValueError, name_, ": epsilon must be >= 0, got ", epsilon);
     }
 
+    std::string recording_refusal() const override { return options_recording_refusal(); }
+
 protected:
+    enum { kMomentum = kFirstSubclassSlot, kVarianceMomentum, kUnitGainFactor, kBiasCorrection };
+
     int state_tensors() const override { return 2; }  // [0] second moment, [1] first moment
 
     void report_schedules() override {
@@ -151,20 +173,28 @@ protected:
 
     void on_minibatch(int64_t) override { smoothed_count_ += 1.0; }
 
-    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
-                          double lr, int64_t mb_size) override {
+    void step_scalars(int64_t mb_size, double, double* slots) override {
         const double m = momentum_for(momentum_, mb_size);
         const double vm = momentum_for(variance_momentum_, mb_size);
-        const double ugf = unit_gain_ ? 1.0 - m : 1.0;
         const double t = smoothed_count_;
-        const double bias = adamax_ ? 1.0 / (1.0 - std::pow(m, t))
-                                    : std::sqrt(1.0 - std::pow(vm, t)) / (1.0 - std::pow(m, t));
+        slots[kMomentum] = m;
+        slots[kVarianceMomentum] = vm;
+        slots[kUnitGainFactor] = unit_gain_ ? 1.0 - m : 1.0;
+        slots[kBiasCorrection] = adamax_ ? 1.0 / (1.0 - std::pow(m, t))
+                                         : std::sqrt(1.0 - std::pow(vm, t)) / (1.0 - std::pow(m, t));
+    }
+
+    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
+                          int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            detail::apply_rule(value, value.numel(),
-                               detail::rules::AdamStep<T>{value.data<T>(), state[0].data<T>(),
-                                                          state[1].data<T>(), gradient.data<T>(), T(m), T(vm),
-                                                          T(ugf), T(lr), T(bias), T(epsilon_), adamax_});
+            detail::apply_rule(
+                value, value.numel(),
+                detail::rules::AdamStep<T>{
+                    value.data<T>(), state[0].data<T>(), state[1].data<T>(), gradient.data<T>(),
+                    step_scalar<T>(value, kMomentum), step_scalar<T>(value, kVarianceMomentum),
+                    step_scalar<T>(value, kUnitGainFactor), step_scalar<T>(value, kLearningRate),
+                    step_scalar<T>(value, kBiasCorrection), T(epsilon_), adamax_});
         });
     }
 
@@ -200,15 +230,27 @@ public:
         CTK_CHECK(max > min, ValueError, name_, ": max must be > min, got max ", max, " and min ", min);
     }
 
+    std::string recording_refusal() const override {
+        if (need_ave_multiplier_)
+            return "the rmsprop learner's mean multiplier (need_ave_multiplier) is a sum read on the host at "
+                   "every step";
+        return options_recording_refusal();
+    }
+
 protected:
+    enum { kInitialized = kFirstSubclassSlot };
+
     int state_tensors() const override { return 3; }  // [0] mean g^2, [1] sign of the last g, [2] step
 
     void on_minibatch(int64_t) override { smoothed_count_ += 1.0; }
 
+    // CNTK (re)initialises the state while its minibatch count is at most 1.
+    void step_scalars(int64_t, double, double* slots) override {
+        slots[kInitialized] = smoothed_count_ > 1.0 ? 1.0 : 0.0;
+    }
+
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
-                          double lr, int64_t) override {
-        // CNTK (re)initialises the state while its minibatch count is at most 1.
-        const bool initialized = smoothed_count_ > 1.0;
+                          int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             const int64_t n = value.numel();
@@ -223,16 +265,16 @@ protected:
                                                     T(max_),
                                                     T(min_),
                                                     T(1e-6f),  // CNTK's float literal, also for double
-                                                    initialized};
-            double ave = 1.0;
+                                                    step_scalar<T>(value, kInitialized)};
+            const T* rate = step_scalar<T>(value, kLearningRate);
             if (need_ave_multiplier_) {
                 const double sum =
                     detail::sum_rule(value, n, partials_, detail::rules::RMSPropStateSum<T>{st});
-                if (n > 0) ave = T(sum / double(n));
+                const double ave = n > 0 ? double(T(sum / double(n))) : 1.0;
+                rate = scalar_now<T>(value, step_value(kLearningRate) / ave);
             }
             detail::apply_rule(
-                value, n,
-                detail::rules::RMSPropStep<T>{st, value.data<T>(), T(lr / ave), !need_ave_multiplier_});
+                value, n, detail::rules::RMSPropStep<T>{st, value.data<T>(), rate, !need_ave_multiplier_});
         });
     }
 
@@ -253,17 +295,20 @@ public:
         CTK_CHECK(epsilon >= 0, ValueError, name_, ": epsilon must be >= 0, got ", epsilon);
     }
 
+    std::string recording_refusal() const override { return options_recording_refusal(); }
+
 protected:
     int state_tensors() const override { return 2; }  // [0] mean g^2, [1] mean dx^2
 
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
-                          double lr, int64_t) override {
+                          int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(
                 value, value.numel(),
                 detail::rules::AdaDeltaStep<T>{value.data<T>(), state[0].data<T>(), state[1].data<T>(),
-                                               gradient.data<T>(), T(rho_), T(epsilon_), T(lr)});
+                                               gradient.data<T>(), T(rho_), T(epsilon_),
+                                               step_scalar<T>(value, kLearningRate)});
         });
     }
 

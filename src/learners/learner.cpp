@@ -134,14 +134,10 @@ std::vector<Tensor>& Learner::state_for(const Variable& p, const Tensor& value) 
     return it->second;
 }
 
-const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const Tensor& gradient,
-                                  int64_t mb_size) {
-    const bool compat = compatible_mode();
-    const auto mb = static_cast<double>(mb_size);
-    const double scale = compat ? 1.0 / mb : 1.0;
-    const double threshold = options_.gradient_clipping_threshold_per_sample;
-    const double limit = std::isinf(threshold) ? threshold : (compat ? threshold : threshold * mb);
-    const double l2 = options_.l2_regularization_weight * (compat ? 1.0 : mb);
+const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const Tensor& gradient) {
+    const double scale = step_value(kGradientScale);
+    const double limit = step_value(kClipLimit);
+    const double l2 = step_value(kL2Weight);
     const bool plain_input = gradient.dtype() == value.dtype() && gradient.is_contiguous();
     if (scale == 1.0 && std::isinf(limit) && l2 == 0.0 && plain_input) return gradient;
 
@@ -153,23 +149,25 @@ const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const 
     detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
         using T = decltype(tag);
         const int64_t n = value.numel();
-        // Rescaling clip: the whole (mean-scaled) gradient shrinks when its Frobenius norm passes the limit.
-        double factor = 1.0;
+        const T* scale_at = step_scalar<T>(value, kGradientScale);
+        // Rescaling clip: the whole (mean-scaled) gradient shrinks when its Frobenius norm passes the limit
+        // (a sum read back on the host: such steps are never recorded, see recording_refusal()).
         if (!truncate && !std::isinf(limit)) {
             const double norm =
                 scale * std::sqrt(detail::sum_rule(value, n, partials_,
                                                    detail::rules::GradientSquare<T>{src.data<T>()}));
-            if (norm > limit) factor = limit / norm;
+            if (norm > limit) scale_at = scalar_now<T>(value, scale * (limit / norm));
         }
         detail::apply_rule(value, n,
                            detail::rules::PrepareGradient<T>{src.data<T>(), value.data<T>(), out.data<T>(),
-                                                             T(scale * factor), T(limit), T(l2),
+                                                             scale_at, step_scalar<T>(value, kClipLimit),
+                                                             step_scalar<T>(value, kL2Weight),
                                                              truncate && !std::isinf(limit)});
     });
     return out;
 }
 
-void Learner::postprocess(const Variable& p, Tensor& value, double lr, int64_t mb_size) {
+void Learner::postprocess(const Variable& p, Tensor& value) {
     const double stddev = current_value(options_.gaussian_noise_injection_std_dev);
     if (stddev > 0) {
         // Drawn on the CPU (the same numbers on every device), then added where the parameter lives.
@@ -187,23 +185,73 @@ void Learner::postprocess(const Variable& p, Tensor& value, double lr, int64_t m
     }
     if (options_.l1_regularization_weight > 0) {
         // Proximal step for the L1 term: soft-threshold by lr * weight (* mb, as the rate is per sample).
-        const double t = lr * options_.l1_regularization_weight * (compatible_mode() ? 1.0 : double(mb_size));
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
-            detail::apply_rule(value, value.numel(), detail::rules::SoftThreshold<T>{value.data<T>(), T(t)});
+            detail::apply_rule(
+                value, value.numel(),
+                detail::rules::SoftThreshold<T>{value.data<T>(), step_scalar<T>(value, kL1Threshold)});
         });
     }
 }
 
-bool Learner::update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end) {
-    CTK_CHECK(minibatch_sample_count >= 0, ValueError, name_,
-              ": update: minibatch_sample_count must be >= 0, got ", minibatch_sample_count);
-    if (minibatch_sample_count == 0) return false;
-    report_schedules();
-    // CNTK skips the whole update (counters included) while the learning rate is 0.
-    if (learning_rate() == 0.0) return false;
+const void* Learner::step_scalar_address(const Tensor& value, int slot) const {
+    CTK_CHECK(slot >= 0 && slot < kMaxStepSlots, ValueError, name_, ": step scalar slot ", slot,
+              " out of range");
+    for (const ScalarBlock& b : scalar_blocks_)
+        if (b.device == value.device() && b.dtype == value.dtype())
+            return static_cast<const char*>(b.slots.raw_data()) +
+                   static_cast<size_t>(slot) * b.slots.element_size();
+    CTK_THROW(Error, name_, ": no step scalars for ", dtype_name(value.dtype()), " on ",
+              value.device().to_string(), " (the step was not prepared for this parameter)");
+}
 
-    // Check everything before touching any state, so a bad gradient leaves the learner unchanged.
+const void* Learner::scalar_now_address(const Tensor& value, double v) {
+    for (ScalarBlock& b : scalar_blocks_)
+        if (b.device == value.device() && b.dtype == value.dtype()) {
+            if (!b.now.defined()) b.now = Tensor::empty(Shape{1}, b.dtype, b.device);
+            detail::write_scalars(b.now, &v, 1);
+            return b.now.raw_data();
+        }
+    CTK_THROW(Error, name_, ": no step scalars for ", dtype_name(value.dtype()), " on ",
+              value.device().to_string(), " (the step was not prepared for this parameter)");
+}
+
+void Learner::prepare_step(int64_t mb_size) {
+    const bool compat = compatible_mode();
+    const auto mb = static_cast<double>(mb_size);
+    const double lr = effective_learning_rate(mb_size);
+    on_minibatch(mb_size);
+    const double threshold = options_.gradient_clipping_threshold_per_sample;
+    std::fill(step_values_.begin(), step_values_.end(), 0.0);
+    step_values_[kLearningRate] = lr;
+    step_values_[kGradientScale] = compat ? 1.0 / mb : 1.0;
+    step_values_[kClipLimit] = std::isinf(threshold) ? threshold : (compat ? threshold : threshold * mb);
+    step_values_[kL2Weight] = options_.l2_regularization_weight * (compat ? 1.0 : mb);
+    step_values_[kL1Threshold] = lr * options_.l1_regularization_weight * (compat ? 1.0 : mb);
+    step_scalars(mb_size, lr, step_values_.data());
+
+    // One block per device and dtype the parameters have (normally one), written in queue order there.
+    std::vector<bool> written(scalar_blocks_.size(), false);
+    for (const Variable& p : parameters_) {
+        const Tensor value = p.value();
+        size_t i = 0;
+        while (i < scalar_blocks_.size() &&
+               !(scalar_blocks_[i].device == value.device() && scalar_blocks_[i].dtype == value.dtype()))
+            ++i;
+        if (i == scalar_blocks_.size()) {
+            detail::dispatch_learner_dtype(value.dtype(), name_, [](auto) {});
+            scalar_blocks_.push_back({value.device(), value.dtype(),
+                                      Tensor::empty(Shape{kMaxStepSlots}, value.dtype(), value.device()),
+                                      Tensor()});
+            written.push_back(false);
+        }
+        if (written[i]) continue;
+        detail::write_scalars(scalar_blocks_[i].slots, step_values_.data(), kMaxStepSlots);
+        written[i] = true;
+    }
+}
+
+void Learner::check_gradients(const GradientMap& gradients) const {
     for (const Variable& p : parameters_) {
         auto it = gradients.find(p);
         if (it == gradients.end()) continue;
@@ -218,22 +266,84 @@ bool Learner::update(const GradientMap& gradients, int64_t minibatch_sample_coun
                   " has shape ", g.shape().to_string(), ", expected ", value.shape().to_string());
         detail::dispatch_learner_dtype(value.dtype(), name_, [](auto) {});
     }
+}
 
-    const double lr = effective_learning_rate(minibatch_sample_count);
-    on_minibatch(minibatch_sample_count);
+void Learner::apply_step(const GradientMap& gradients, int64_t mb_size) {
     for (const Variable& p : parameters_) {
         auto it = gradients.find(p);
         if (it == gradients.end()) continue;
         Tensor value = p.value();
         std::vector<Tensor>& state = state_for(p, value);
-        const Tensor& g = preprocess(p, value, it->second, minibatch_sample_count);
-        update_parameter(p, value, g, state, lr, minibatch_sample_count);
-        postprocess(p, value, lr, minibatch_sample_count);
+        const Tensor& g = preprocess(p, value, it->second);
+        update_parameter(p, value, g, state, mb_size);
+        postprocess(p, value);
     }
+}
+
+bool Learner::begin_update(int64_t minibatch_sample_count) {
+    CTK_CHECK(minibatch_sample_count >= 0, ValueError, name_,
+              ": update: minibatch_sample_count must be >= 0, got ", minibatch_sample_count);
+    if (minibatch_sample_count == 0) return false;
+    report_schedules();
+    // CNTK skips the whole update (counters included) while the learning rate is 0.
+    if (learning_rate() == 0.0) return false;
+    prepare_step(minibatch_sample_count);
+    return true;
+}
+
+void Learner::apply_update(const GradientMap& gradients, int64_t minibatch_sample_count) {
+    check_gradients(gradients);
+    apply_step(gradients, minibatch_sample_count);
+}
+
+void Learner::end_update(int64_t minibatch_sample_count, bool sweep_end) {
     samples_seen_ += minibatch_sample_count;
     ++minibatches_seen_;
     if (sweep_end) ++sweeps_seen_;
+}
+
+bool Learner::update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end) {
+    CTK_CHECK(minibatch_sample_count >= 0, ValueError, name_,
+              ": update: minibatch_sample_count must be >= 0, got ", minibatch_sample_count);
+    if (minibatch_sample_count == 0) return false;
+    report_schedules();
+    if (learning_rate() == 0.0) return false;
+    // Check everything before touching any state, so a bad gradient leaves the learner unchanged.
+    check_gradients(gradients);
+    prepare_step(minibatch_sample_count);
+    apply_step(gradients, minibatch_sample_count);
+    end_update(minibatch_sample_count, sweep_end);
     return true;
+}
+
+std::string Learner::recording_refusal() const {
+    return std::string("the ") + name_ + " learner's update is not made of ctk's update rules";
+}
+
+std::string Learner::options_recording_refusal() const {
+    for (double v : options_.gaussian_noise_injection_std_dev.values())
+        if (v > 0)
+            return std::string("the ") + name_ +
+                   " learner injects Gaussian noise (drawn on the host at every step)";
+    if (!options_.gradient_clipping_with_truncation &&
+        !std::isinf(options_.gradient_clipping_threshold_per_sample))
+        return std::string("the ") + name_ +
+               " learner clips gradients by their norm (read on the host at every step)";
+    return {};
+}
+
+void Learner::add_recording_key(std::vector<int64_t>& words) const {
+    auto address = [&](const Tensor& t) {
+        words.push_back(t.defined() ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.raw_data())) : 0);
+    };
+    for (const Variable& p : parameters_) {
+        auto s = state_.find(p);
+        if (s != state_.end())
+            for (const Tensor& t : s->second) address(t);
+        auto g = gradient_scratch_.find(p);
+        if (g != gradient_scratch_.end()) address(g->second);
+    }
+    for (const ScalarBlock& b : scalar_blocks_) address(b.slots);
 }
 
 Dictionary Learner::checkpoint_state() const {

@@ -92,6 +92,30 @@ double sum_rule(const Tensor& on, int64_t n, std::vector<double>& partials, cons
 #endif
 }
 
+#if CTK_HAVE_CUDA
+// cuda/update_rules.cu: dst[i] <- values[i] (as dst's dtype) for i < n, by a kernel that carries the values
+// as its arguments, queued on the device's ctk stream. Throws DeviceError while the stream records a graph.
+void cuda_write_scalars(const Tensor& dst, const double* values, int n);
+#endif
+
+// dst[0..n) <- values (converted to dst's dtype, f32 or f64) where dst lives, in queue order with the
+// kernels there. At most 16 values.
+inline void write_scalars(const Tensor& dst, const double* values, int n) {
+    if (dst.device().is_cpu()) {
+        dispatch_learner_dtype(dst.dtype(), "learner step scalars", [&](auto tag) {
+            using T = decltype(tag);
+            T* out = dst.data<T>();
+            for (int i = 0; i < n; ++i) out[i] = static_cast<T>(values[i]);
+        });
+        return;
+    }
+#if CTK_HAVE_CUDA
+    cuda_write_scalars(dst, values, n);
+#else
+    CTK_THROW(DeviceError, "learners: no kernels for ", dst.device().to_string(), " in this build");
+#endif
+}
+
 // Momentum-like values must lie in [0, 1); throws ValueError naming the learner and the argument.
 void check_momentum(const TrainingParameterSchedule& s, const char* learner, const char* argument);
 

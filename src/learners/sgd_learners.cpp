@@ -15,13 +15,16 @@ public:
                const LearnerOptions& options)
         : Learner(parameters, lr, options, "sgd") {}
 
+    std::string recording_refusal() const override { return options_recording_refusal(); }
+
 protected:
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>&,
-                          double lr, int64_t) override {
+                          int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(value, value.numel(),
-                               detail::rules::SgdStep<T>{value.data<T>(), gradient.data<T>(), T(lr)});
+                               detail::rules::SgdStep<T>{value.data<T>(), gradient.data<T>(),
+                                                         step_scalar<T>(value, kLearningRate)});
         });
     }
 };
@@ -38,7 +41,11 @@ public:
         detail::check_momentum(momentum_, name_, "momentum");
     }
 
+    std::string recording_refusal() const override { return options_recording_refusal(); }
+
 protected:
+    enum { kMomentum = kFirstSubclassSlot, kStepSize };
+
     int state_tensors() const override { return 1; }
 
     void report_schedules() override {
@@ -46,16 +53,22 @@ protected:
         report_schedule(momentum_, "Momentum", last_reported_momentum_);
     }
 
-    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
-                          double lr, int64_t mb_size) override {
+    void step_scalars(int64_t mb_size, double lr, double* slots) override {
         const double m = momentum_for(momentum_, mb_size);
         const double ugf = unit_gain_ ? 1.0 - m : 1.0;
+        slots[kMomentum] = m;
+        slots[kStepSize] = ugf * lr;
+    }
+
+    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
+                          int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(
                 value, value.numel(),
-                detail::rules::MomentumStep<T>{value.data<T>(), state[0].data<T>(), gradient.data<T>(), T(m),
-                                               T(ugf * lr), nesterov_});
+                detail::rules::MomentumStep<T>{value.data<T>(), state[0].data<T>(), gradient.data<T>(),
+                                               step_scalar<T>(value, kMomentum),
+                                               step_scalar<T>(value, kStepSize), nesterov_});
         });
     }
 

@@ -107,8 +107,7 @@ public:
     }
 
 protected:
-    void update_parameter(const Variable& p, Tensor&, const Tensor&, std::vector<Tensor>&, double,
-                          int64_t) override {
+    void update_parameter(const Variable& p, Tensor&, const Tensor&, std::vector<Tensor>&, int64_t) override {
         CTK_THROW(Error, name_, ": no per-parameter update (", p.to_string(), "): update() evaluates the ",
                   "update function");
     }

@@ -3,6 +3,11 @@
 // (a grid-stride kernel, cuda/update_rules.cu). The GPU file is compiled without FMA contraction and the
 // math below is IEEE on both sides (sqrt and division correctly rounded), so a step gives the same bits on
 // either device. Rules returning a value are summed by sum_rule (the mean multipliers, the clipping norm).
+//
+// Values that change from step to step (rates, momenta, bias corrections: the `const T*` fields named
+// "per step" below) are read from the learner's step scalars, written where the parameter lives before
+// the step's kernels are queued (Learner::prepare_step). The kernels themselves are then the same at every
+// step, so a CUDA Graph can record them once. Values fixed for the learner's life stay plain arguments.
 #pragma once
 
 #include <cmath>
@@ -48,12 +53,13 @@ struct PrepareGradient {
     const T* g;
     const T* w;
     T* o;
-    T scale, limit, l2;
+    const T *scale, *limit, *l2;  // per step
     bool clip_elements;
     CTK_HOST_DEVICE void operator()(int64_t i) const {
-        T v = g[i] * scale;
-        if (clip_elements) v = v < -limit ? -limit : (limit < v ? limit : v);
-        o[i] = v + l2 * w[i];
+        const T lim = *limit;
+        T v = g[i] * *scale;
+        if (clip_elements) v = v < -lim ? -lim : (lim < v ? lim : v);
+        o[i] = v + *l2 * w[i];
     }
 };
 
@@ -78,8 +84,9 @@ struct AddNoise {
 template <typename T>
 struct SoftThreshold {
     T* w;
-    T t;
+    const T* threshold;  // per step
     CTK_HOST_DEVICE void operator()(int64_t i) const {
+        const T t = *threshold;
         const T v = w[i];
         w[i] = v > t ? v - t : (v < -t ? v + t : T(0));
     }
@@ -91,8 +98,8 @@ template <typename T>
 struct SgdStep {
     T* w;
     const T* g;
-    T rate;
-    CTK_HOST_DEVICE void operator()(int64_t i) const { w[i] -= rate * g[i]; }
+    const T* rate;  // per step
+    CTK_HOST_DEVICE void operator()(int64_t i) const { w[i] -= *rate * g[i]; }
 };
 
 // sg = m * sg + step * g; w -= sg (Nesterov: w -= m * sg + step * g).
@@ -101,9 +108,10 @@ struct MomentumStep {
     T* w;
     T* sg;
     const T* g;
-    T m, step;
+    const T *momentum, *step_size;  // per step
     bool nesterov;
     CTK_HOST_DEVICE void operator()(int64_t i) const {
+        const T m = *momentum, step = *step_size;
         const T v = m * sg[i] + step * g[i];
         sg[i] = v;
         if (nesterov)
@@ -132,8 +140,9 @@ struct AdaGradStep {
     T* w;
     const T* acc;
     const T* g;
-    T rate, floor;
-    CTK_HOST_DEVICE void operator()(int64_t i) const { w[i] -= rate * (g[i] / root(acc[i] + floor)); }
+    const T* rate;  // per step
+    T floor;
+    CTK_HOST_DEVICE void operator()(int64_t i) const { w[i] -= *rate * (g[i] / root(acc[i] + floor)); }
 };
 
 template <typename T>
@@ -142,8 +151,9 @@ struct FSAdaGradStep {
     T* ada;
     T* mom;
     const T* grad;
-    T m, vm, ugf, rate, mul;
+    const T *momentum, *variance_momentum, *unit_gain_factor, *rate, *multiplier;  // per step
     CTK_HOST_DEVICE void operator()(int64_t i) const {
+        const T m = *momentum, vm = *variance_momentum, ugf = *unit_gain_factor, mul = *multiplier;
         T g = grad[i];
         const T sq = vm * ada[i] + (T(1) - vm) * g * g;
         ada[i] = sq;
@@ -152,7 +162,7 @@ struct FSAdaGradStep {
             g = m * mom[i] + ugf * g;
             mom[i] = g;
         }
-        w[i] -= g * rate;
+        w[i] -= g * *rate;
     }
 };
 
@@ -162,9 +172,11 @@ struct AdamStep {
     T* ada;
     T* mom;
     const T* grad;
-    T m, vm, ugf, rate, bias, eps;
+    const T *momentum, *variance_momentum, *unit_gain_factor, *rate, *bias_correction;  // per step
+    T eps;
     bool adamax;
     CTK_HOST_DEVICE void operator()(int64_t i) const {
+        const T m = *momentum, vm = *variance_momentum, ugf = *unit_gain_factor, bias = *bias_correction;
         T g = grad[i];
         T d;
         if (!adamax) {
@@ -177,7 +189,7 @@ struct AdamStep {
         const T scale = bias * (T(1) / (d + eps));
         g = m * mom[i] + ugf * g;
         mom[i] = g;
-        w[i] -= g * scale * rate;
+        w[i] -= g * scale * *rate;
     }
 };
 
@@ -189,9 +201,9 @@ struct RMSPropState {
     T* steps;
     const T* g;
     T gamma, one_minus_gamma, inc, dec, hi, lo, floor;
-    bool initialized;
+    const T* initialized;  // per step: zero while the learner is on its first minibatch
     CTK_HOST_DEVICE T operator()(int64_t i) const {
-        if (!initialized) {
+        if (*initialized == T(0)) {
             avars[i] = g[i] * g[i];
             signs[i] = T(0);
             steps[i] = T(0.02);
@@ -220,11 +232,11 @@ template <typename T>
 struct RMSPropStep {
     RMSPropState<T> state;
     T* w;
-    T rate;
+    const T* rate;  // per step
     bool update_state;
     CTK_HOST_DEVICE void operator()(int64_t i) const {
         const T a = update_state ? state(i) : state.steps[i] / root(state.avars[i] + state.floor);
-        w[i] -= rate * (state.g[i] * a);
+        w[i] -= *rate * (state.g[i] * a);
     }
 };
 
@@ -234,14 +246,15 @@ struct AdaDeltaStep {
     T* ada;
     T* dx2;
     const T* grad;
-    T rho, eps, rate;
+    T rho, eps;
+    const T* rate;  // per step
     CTK_HOST_DEVICE void operator()(int64_t i) const {
         const T g = grad[i];
         const T sq = rho * ada[i] + (T(1) - rho) * g * g;
         ada[i] = sq;
         const T dx = -root(dx2[i] + eps) / root(sq + eps) * g;
         dx2[i] = rho * dx2[i] + (T(1) - rho) * dx * dx;
-        w[i] += rate * dx;
+        w[i] += *rate * dx;
     }
 };
 

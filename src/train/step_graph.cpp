@@ -1,6 +1,6 @@
-// Records a training step's forward and backward as a CUDA Graph and replays it (step_graph.h). What a
-// recording keeps is exactly what its kernels were queued with: the argument tensors (refilled in place
-// before each replay), the parameter and constant tensors (their addresses are part of the key, so a
+// Records a training step as a CUDA Graph and replays it (step_graph.h). What a recording keeps is
+// exactly what its kernels were queued with: the argument tensors (refilled in place before each replay),
+// the parameter and constant tensors and the learners' state (their addresses are part of the key, so a
 // replaced value is recorded again), the loss scale (in the key) and the shapes (in the key). Random ops
 // and user functions are refused up front; anything else that cannot be recorded (a read of a GPU value
 // on the host, a host-to-device copy) fails the recording, and the step runs directly.
@@ -50,7 +50,7 @@ StepGraph::StepGraph(const FunctionPtr& graph) {
 StepGraph::~StepGraph() = default;
 
 StepGraph::Key StepGraph::key_of(const ValueMap& arguments, const ValueMap& requested, Device device,
-                                 double loss_scale, std::string* why) const {
+                                 double loss_scale, const ExtraKey& extra_key, std::string* why) const {
     Key key;
     std::vector<int64_t>& w = key.words;
     add_device(w, device);
@@ -90,11 +90,12 @@ StepGraph::Key StepGraph::key_of(const ValueMap& arguments, const ValueMap& requ
         w.push_back(v.numel());
         add_device(w, v.device());
     }
+    if (extra_key) extra_key(w);
     return key;
 }
 
-bool StepGraph::record(const ValueMap& arguments, Device device, const Step& step, const Key& key,
-                       StepValues* out) {
+bool StepGraph::record(const ValueMap& arguments, Device device, const Step& step, const Prepare& prepare,
+                       const Key& key, StepValues* out) {
     graph_.reset();  // the previous recording's memory goes back first: this one may need it
     recorded_ = {};
     inputs_.clear();
@@ -106,6 +107,8 @@ bool StepGraph::record(const ValueMap& arguments, Device device, const Step& ste
         inputs_.emplace(
             var, value.is_one_hot() ? Value::one_hot(in, value.num_classes(), value.dtype()) : Value(in));
     }
+    // The same shapes as the warm step, so the same sample count.
+    if (prepare && warm_samples_ > 0) prepare(warm_samples_);
     std::string why;
     StepValues values;
     graph_ = cuda::Graph::capture(
@@ -129,13 +132,14 @@ bool StepGraph::record(const ValueMap& arguments, Device device, const Step& ste
 }
 
 StepValues StepGraph::run(const ValueMap& arguments, const ValueMap& requested, Device device,
-                          double loss_scale, const Step& step) {
+                          double loss_scale, const ExtraKey& extra_key, const Step& step,
+                          const Prepare& prepare) {
     if (!refusal_.empty()) {
         status_ = refusal_;
         return step(arguments, false);
     }
     std::string why;
-    const Key key = key_of(arguments, requested, device, loss_scale, &why);
+    const Key key = key_of(arguments, requested, device, loss_scale, extra_key, &why);
     if (!why.empty()) {
         status_ = why;
         warm_key_ = {};
@@ -149,6 +153,7 @@ StepValues StepGraph::run(const ValueMap& arguments, const ValueMap& requested, 
             else
                 Tensor(in.data()).copy_from(value.data());
         }
+        if (prepare && recorded_.samples > 0) prepare(recorded_.samples);
         graph_->replay();
         ++replays_;
         status_.clear();
@@ -159,14 +164,15 @@ StepValues StepGraph::run(const ValueMap& arguments, const ValueMap& requested, 
     const bool failed_before = std::find(failed_.begin(), failed_.end(), key) != failed_.end();
     if (key == warm_key_ && !failed_before) {
         StepValues out;
-        if (record(arguments, device, step, key, &out)) return out;
+        if (record(arguments, device, step, prepare, key, &out)) return out;
     } else if (!failed_before) {
         status_ = "warming up: the first step with these shapes runs directly, the next one is recorded";
     }
     StepValues out = step(arguments, false);
     // The key as the step left things: its first run moves parameters to the device, so the key taken
     // before it names tensors the next step will not read.
-    warm_key_ = key_of(arguments, requested, device, loss_scale, &why);
+    warm_key_ = key_of(arguments, requested, device, loss_scale, extra_key, &why);
+    warm_samples_ = out.samples;
     return out;
 }
 

@@ -1,6 +1,8 @@
-// Internal to the Trainer: a training step's forward and backward recorded once as a CUDA Graph and
-// replayed while its minibatches keep their shapes (Trainer::set_cuda_graph). The learners' updates stay
-// outside the graph: their rates and step counts change from step to step.
+// Internal to the Trainer: a training step's forward, backward and (where the learners allow it)
+// parameter updates recorded once as a CUDA Graph and replayed while its minibatches keep their shapes
+// (Trainer::set_cuda_graph). What changes from step to step on the host (learning rates, momenta, bias
+// corrections) reaches the recorded update kernels through the learners' step scalars, written before
+// each replay (Learner::begin_update).
 #pragma once
 
 #include <functional>
@@ -26,6 +28,11 @@ class StepGraph {
 public:
     // `recorded`: true when the step runs inside a capture (nothing may be read back to the host then).
     using Step = std::function<StepValues(const ValueMap& arguments, bool recorded)>;
+    // Host work for a step of `samples` samples that must happen outside the recording: called before a
+    // replay or a recording (a direct step does it itself, once it knows its sample count).
+    using Prepare = std::function<void(int64_t samples)>;
+    // Appends what else the recorded work reads or writes (learner state, by address) to a step's key.
+    using ExtraKey = std::function<void(std::vector<int64_t>& words)>;
 
     // Looks at `graph` once for what rules a recording out: random ops (their stream positions would be
     // recorded with the kernels) and user functions (their host callbacks would not run at replay).
@@ -37,7 +44,7 @@ public:
     // tensors), by recording it when the previous step was like this one (so that lazily built state,
     // such as cuDNN's algorithm choice, exists before the recording), or else directly.
     StepValues run(const ValueMap& arguments, const ValueMap& requested, Device device, double loss_scale,
-                   const Step& step);
+                   const ExtraKey& extra_key, const Step& step, const Prepare& prepare);
 
     // Why the last step was not replayed; empty when it was.
     const std::string& status() const { return status_; }
@@ -50,16 +57,18 @@ private:
     };
     // Empty `why` and the key, or why steps with these arguments are never recorded.
     Key key_of(const ValueMap& arguments, const ValueMap& requested, Device device, double loss_scale,
-               std::string* why) const;
-    bool record(const ValueMap& arguments, Device device, const Step& step, const Key& key, StepValues* out);
+               const ExtraKey& extra_key, std::string* why) const;
+    bool record(const ValueMap& arguments, Device device, const Step& step, const Prepare& prepare,
+                const Key& key, StepValues* out);
 
     std::string refusal_;           // why this graph is never recorded (empty: it may be)
     std::vector<Variable> leaves_;  // parameters and constants: the tensors the recorded kernels read
     std::unique_ptr<cuda::Graph> graph_;
     Key graph_key_, warm_key_;
-    std::vector<Key> failed_;  // keys whose recording failed; after a few, refusal_ says why
-    ValueMap inputs_;          // the graph's argument tensors, refilled before each replay
-    StepValues recorded_;      // the graph's outputs and gradients
+    int64_t warm_samples_ = 0;  // the sample count of the step that made warm_key_
+    std::vector<Key> failed_;   // keys whose recording failed; after a few, refusal_ says why
+    ValueMap inputs_;           // the graph's argument tensors, refilled before each replay
+    StepValues recorded_;       // the graph's outputs and gradients
     std::string status_ = "CUDA Graphs are off";
     int64_t replays_ = 0;
 };

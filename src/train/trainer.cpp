@@ -166,9 +166,9 @@ void Trainer::set_cuda_graph(bool on) {
     if (!on) recorded_step_.reset();  // gives the recording's memory back
 }
 std::string Trainer::cuda_graph_status() const {
-    return recorded_step_ ? recorded_step_->status()
-           : cuda_graph_  ? "no step has run on a GPU yet"
-                          : "CUDA Graphs are off";
+    if (!recorded_step_) return cuda_graph_ ? "no step has run on a GPU yet" : "CUDA Graphs are off";
+    if (!recorded_step_->status().empty() || update_refusal_.empty()) return recorded_step_->status();
+    return "replayed without the parameter updates, which run outside the graph: " + update_refusal_;
 }
 int64_t Trainer::cuda_graph_replays() const {
     return recorded_step_ ? recorded_step_->replays() : 0;
@@ -217,7 +217,36 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
         loss_on_host.emplace(o.at(agg_var));
         metric_on_host.emplace(metric_ ? o.at(metric_var) : Value());
     };
-    // The forward and backward: what a CUDA Graph records (`recorded`: nothing may go to the host).
+    // With CUDA Graphs the parameter updates are part of the recorded step unless a learner's update
+    // needs the host mid-step, or f16 loss scaling must first see whether the gradients are finite.
+    const bool graphs = cuda_graph_ && device.is_cuda();
+    update_refusal_.clear();
+    if (graphs && scaler_)
+        update_refusal_ = "f16 loss scaling reads the gradients' finiteness on the host before the update";
+    for (const LearnerPtr& l : learners_)
+        if (graphs && update_refusal_.empty()) update_refusal_ = l->recording_refusal();
+    const bool updates_in_step = graphs && update_refusal_.empty();
+    // begin_update() once per step: before a replay or recording, or inside a direct step.
+    std::vector<char> updating(learners_.size(), 0);
+    bool prepared = false;
+    auto prepare_updates = [&](int64_t samples) {
+        if (prepared) return;  // a failed recording prepared this step already
+        prepared = true;
+        for (size_t i = 0; i < learners_.size(); ++i) updating[i] = learners_[i]->begin_update(samples);
+    };
+    auto apply_updates = [&](const ValueMap& grads, int64_t samples) {
+        for (size_t i = 0; i < learners_.size(); ++i) {
+            if (!updating[i]) continue;
+            GradientMap g;
+            for (const Variable& p : learners_[i]->parameters()) {
+                auto it = grads.find(p);
+                if (it != grads.end()) g.emplace(p, it->second.data());
+            }
+            learners_[i]->apply_update(g, samples);
+        }
+    };
+    // The forward and backward (and the updates when updates_in_step): what a CUDA Graph records
+    // (`recorded`: nothing may go to the host).
     auto forward_backward = [&](const ValueMap& args, bool recorded) {
         detail::StepValues r;
         r.outputs = outs;
@@ -228,13 +257,30 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
         const Tensor& agg = r.outputs.at(agg_var).data();
         ValueMap root{{agg_var, Value(Tensor::full(agg.shape(), scale, agg.dtype(), agg.device()))}};
         r.gradients = step_graph_->backward(*state, root, parameters_);
-        return r;  // the forward's intermediates are released here, before the update
+        state.reset();  // the forward's intermediates are released before the update
+        if (updates_in_step) {
+            if (!recorded) prepare_updates(r.samples);
+            apply_updates(r.gradients, r.samples);
+        }
+        return r;
     };
     ValueMap args(arguments.begin(), arguments.end());
     detail::StepValues step;
-    if (cuda_graph_ && device.is_cuda()) {
+    if (graphs) {
         if (!recorded_step_) recorded_step_ = std::make_unique<detail::StepGraph>(step_graph_);
-        step = recorded_step_->run(args, outs, device, scale, forward_backward);
+        // The updates' part of a step's key: which learners update (a learning rate of 0 skips one) and
+        // the state their kernels read and write.
+        auto learner_key = [&](std::vector<int64_t>& words) {
+            words.push_back(updates_in_step ? 1 : 0);
+            if (!updates_in_step) return;
+            for (const LearnerPtr& l : learners_) {
+                words.push_back(l->learning_rate() != 0.0 ? 1 : 0);
+                l->add_recording_key(words);
+            }
+        };
+        step = recorded_step_->run(
+            args, outs, device, scale, learner_key, forward_backward,
+            updates_in_step ? detail::StepGraph::Prepare(prepare_updates) : detail::StepGraph::Prepare());
     } else {
         step = forward_backward(args, false);
     }
@@ -260,8 +306,15 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
                                  Tensor::full(Shape{}, 1.0 / scale, g.data().dtype(), g.data().device())));
     }
     bool updated = false;
+    if (updates_in_step) {
+        for (size_t i = 0; i < learners_.size(); ++i)
+            if (updating[i]) {
+                learners_[i]->end_update(samples, is_sweep_end);
+                updated = true;
+            }
+    }
     for (const LearnerPtr& l : learners_) {
-        if (!finite) break;
+        if (!finite || updates_in_step) break;
         GradientMap g;
         for (const Variable& p : l->parameters()) {
             auto it = grads.find(p);

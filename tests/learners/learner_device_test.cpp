@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "ctk/cuda.h"
+#include "ctk/graph_ops.h"
 #include "ctk/learners.h"
 #include "ctk/rng.h"
 
@@ -95,9 +97,100 @@ void expect_same_steps(Device device, double tol_inexact) {
         }
 }
 
+// Four steps through update(), or through begin_update/apply_update/end_update (the Trainer's split when
+// it records the updates in a CUDA Graph: the step's scalars are written first, the kernels read them);
+// the minibatch size changes every step, so do the scalars. The parameter's values, on the host.
+Tensor run_steps_split(const LearnerCase& c, DataType dtype, Device device, int64_t n, bool split) {
+    Variable p = parameter_from(random_tensor(n, dtype, 1).to(device), "w");
+    LearnerPtr l = c.make(p);
+    int64_t samples = 0;
+    for (int k = 0; k < 4; ++k) {
+        const Tensor g = random_tensor(n, dtype, 10 + static_cast<uint64_t>(k)).to(device);
+        const int64_t mb = 16 + 8 * k;
+        samples += mb;
+        if (!split) {
+            EXPECT_TRUE(l->update({{p, g}}, mb, k == 2));
+            continue;
+        }
+        EXPECT_TRUE(l->begin_update(mb)) << c.name;
+        l->apply_update({{p, g}}, mb);
+        l->end_update(mb, k == 2);
+    }
+    EXPECT_EQ(l->total_number_of_samples_seen(), samples) << c.name;
+    EXPECT_EQ(l->total_number_of_minibatches_seen(), 4) << c.name;
+    EXPECT_EQ(l->sweeps_seen(), 1) << c.name;
+    return p.value().to(Device::cpu()).to(DataType::f64);
+}
+
+void expect_split_steps_match(Device device) {
+    const int64_t n = 4099;
+    for (const LearnerCase& c : learner_cases())
+        for (DataType dtype : {DataType::f32, DataType::f64})
+            EXPECT_EQ(run_steps_split(c, dtype, device, n, true).to_vector<double>(),
+                      run_steps_split(c, dtype, device, n, false).to_vector<double>())
+                << c.name << " (" << dtype_name(dtype) << ") on " << device.to_string();
+}
+
 }  // namespace
 
 #ifndef CTK_LEARNER_TEST_GPU
+TEST(LearnerSteps, WhichUpdatesCanBeRecordedAndWhyNot) {
+    Variable p = parameter_from(Tensor::zeros(Shape{3}, DataType::f32), "w");
+    const std::map<std::string, std::string> refused = {{"sgd_norm_clipped", "norm"},
+                                                        {"sgd_noise_l1", "Gaussian noise"},
+                                                        {"adagrad_mean", "mean multiplier"},
+                                                        {"rmsprop_mean", "mean multiplier"}};
+    for (const LearnerCase& c : learner_cases()) {
+        const std::string why = c.make(p)->recording_refusal();
+        auto it = refused.find(c.name);
+        if (it == refused.end())
+            EXPECT_EQ(why, "") << c.name;
+        else
+            EXPECT_NE(why.find(it->second), std::string::npos) << c.name << ": " << why;
+    }
+    // An update written as a graph is not made of the rules.
+    const LearnerPtr u = universal(
+        [](const std::vector<Variable>& ps, const std::vector<Variable>& gs) {
+            return combine({assign(ps[0], minus(ps[0], gs[0]))});
+        },
+        {p});
+    EXPECT_NE(u->recording_refusal().find("not made of ctk's update rules"), std::string::npos)
+        << u->recording_refusal();
+}
+
+TEST(LearnerSteps, BeginUpdateSkipsWhereUpdateDoes) {
+    Variable p = parameter_from(Tensor::ones(Shape{3}, DataType::f32), "w");
+    // A rate of 0 for the first 4 samples, then 0.5.
+    auto l = sgd({p}, learning_parameter_schedule(std::vector<double>{0.0, 0.5}, 0, 4));
+    EXPECT_FALSE(l->begin_update(0));
+    EXPECT_FALSE(l->begin_update(4));
+    EXPECT_EQ(l->total_number_of_samples_seen(), 0);
+    EXPECT_FALSE(l->update({{p, Tensor::ones(Shape{3})}}, 4));
+    // The counters moved on only through updates that ran: still at 0, the rate still 0.
+    EXPECT_EQ(l->learning_rate(), 0.0);
+    EXPECT_THROW(l->begin_update(-1), ValueError);
+}
+
+TEST(LearnerSteps, TheRecordingKeyNamesTheStateAndChangesWhenARestoreReplacesIt) {
+    Variable p = parameter_from(random_tensor(64, DataType::f32, 1), "w");
+    auto l = adam({p}, learning_parameter_schedule(0.01), momentum_schedule(0.9));
+    EXPECT_TRUE(l->update({{p, random_tensor(64, DataType::f32, 2)}}, 8));
+    std::vector<int64_t> before, again, restored;
+    l->add_recording_key(before);
+    EXPECT_GE(before.size(), 3u);  // two state tensors and the step-scalar block
+    EXPECT_TRUE(l->update({{p, random_tensor(64, DataType::f32, 3)}}, 8));
+    l->add_recording_key(again);
+    EXPECT_EQ(before, again);  // steps update the state in place
+    l->restore_from_checkpoint(l->checkpoint_state());
+    l->add_recording_key(restored);
+    EXPECT_NE(before, restored);  // new state tensors: a recording of the old ones is stale
+}
+
+TEST(LearnerOnDevice, TheSplitUpdateGivesUpdatesBits) {
+    expect_split_steps_match(Device::cpu());
+    expect_split_steps_match(Device::cpu(1));
+}
+
 TEST(LearnerOnDevice, EveryRuleGivesTheCpuBitsOnAnotherDevice) {
     expect_same_steps(Device::cpu(1), 0.0);
 }
@@ -119,6 +212,11 @@ TEST(LearnerOnGpu, EveryRuleGivesTheCpuBits) {
     // The mean multipliers and the clipping norm are sums in another order on the GPU: a last-bit
     // difference there can move every element by one rounding.
     for (int d = 0; d < cuda::device_count(); ++d) expect_same_steps(Device::cuda(d), 1e-6);
+}
+
+TEST(LearnerOnGpu, TheSplitUpdateGivesUpdatesBits) {
+    if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+    for (int d = 0; d < cuda::device_count(); ++d) expect_split_steps_match(Device::cuda(d));
 }
 #endif
 

@@ -1,8 +1,14 @@
 // Training steps replayed from a CUDA Graph (Trainer::set_cuda_graph) against the same steps run
 // directly on the same GPU: the same kernels in the same order, so the same bits (in deterministic mode,
 // so that cuDNN's choice cannot differ between runs); minibatches of another size run directly in
-// between; graphs that cannot be recorded say why and still train right. Label gpu: skips without a GPU.
+// between; the learners' updates are replayed with their step scalars rewritten (changing rates, Adam's
+// bias correction) or, where a learner needs the host, run outside; graphs that cannot be recorded say
+// why and still train right. Label gpu: skips without a GPU.
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "ctk/cuda.h"
 #include "train/small_convnet.h"
@@ -27,16 +33,27 @@ struct TrainingRun {
     int64_t replays = 0;
 };
 
-// Steps of 16 samples, with one of 5 at step 4 (an epoch's last minibatch).
-TrainingRun train(Device device, bool graph, bool dropout, int steps = 9) {
+using MakeLearner = std::function<LearnerPtr(const std::vector<Variable>&)>;
+
+LearnerPtr momentum_learner(const std::vector<Variable>& ps) {
+    return momentum_sgd(ps, learning_parameter_schedule_per_sample(0.02), momentum_schedule(0.9));
+}
+
+// Steps of 16 samples, with one of 5 at step 4 (an epoch's last minibatch). `restore_at`: the trainer
+// saves a checkpoint and restores it before that step (new learner state tensors).
+TrainingRun train(Device device, bool graph, bool dropout, int steps = 9,
+                  const MakeLearner& make = momentum_learner, int restore_at = -1) {
     set_fixed_random_seed(5);
     const testing::SmallConvNet n = testing::small_convnet(dropout);
-    auto learner =
-        momentum_sgd(n.z->parameters(), learning_parameter_schedule_per_sample(0.02), momentum_schedule(0.9));
-    Trainer trainer(n.z, n.loss, n.metric, {learner});
+    Trainer trainer(n.z, n.loss, n.metric, {make(n.z->parameters())});
     trainer.set_cuda_graph(graph);
     TrainingRun r;
+    const std::string checkpoint = ::testing::TempDir() + "cuda_graph_gpu_test.model";
     for (int step = 0; step < steps; ++step) {
+        if (step == restore_at) {
+            trainer.save_checkpoint(checkpoint);
+            trainer.restore_from_checkpoint(checkpoint);
+        }
         MinibatchArguments mb = testing::row_band_minibatch(n, step, step == 4 ? 5 : 16);
         for (auto& [v, value] : mb) value = value.to(device);  // as next_minibatch(device) leaves it
         EXPECT_TRUE(trainer.train_minibatch(mb, false, device));
@@ -74,6 +91,43 @@ TEST_F(CudaGraphTraining, ReplayedStepsGiveTheDirectStepsBits) {
         EXPECT_EQ(replayed.status[static_cast<size_t>(s)], "") << "step " << s;
     EXPECT_NE(replayed.status[4].find("warming up"), std::string::npos) << replayed.status[4];
     EXPECT_EQ(direct.replays, 0);
+}
+
+TEST_F(CudaGraphTraining, AdamWithAChangingRateIsReplayedWithItsUpdates) {
+    // The rate drops after 48 samples (from step 3 on, a replay); Adam's bias correction changes every step.
+    const MakeLearner make = [](const std::vector<Variable>& ps) {
+        return adam(ps, learning_parameter_schedule_per_sample(std::vector<double>{0.01, 0.002}, 48),
+                    momentum_schedule(0.9));
+    };
+    const TrainingRun direct = train(gpu, false, false, 9, make);
+    const TrainingRun replayed = train(gpu, true, false, 9, make);
+    expect_same_bits(direct, replayed);
+    EXPECT_EQ(replayed.replays, 7);
+    for (int s : {1, 2, 3, 5, 6, 7, 8})
+        EXPECT_EQ(replayed.status[static_cast<size_t>(s)], "") << "step " << s;
+}
+
+TEST_F(CudaGraphTraining, LearnersThatNeedTheHostUpdateOutsideTheReplayedStep) {
+    // AdaGrad's mean multiplier is a sum read on the host: forward and backward are replayed, the update
+    // runs after them.
+    const MakeLearner make = [](const std::vector<Variable>& ps) {
+        return adagrad(ps, learning_parameter_schedule_per_sample(0.02));
+    };
+    const TrainingRun direct = train(gpu, false, false, 6, make);
+    const TrainingRun replayed = train(gpu, true, false, 6, make);
+    expect_same_bits(direct, replayed);
+    EXPECT_EQ(replayed.replays, 4);
+    EXPECT_NE(replayed.status[2].find("outside the graph"), std::string::npos) << replayed.status[2];
+    EXPECT_NE(replayed.status[2].find("mean multiplier"), std::string::npos) << replayed.status[2];
+}
+
+TEST_F(CudaGraphTraining, ARestoredCheckpointIsRecordedAgain) {
+    // The restore gives the learner new state tensors: the old recording must not be replayed on them.
+    const TrainingRun direct = train(gpu, false, false, 9, momentum_learner, 6);
+    const TrainingRun replayed = train(gpu, true, false, 9, momentum_learner, 6);
+    expect_same_bits(direct, replayed);
+    EXPECT_NE(replayed.status[6].find("warming up"), std::string::npos) << replayed.status[6];
+    EXPECT_EQ(replayed.status[8], "");
 }
 
 TEST_F(CudaGraphTraining, RandomOpsAreRefusedAndTrainAsBefore) {

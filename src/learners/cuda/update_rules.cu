@@ -3,6 +3,7 @@
 // CPU; a learner step is bound by memory traffic, so contraction would buy nothing.
 #include <cuda_runtime_api.h>
 
+#include "core/cuda/copy.h"
 #include "core/cuda/cuda_check.h"
 #include "ctk/cuda.h"
 #include "ctk/ops.h"
@@ -34,7 +35,33 @@ __global__ void values_kernel(int64_t n, Rule rule, double* out) {
         out[i] = static_cast<double>(rule(i));
 }
 
+struct ScalarArgs {
+    double values[16];
+};
+
+template <typename T>
+__global__ void write_scalars_kernel(T* dst, ScalarArgs args, int n) {
+    if (threadIdx.x < n) dst[threadIdx.x] = static_cast<T>(args.values[threadIdx.x]);
+}
+
 }  // namespace
+
+// The values travel as the kernel's arguments: no host buffer has to outlive the call, nothing waits.
+void cuda_write_scalars(const Tensor& dst, const double* values, int n) {
+    CTK_CHECK(n >= 0 && n <= 16 && n <= dst.numel(), ValueError, "learner step scalars: ", n,
+              " values for a block of ", dst.numel());
+    if (n == 0) return;
+    const Device device = dst.device();
+    cuda::detail::check_not_capturing(device, "writing a learner's step scalars");
+    ScalarArgs args{};
+    for (int i = 0; i < n; ++i) args.values[i] = values[i];
+    cuda::detail::set_device(device.index);
+    dispatch_learner_dtype(dst.dtype(), "learner step scalars", [&](auto tag) {
+        using T = decltype(tag);
+        write_scalars_kernel<T><<<1, 32, 0, cuda::detail::cuda_stream(device)>>>(dst.data<T>(), args, n);
+    });
+    CTK_CUDA_CHECK(cudaGetLastError());
+}
 
 template <typename Rule>
 void cuda_apply_rule(Device device, int64_t n, const Rule& rule) {
