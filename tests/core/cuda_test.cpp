@@ -203,6 +203,27 @@ TEST_F(CudaTest, PinnedBlocksAreNotReusedUnderAQueuedCopy) {
     EXPECT_EQ(reduce_sum(on_gpu, {}).item(), static_cast<double>(n));
 }
 
+TEST_F(CudaTest, UploadsFromPageableMemoryReturnBeforeTheStreamReachesThem) {
+    // Work queued ahead keeps the stream busy; an upload of a small pageable tensor (a mask, an index
+    // table) goes through a pinned staging copy, so it returns at once and its source may change.
+    Tensor busy = Tensor::ones(Shape{4096, 4096}, DataType::f32, gpu);
+    for (int i = 0; i < 16; ++i) busy = matmul(busy, busy);
+    cuda::Event queued(gpu);
+    queued.record();
+    for (int64_t n : {int64_t(3), int64_t(1000), int64_t(300000)}) {
+        Tensor src = Tensor::arange(Shape{n});
+        const std::vector<float> want = src.to_vector<float>();
+        Tensor on_gpu = src.to(gpu);
+        src.fill(-1.0);  // the caller may write its buffer as soon as the upload returns
+        EXPECT_FALSE(queued.ready()) << n << " elements: the upload waited for the stream";
+        cuda::synchronize(gpu);
+        EXPECT_EQ(on_gpu.to(Device::cpu()).to_vector<float>(), want) << n << " elements";
+        for (int i = 0; i < 16; ++i) busy = matmul(busy, busy);
+        queued.record();
+    }
+    cuda::synchronize(gpu);
+}
+
 TEST_F(CudaTest, ToHostAsyncLandsInPinnedMemoryWhenItsEventPasses) {
     Tensor x = Tensor::arange(Shape{3, 5}).to(gpu).slice(1, 0, 5, 2);  // strided: packed first
     cuda::Event done(gpu);

@@ -217,13 +217,21 @@ void copy_tensor(const Tensor& src, const Tensor& dst, bool async) {
         Tensor host = s.contiguous().to(dst.dtype());
         check_not_capturing(dst.device(), "a copy from host memory");
         Tensor target = dst.is_contiguous() ? dst : Tensor::empty(dst.shape(), dst.dtype(), dst.device());
-        // From pageable memory this returns once the data is staged, so `host` may be freed after it. From
-        // pinned memory it returns at once; the pinned cache keeps a released block until the copy is done,
-        // and unless asked for an asynchronous copy we wait, so the caller may write the buffer again.
+        // From pageable memory the driver stages the data itself and may hold the host until the stream
+        // reaches the copy (every mask or index table a step uploads would drain the GPU's queue), so up to
+        // kMaxStagedUpload it goes through a pinned copy made here: the call returns at once, the caller may
+        // write its buffer again, and the cache keeps the staging block until the copy has run. From the
+        // caller's pinned memory it returns at once too, and unless asked for an asynchronous copy we wait,
+        // so the caller may write the buffer again.
+        const bool wait = !async && is_pinned(host);
+        if (!is_pinned(host)) {
+            Tensor staged = staged_for_upload(host);
+            if (staged.defined()) host = staged;
+        }
         CTK_CUDA_CHECK(cudaMemcpyAsync(target.raw_data(), host.raw_data(), bytes, cudaMemcpyHostToDevice,
                                        cuda_stream(dst.device())));
         if (!dst.is_contiguous()) copy_on_device(target, dst);
-        if (!async && is_pinned(host)) synchronize(dst.device());
+        if (wait) synchronize(dst.device());
         return;
     }
     // device -> host

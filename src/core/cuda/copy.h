@@ -15,6 +15,13 @@ void copy_tensor(const Tensor& src, const Tensor& dst, bool async = false);
 // dst <- src on one GPU: same shape (src may be a broadcast view), any strides, any dtypes.
 void copy_on_device(const Tensor& src, const Tensor& dst);
 
+// A copy of the contiguous host tensor `host` in page-locked memory, to upload from: the pinned cache
+// keeps the block from reuse until work queued before its release has run. Blocks come in powers of two
+// (4 KiB and up), so that uploads of ever-changing sizes (sequence masks) reuse a few blocks. Undefined
+// when `host` is larger than kMaxStagedUpload or no GPU is usable.
+inline constexpr size_t kMaxStagedUpload = size_t(4) << 20;
+Tensor staged_for_upload(const Tensor& host);
+
 // Throws DeviceError when `device`'s ctk stream is recording a CUDA Graph: a copy between host and device
 // memory would be replayed long after its host buffer was freed or reused (pinned blocks are recycled
 // too), and a read on the host would never see the data. `what` names the operation.

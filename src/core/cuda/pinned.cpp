@@ -1,7 +1,9 @@
-// Page-locked host memory with a cache (declared in ctk/cuda.h), and CUDA events. cudaHostAlloc is slow
+// Page-locked host memory with a cache (declared in ctk/cuda.h), the staging copies that uploads from
+// pageable memory go through (copy.h), and CUDA events. cudaHostAlloc is slow
 // (it maps pages for the device), so freed blocks are kept. A block may still be the source of an
 // asynchronous copy when its tensor dies, so on release the cache records an event on every ctk stream
 // in use and hands the block out again only once those events have completed.
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -98,6 +100,20 @@ Tensor pinned_empty(const Shape& shape, DataType dtype) {
     std::shared_ptr<void> owner(p, [bytes](void* q) { cache().give_back(q, bytes); });
     return Tensor::wrap(p, bytes, shape, shape.contiguous_strides(), dtype, Device::cpu(), std::move(owner));
 }
+
+namespace detail {
+Tensor staged_for_upload(const Tensor& host) {
+    const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
+    if (bytes > kMaxStagedUpload || !is_available()) return Tensor();
+    size_t block = 4096;
+    while (block < bytes) block *= 2;
+    void* p = cache().take(block);
+    std::shared_ptr<void> owner(p, [block](void* q) { cache().give_back(q, block); });
+    if (bytes > 0) std::memcpy(p, host.raw_data(), bytes);
+    return Tensor::wrap(p, block, host.shape(), host.shape().contiguous_strides(), host.dtype(),
+                        Device::cpu(), std::move(owner));
+}
+}  // namespace detail
 
 bool is_pinned(const Tensor& t) {
     return t.defined() && t.device().is_cpu() && is_available() && cache().contains(t.storage()->data());
