@@ -49,7 +49,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     run_bench --cases 'gemm_*' --dtype bf16 --rounds 3 "$@"
     run_bench --cases 'train_resnet20' --dtype f32 --rounds 3 "$@"
     run_bench --cases 'train_resnet20,train_resnet50' --dtype bf16 --rounds 3 "$@"
-    # The training steps again with the forward and backward replayed from a CUDA Graph.
+    # The training steps again, replayed from a CUDA Graph (forward, backward and updates).
     CTK_CUDA_GRAPH=1 run_bench --cases 'train_resnet20' --dtype f32 --rounds 3 "$@"
     CTK_CUDA_GRAPH=1 run_bench --cases 'train_resnet20,train_resnet50' --dtype bf16 --rounds 3 "$@"
     grep -E '^(case|gemm|train|add|conv)' "$OUT/bench.log" | tee -a "$summary"
