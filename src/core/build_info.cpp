@@ -1,7 +1,10 @@
-// Build facts baked in by CMake (CTK_* macros, private to ctk_core).
+// Build facts baked in by CMake (CTK_* macros, private to ctk_core; CTK_GIT_SHA from the header the
+// ctk_git_sha target rewrites when the commit changes).
 #include "ctk/build_info.h"
 
 #include <cblas.h>
+
+#include "ctk_git_sha.h"
 
 namespace ctk {
 
