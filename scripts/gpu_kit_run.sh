@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine (the device tool, with `carry: ["gpukit"]`): unpacks gpukit/kit.tar.xz (made by
-# scripts/gpu_kit.sh), then `ctk info`, every GPU test binary and/or the GPU benchmarks against the
-# machine's PyTorch. Usage: bash scripts/gpu_kit_run.sh [tests|bench|all] [extra compare.py args...]
-# Logs go to $OUT (the device tool's folder): summary.txt, tests.log, bench.log, info.txt.
+# scripts/gpu_kit.sh), then `ctk info`, every GPU test binary, the MNIST examples on the GPU against the
+# CPU, and/or the GPU benchmarks against the machine's PyTorch.
+# Usage: bash scripts/gpu_kit_run.sh [tests|examples|bench|all] [extra compare.py args...]
+# Logs go to $OUT (the device tool's folder): summary.txt, tests.log, examples.log, bench.log, info.txt.
 set -uo pipefail
 what=${1:-all}
 shift || true
@@ -37,6 +38,33 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
         echo "$t: exit $rc, $((SECONDS - start)) s, $counts" | tee -a "$summary"
         { echo "== $t (exit $rc)"; cat /tmp/ctk-gpukit-test.log; } >>"$OUT/tests.log"
     done
+fi
+
+if [ "$what" = examples ] || [ "$what" = all ]; then
+    # One epoch of each example on the CPU (the reference error), then on the GPU: f32, bf16, replayed
+    # from a CUDA Graph. The last lines of each log carry the test error.
+    data=/tmp/ctk-fashion-mnist
+    if [ -d gpukit/fashion-mnist ] && "$KIT/ctk" data mnist gpukit/fashion-mnist "$data" >/dev/null 2>&1; then
+        run_example() {  # name, then VAR=value settings
+            local name=$1
+            shift
+            start=$SECONDS
+            env "$@" "$KIT/$name" --data "$data" --epochs 1 >/tmp/ctk-gpukit-example.log 2>&1
+            rc=$?
+            { echo "== $* $name --epochs 1 (exit $rc)"; cat /tmp/ctk-gpukit-example.log; } >>"$OUT/examples.log"
+            echo "$* $name: exit $rc, $((SECONDS - start)) s, $(grep -E 'Final Results|^Error:' /tmp/ctk-gpukit-example.log | tr '\n' ' ')" |
+                tee -a "$summary"
+        }
+        for name in ConvNet_MNIST SimpleMNIST; do
+            run_example $name CTK_DEFAULT_DEVICE=cpu
+            run_example $name CTK_DEFAULT_DEVICE=gpu
+            run_example $name CTK_DEFAULT_DEVICE=gpu CTK_MIXED_PRECISION=bf16
+            run_example $name CTK_DEFAULT_DEVICE=gpu CTK_CUDA_GRAPH=1
+        done
+    else
+        echo "examples: no gpukit/fashion-mnist (install dataset-fashion-mnist before scripts/gpu_kit.sh)" |
+            tee -a "$summary"
+    fi
 fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then
