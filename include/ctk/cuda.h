@@ -84,6 +84,10 @@ private:
 // this graph uses (they hold the graph's results after each replay and may be kept); blocks freed during
 // the capture that were allocated before it are held until the graph is destroyed. Without the CUDA
 // backend capture() returns null with the reason.
+// True while cuda::Graph::capture records work on this thread (lazily made process-wide state must not
+// come from the recording's memory then).
+bool recording_on_this_thread();
+
 class Graph {
 public:
     // Records `work` on `device`. Work that cannot be recorded (a wait for the GPU, a read of a GPU value

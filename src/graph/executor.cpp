@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "ctk/cuda.h"
 #include "ctk/ops.h"
 
 namespace ctk {
@@ -74,8 +75,11 @@ int64_t bytes_of(const Value& v) {
 
 std::atomic<bool> g_poison_unread{false};
 
-// One NaN element per dtype and device, shared by every released value.
+// One NaN element per dtype and device, shared by every released value. While a CUDA Graph records, a
+// marker of the recording's own (its memory is the graph's, and its fill runs only at replay).
 Tensor released_marker(DataType dtype, Device device) {
+    if (device.is_cuda() && cuda::recording_on_this_thread())
+        return Tensor::full(Shape{}, std::numeric_limits<double>::quiet_NaN(), dtype, device);
     static std::mutex mutex;
     static std::map<std::pair<int, std::string>, Tensor>* markers =
         new std::map<std::pair<int, std::string>, Tensor>;

@@ -323,6 +323,59 @@ TEST_F(CudaTest, GraphHoldsBlocksFreedDuringTheCapture) {
     EXPECT_EQ(y.at({0}), 14.0);
 }
 
+TEST_F(CudaTest, AnotherGraphsBlockFreedDuringACaptureIsHeldUntilBothGraphsAreGone) {
+    Tensor a = Tensor::full(Shape{4096}, 1.0, DataType::f32, gpu);
+    Tensor first_out, second_out;
+    std::string why;
+    auto first = cuda::Graph::capture(
+        gpu, [&] { first_out = binary(OpKind::plus, a, a); }, &why);
+    ASSERT_TRUE(first) << why;
+    first->replay();
+    void* address = first_out.raw_data();
+    auto second = cuda::Graph::capture(
+        gpu,
+        [&] {
+            second_out = binary(OpKind::plus, first_out, first_out);
+            first_out = Tensor();  // the first graph's block, freed while the second records it
+        },
+        &why);
+    ASSERT_TRUE(second) << why;
+    first.reset();  // the second graph still reads the block at every replay
+    Tensor eager = Tensor::empty(Shape{4096}, DataType::f32, gpu);  // same size class
+    EXPECT_NE(eager.raw_data(), address);
+    second->replay();
+    EXPECT_EQ(second_out.at({0}), 4.0);
+    second.reset();
+    EXPECT_EQ(allocator_for(gpu).stats().bytes_in_graph_pools, 0);
+}
+
+TEST_F(CudaTest, ASecondCaptureOnTheDeviceIsRefusedWithTheReason) {
+    Tensor x = Tensor::ones(Shape{8}, DataType::f32, gpu), y;
+    std::string outer_why, inner_why;
+    std::unique_ptr<cuda::Graph> inner;
+    auto outer = cuda::Graph::capture(
+        gpu,
+        [&] {
+            inner = cuda::Graph::capture(
+                gpu, [] {}, &inner_why);
+            y = binary(OpKind::plus, x, x);
+        },
+        &outer_why);
+    EXPECT_FALSE(inner);
+    EXPECT_NE(inner_why.find("already recording"), std::string::npos) << inner_why;
+    ASSERT_TRUE(outer) << outer_why;  // the refusal left the outer recording alone
+    outer->replay();
+    EXPECT_EQ(y.at({0}), 2.0);
+}
+
+TEST_F(CudaTest, PinnedMemoryIsNotTakenWhileRecording) {
+    std::string why;
+    EXPECT_FALSE(cuda::Graph::capture(
+        gpu, [] { (void)cuda::pinned_empty(Shape{4}, DataType::f32); }, &why));
+    EXPECT_NE(why.find("pinned host memory"), std::string::npos) << why;
+    EXPECT_TRUE(cuda::is_pinned(cuda::pinned_empty(Shape{4}, DataType::f32)));  // fine outside
+}
+
 TEST_F(CudaTest, WorkThatCannotBeRecordedFailsWithTheReason) {
     Tensor x = Tensor::ones(Shape{8}, DataType::f32, gpu);
     std::string why;

@@ -33,6 +33,8 @@ size_t size_class(size_t bytes) {
     return (bytes + step - 1) / step * step;
 }
 
+thread_local bool t_outside_capture_pool = false;
+
 std::string mib(int64_t bytes) {
     return std::to_string(bytes / (1 << 20)) + "." + std::to_string((bytes % (1 << 20)) * 10 / (1 << 20)) +
            " MiB";
@@ -48,10 +50,12 @@ public:
                   " bytes");
         std::lock_guard<std::mutex> lock(mutex_);
         CapturePool* pool = capturing_pool();
-        void* p = pool ? take(pool->free_blocks, rounded, &stats_.bytes_in_graph_pools)
-                       : take(free_blocks_, rounded, &stats_.bytes_cached);
+        void* p = pool ? take(pool->free_blocks, rounded, &stats_.bytes_in_graph_pools) : nullptr;
+        // A cached block may join a capture's pool: the eager work that used it was queued on this
+        // device's one stream before the capture, so it runs before any replay.
+        if (!p) p = take(free_blocks_, rounded, &stats_.bytes_cached);
         if (!p) {
-            p = device_malloc(rounded, bytes, pool != nullptr);
+            p = device_malloc(rounded, bytes, this_thread_captures());
             stats_.bytes_reserved += static_cast<int64_t>(rounded);
         } else {
             ++stats_.num_cache_hits;
@@ -68,17 +72,25 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         stats_.bytes_in_use -= static_cast<int64_t>(bytes);
         ++stats_.num_frees;
+        // The live graph pool the block came from, if any (0: an ordinary block).
+        int origin = 0;
         if (auto it = pool_of_.empty() ? pool_of_.end() : pool_of_.find(ptr); it != pool_of_.end()) {
-            auto pool = pools_.find(it->second);
-            if (pool != pools_.end()) {  // back to its graph's pool
-                pool->second.free_blocks[rounded].push_back(ptr);
-                stats_.bytes_in_graph_pools += static_cast<int64_t>(rounded);
-                return;
-            }
-            pool_of_.erase(it);  // the graph is gone: an ordinary block now
-        } else if (CapturePool* capturing = capturing_pool()) {
-            // Allocated before the capture, freed during it: the recorded kernels may read it at replay.
-            capturing->held.emplace_back(ptr, rounded);
+            if (pools_.count(it->second))
+                origin = it->second;
+            else
+                pool_of_.erase(it);  // its graph is gone: an ordinary block now
+        }
+        CapturePool* capturing = capturing_pool();
+        if (origin != 0 && (!capturing || capturing->id == origin)) {  // back to its graph's pool
+            pools_.at(origin).free_blocks[rounded].push_back(ptr);
+            stats_.bytes_in_graph_pools += static_cast<int64_t>(rounded);
+            return;
+        }
+        if (capturing) {
+            // Not the capture's own block, freed during it: the recorded kernels may read it at every
+            // replay, so it is held until this graph goes (then back to its own graph's pool, if that one
+            // still lives: its kernels use it too).
+            capturing->held.push_back({ptr, rounded, origin});
             stats_.bytes_in_graph_pools += static_cast<int64_t>(rounded);
             return;
         }
@@ -136,22 +148,33 @@ public:
                 stats_.bytes_in_graph_pools -= static_cast<int64_t>(size);
                 cache(p, size);
             }
-        for (auto& [p, size] : pool.held) {
-            stats_.bytes_in_graph_pools -= static_cast<int64_t>(size);
-            cache(p, size);
+        for (const HeldBlock& h : pool.held) {
+            if (h.origin != 0 && pools_.count(h.origin)) {
+                pools_.at(h.origin).free_blocks[h.size].push_back(h.ptr);
+                continue;
+            }
+            pool_of_.erase(h.ptr);
+            stats_.bytes_in_graph_pools -= static_cast<int64_t>(h.size);
+            cache(h.ptr, h.size);
         }
     }
 
 private:
+    struct HeldBlock {
+        void* ptr;
+        size_t size;
+        int origin;  // the live graph pool it came from, 0 for an ordinary block
+    };
     struct CapturePool {
         int id = 0;
         std::unordered_map<size_t, std::vector<void*>> free_blocks;  // the pool's own, free
-        std::vector<std::pair<void*, size_t>> held;                  // older blocks freed during capture
+        std::vector<HeldBlock> held;                                 // others freed during the capture
     };
 
     // The pool the calling thread is capturing into, if any.
     CapturePool* capturing_pool() {
-        if (capturing_ == 0 || std::this_thread::get_id() != capture_thread_) return nullptr;
+        if (capturing_ == 0 || std::this_thread::get_id() != capture_thread_ || t_outside_capture_pool)
+            return nullptr;
         return &pools_.at(capturing_);
     }
 
@@ -251,6 +274,13 @@ Allocator& device_allocator(int device) {
         for (int i = 0; i < device_count(); ++i) allocators->push_back(new CudaCachingAllocator(i));
     });
     return *(*allocators)[static_cast<size_t>(device)];
+}
+
+OutsideCapturePool::OutsideCapturePool() : previous_(t_outside_capture_pool) {
+    t_outside_capture_pool = true;
+}
+OutsideCapturePool::~OutsideCapturePool() {
+    t_outside_capture_pool = previous_;
 }
 
 int open_capture_pool(int device) {

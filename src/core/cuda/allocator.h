@@ -19,4 +19,17 @@ void close_capture_pool(int device, int pool);
 // cache; its blocks still in use go there when freed.
 void release_capture_pool(int device, int pool);
 
+// While one lives, the allocations this thread makes come from the ordinary cache even during a
+// capture: for process-wide state made lazily (a library's workspace) that must outlive every graph.
+class OutsideCapturePool {
+public:
+    OutsideCapturePool();
+    ~OutsideCapturePool();
+    OutsideCapturePool(const OutsideCapturePool&) = delete;
+    OutsideCapturePool& operator=(const OutsideCapturePool&) = delete;
+
+private:
+    bool previous_;
+};
+
 }  // namespace ctk::cuda::detail

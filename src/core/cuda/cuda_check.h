@@ -15,6 +15,12 @@ void set_device(int device);
 
 // The ctk stream of a device, typed.
 cudaStream_t cuda_stream(Device device);
+// The ctk stream of `device` if something made it already, else null; creates nothing and leaves the
+// current device alone.
+cudaStream_t existing_cuda_stream(int device);
+// True on the thread whose work cuda::Graph::capture is recording (set by capture around the work).
+bool this_thread_captures();
+void set_this_thread_captures(bool on);
 
 }  // namespace ctk::cuda::detail
 

@@ -15,16 +15,26 @@ std::unique_ptr<Graph> Graph::capture(Device device, const std::function<void()>
     std::unique_ptr<Graph> graph(new Graph(device));
     cudaStream_t stream = detail::cuda_stream(device);
     std::string error;
-    graph->pool_ = detail::open_capture_pool(device.index);
+    try {
+        graph->pool_ = detail::open_capture_pool(device.index);
+    } catch (const std::exception& e) {  // another capture is recording on this device
+        if (why_not) *why_not = e.what();
+        return nullptr;
+    }
     // Thread-local: an unsafe call (a synchronization, a pageable copy) on this thread ends the capture
-    // with an error; other threads (readers, other trainers on other devices) go on as usual.
+    // with an error. Other threads' calls are not checked, but whatever they queue on this device's ctk
+    // stream meanwhile is recorded too: while a capture runs, only its thread may use the device.
     cudaError_t begun = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
     if (begun == cudaSuccess) {
+        detail::set_this_thread_captures(true);
         try {
             work();
         } catch (const std::exception& e) {
             error = e.what();
+        } catch (...) {
+            error = "the recorded work threw an exception that is not a std::exception";
         }
+        detail::set_this_thread_captures(false);
         cudaGraph_t recorded = nullptr;
         const cudaError_t ended = cudaStreamEndCapture(stream, &recorded);
         if (error.empty() && ended != cudaSuccess)
@@ -56,10 +66,14 @@ std::unique_ptr<Graph> Graph::capture(Device device, const std::function<void()>
 }
 
 Graph::~Graph() {
-    try {
-        synchronize(device_);  // the replays must be done before the pool's blocks are reused
-    } catch (const std::exception&) {
-        // An asynchronous kernel error surfaces at the next ctk call on this device; nothing to do here.
+    // The replays must be done before the pool's blocks are reused. A graph that never got that far ran
+    // nothing (and may be going away inside another capture, where a wait is not allowed).
+    if (exec_) {
+        try {
+            synchronize(device_);
+        } catch (const std::exception&) {
+            // An asynchronous kernel error surfaces at the next ctk call on this device; nothing to do.
+        }
     }
     if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
     if (graph_) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));

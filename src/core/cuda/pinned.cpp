@@ -1,8 +1,8 @@
 // Page-locked host memory with a cache (declared in ctk/cuda.h), the staging copies that uploads from
-// pageable memory go through (copy.h), and CUDA events. cudaHostAlloc is slow
-// (it maps pages for the device), so freed blocks are kept. A block may still be the source of an
-// asynchronous copy when its tensor dies, so on release the cache records an event on every ctk stream
-// in use and hands the block out again only once those events have completed.
+// pageable memory go through (copy.h), and CUDA events. cudaHostAlloc is slow (it maps pages for the
+// device), so freed blocks are kept. A block may still be the source of an asynchronous copy when its
+// tensor dies, so on release the cache records an event on every ctk stream in use and hands the block
+// out again only once those events have completed.
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -25,7 +25,11 @@ struct FreeBlock {
 class PinnedCache {
 public:
     void* take(size_t bytes) {
+        // Its event queries and a cudaHostAlloc are no work a graph can record.
+        CTK_CHECK(!detail::this_thread_captures(), DeviceError,
+                  "pinned host memory cannot be taken while this thread records a CUDA Graph");
         std::lock_guard<std::mutex> lock(mutex_);
+        settle_deferred();
         auto range = free_.equal_range(bytes);
         for (auto it = range.first; it != range.second; ++it) {
             if (!all_done(it->second.pending)) continue;  // a queued copy may still read it
@@ -46,18 +50,12 @@ public:
 
     void give_back(void* p, size_t bytes) {
         FreeBlock b{p, {}};
-        for (int d = 0; d < device_count(); ++d) {
-            cudaEvent_t e = nullptr;
-            detail::set_device(d);
-            if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
-                cudaGetLastError();
-                continue;
-            }
-            cudaEventRecord(e, detail::cuda_stream(Device::cuda(d)));
-            b.pending.push_back(e);
-        }
+        const bool recorded = record_events(b.pending);
         std::lock_guard<std::mutex> lock(mutex_);
-        free_.emplace(bytes, std::move(b));
+        if (recorded)
+            free_.emplace(bytes, std::move(b));
+        else
+            deferred_.emplace_back(p, bytes);
     }
 
     bool contains(const void* p) const {
@@ -66,6 +64,43 @@ public:
     }
 
 private:
+    // An event on every ctk stream made so far, behind the work queued there (a copy may still read the
+    // block). False, with no events, while a stream is recording a CUDA Graph (the record would join the
+    // graph, and a captured event cannot be queried) or when a record fails: the block then waits in
+    // deferred_. Leaves the current device as it was.
+    static bool record_events(std::vector<cudaEvent_t>& events) {
+        int current = -1;
+        if (cudaGetDevice(&current) != cudaSuccess) current = -1;
+        bool ok = true;
+        for (int d = 0; d < device_count() && ok; ++d) {
+            cudaStream_t stream = detail::existing_cuda_stream(d);
+            if (!stream) continue;  // nothing was ever queued there
+            cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+            cudaEvent_t e = nullptr;
+            ok = cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+                 capture == cudaStreamCaptureStatusNone && cudaSetDevice(d) == cudaSuccess &&
+                 cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess;
+            if (ok) {
+                events.push_back(e);
+                ok = cudaEventRecord(e, stream) == cudaSuccess;
+            }
+        }
+        if (!ok) {
+            cudaGetLastError();
+            release_events(events);
+        }
+        if (current >= 0) cudaSetDevice(current);
+        return ok;
+    }
+    // Blocks released while a graph recorded get their events once none does (mutex_ held).
+    void settle_deferred() {
+        for (auto it = deferred_.begin(); it != deferred_.end();) {
+            FreeBlock b{it->first, {}};
+            if (!record_events(b.pending)) return;
+            free_.emplace(it->second, std::move(b));
+            it = deferred_.erase(it);
+        }
+    }
     static bool all_done(const std::vector<cudaEvent_t>& events) {
         for (cudaEvent_t e : events)
             if (cudaEventQuery(e) != cudaSuccess) {
@@ -81,7 +116,8 @@ private:
 
     mutable std::mutex mutex_;
     std::multimap<size_t, FreeBlock> free_;
-    std::map<void*, size_t> pinned_;  // every block this cache made (they are never freed)
+    std::vector<std::pair<void*, size_t>> deferred_;  // released during a capture, no events yet
+    std::map<void*, size_t> pinned_;                  // every block this cache made (they are never freed)
 };
 
 PinnedCache& cache() {

@@ -39,6 +39,8 @@ namespace {
 constexpr int kMaxDevices = 64;
 std::array<cudaStream_t, kMaxDevices> g_streams{};
 std::array<std::once_flag, kMaxDevices> g_stream_once;
+std::array<std::atomic<cudaStream_t>, kMaxDevices> g_made_streams{};  // set once a stream exists
+thread_local bool t_capturing = false;
 }  // namespace
 
 cudaStream_t cuda_stream(Device device) {
@@ -47,12 +49,29 @@ cudaStream_t cuda_stream(Device device) {
         set_device(device.index);
         // Non-blocking: ctk's work must not serialize with other libraries' legacy-stream work.
         CTK_CUDA_CHECK(cudaStreamCreateWithFlags(&g_streams[device.index], cudaStreamNonBlocking));
+        g_made_streams[device.index].store(g_streams[device.index], std::memory_order_release);
     });
     set_device(device.index);
     return g_streams[device.index];
 }
 
+cudaStream_t existing_cuda_stream(int device) {
+    if (device < 0 || device >= kMaxDevices) return nullptr;
+    return g_made_streams[device].load(std::memory_order_acquire);
+}
+
+bool this_thread_captures() {
+    return t_capturing;
+}
+void set_this_thread_captures(bool on) {
+    t_capturing = on;
+}
+
 }  // namespace detail
+
+bool recording_on_this_thread() {
+    return detail::this_thread_captures();
+}
 
 namespace {
 
@@ -198,6 +217,10 @@ Tensor to_device_async(const Tensor& host, Device device) {
 }
 Tensor to_host_async(const Tensor& t, Event&) {
     return t.to(Device::cpu());  // no Event exists without the backend; kept for the declaration
+}
+
+bool recording_on_this_thread() {
+    return false;
 }
 
 std::unique_ptr<Graph> Graph::capture(Device, const std::function<void()>&, std::string* why_not) {

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "core/cuda/allocator.h"
 #include "core/cuda/cuda_check.h"
 #include "ctk/cuda.h"
 #include "kernels/cuda/cuda_common.h"
@@ -92,6 +93,8 @@ DeviceState& state(Device device) {
     if (!s.handle) {
         detail::set_device(device.index);
         CTK_CUBLAS_CHECK(lt().Create(&s.handle));
+        // Kept for the process: never from a CUDA Graph's pool, even when first needed while one records.
+        detail::OutsideCapturePool outside;
         s.workspace = Tensor::empty(Shape{static_cast<int64_t>(kWorkspaceBytes)}, DataType::u8, device);
     }
     return s;
