@@ -25,7 +25,8 @@ void add_device(std::vector<int64_t>& w, Device d) {
 }
 }  // namespace
 
-StepGraph::StepGraph(const FunctionPtr& graph) {
+StepGraph::StepGraph(const FunctionPtr& graph, int64_t replays)
+    : generation_(graph_generation()), replays_(replays) {
     try {
         const std::shared_ptr<Plan> plan = build_plan(graph->outputs());
         for (const auto& s : plan->steps) {
@@ -49,11 +50,17 @@ StepGraph::StepGraph(const FunctionPtr& graph) {
 
 StepGraph::~StepGraph() = default;
 
+bool StepGraph::current() const {
+    return generation_ == graph_generation();
+}
+
 StepGraph::Key StepGraph::key_of(const ValueMap& arguments, const ValueMap& requested, Device device,
                                  double loss_scale, const ExtraKey& extra_key, std::string* why) const {
     Key key;
     std::vector<int64_t>& w = key.words;
     add_device(w, device);
+    // Baked into what gets recorded: cuDNN's algorithm choice, cuBLASLt's math mode.
+    w.push_back((cuda::deterministic() ? 1 : 0) + (cuda::allow_tf32() ? 2 : 0));
     int64_t scale_bits = 0;
     std::memcpy(&scale_bits, &loss_scale, sizeof(scale_bits));
     w.push_back(scale_bits);

@@ -36,7 +36,8 @@ public:
 
     // Looks at `graph` once for what rules a recording out: random ops (their stream positions would be
     // recorded with the kernels) and user functions (their host callbacks would not run at replay).
-    explicit StepGraph(const FunctionPtr& graph);
+    // `replays`: the count to continue from (a trainer's earlier StepGraph for an edited graph).
+    explicit StepGraph(const FunctionPtr& graph, int64_t replays = 0);
     ~StepGraph();
 
     // Runs `step` on `arguments` on `device`: by replaying the graph recorded for steps like this one (the
@@ -45,6 +46,10 @@ public:
     // such as cuDNN's algorithm choice, exists before the recording), or else directly.
     StepValues run(const ValueMap& arguments, const ValueMap& requested, Device device, double loss_scale,
                    const ExtraKey& extra_key, const Step& step, const Prepare& prepare);
+
+    // False once a graph was edited (replace_placeholders) after this was made: what it found in the graph
+    // (its parameters and constants, what rules a recording out) may be out of date.
+    bool current() const;
 
     // Why the last step was not replayed; empty when it was.
     const std::string& status() const { return status_; }
@@ -61,6 +66,7 @@ private:
     bool record(const ValueMap& arguments, Device device, const Step& step, const Prepare& prepare,
                 const Key& key, StepValues* out);
 
+    uint64_t generation_;           // graph_generation() when made
     std::string refusal_;           // why this graph is never recorded (empty: it may be)
     std::vector<Variable> leaves_;  // parameters and constants: the tensors the recorded kernels read
     std::unique_ptr<cuda::Graph> graph_;

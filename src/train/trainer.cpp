@@ -267,7 +267,11 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     ValueMap args(arguments.begin(), arguments.end());
     detail::StepValues step;
     if (graphs) {
-        if (!recorded_step_) recorded_step_ = std::make_unique<detail::StepGraph>(step_graph_);
+        if (!recorded_step_ || !recorded_step_->current()) {
+            const int64_t replays = recorded_step_ ? recorded_step_->replays() : 0;
+            recorded_step_.reset();  // its recording's memory goes back first
+            recorded_step_ = std::make_unique<detail::StepGraph>(step_graph_, replays);
+        }
         // The updates' part of a step's key: which learners update (a learning rate of 0 skips one) and
         // the state their kernels read and write.
         auto learner_key = [&](std::vector<int64_t>& words) {
