@@ -171,6 +171,32 @@ TEST(LearnerSteps, BeginUpdateSkipsWhereUpdateDoes) {
     EXPECT_THROW(l->begin_update(-1), ValueError);
 }
 
+TEST(LearnerSteps, ParametersOfTwoDtypesReadTheStepScalarsOfTheirOwn) {
+    // One learner over an f32 and an f64 parameter: a block of step scalars per dtype, each giving what
+    // a learner over that parameter alone gives.
+    const auto lr = learning_parameter_schedule_per_sample(0.01);
+    auto run = [&](bool together) {
+        Variable a = parameter_from(random_tensor(300, DataType::f32, 1), "a");
+        Variable b = parameter_from(random_tensor(200, DataType::f64, 2), "b");
+        std::vector<LearnerPtr> ls;
+        if (together)
+            ls = {adam({a, b}, lr, momentum_schedule(0.9))};
+        else
+            ls = {adam({a}, lr, momentum_schedule(0.9)), adam({b}, lr, momentum_schedule(0.9))};
+        for (int k = 0; k < 3; ++k) {
+            const GradientMap g{{a, random_tensor(300, DataType::f32, 10 + static_cast<uint64_t>(k))},
+                                {b, random_tensor(200, DataType::f64, 20 + static_cast<uint64_t>(k))}};
+            for (const LearnerPtr& l : ls) {
+                GradientMap mine;
+                for (const Variable& p : l->parameters()) mine.emplace(p, g.at(p));
+                EXPECT_TRUE(l->update(mine, 16 + k));
+            }
+        }
+        return std::make_pair(a.value().to_vector<float>(), b.value().to_vector<double>());
+    };
+    EXPECT_EQ(run(true), run(false));
+}
+
 TEST(LearnerSteps, TheRecordingKeyNamesTheStateAndChangesWhenARestoreReplacesIt) {
     Variable p = parameter_from(random_tensor(64, DataType::f32, 1), "w");
     auto l = adam({p}, learning_parameter_schedule(0.01), momentum_schedule(0.9));
