@@ -68,9 +68,10 @@ struct OneHotRows {
     Tensor safe, valid;
 };
 OneHotRows one_hot_rows(const Value& x, const Tensor& w) {
-    Tensor idx = x.one_hot_indices().to(w.device()).to(w.dtype());
-    Tensor zero = Tensor::full(Shape{}, 0.0, w.dtype(), w.device());
-    return {element_max(idx, zero).to(DataType::i64), greater_equal(idx, zero).expand_dims(-1)};
+    // In f64, exact for every index: in W's dtype a bf16 index above 256 would round to another row.
+    Tensor idx = x.one_hot_indices().to(w.device()).to(DataType::f64);
+    Tensor zero = Tensor::full(Shape{}, 0.0, DataType::f64, w.device());
+    return {element_max(idx, zero).to(DataType::i64), greater_equal(idx, zero).to(w.dtype()).expand_dims(-1)};
 }
 bool uses_one_hot(const Value& x, const Attributes& attrs) {
     return x.is_one_hot() && attrs.get<int64_t>("contracted") == 1;
