@@ -15,7 +15,7 @@ namespace ctk {
 namespace {
 
 // How an op treats 16-bit operands in the rewrite (see autocast() in the header).
-// follow_data: operand 0 follows, the rest (parameters and statistics) keep their dtype.
+// follow_data: operand 0 follows, the rest (parameters and statistics, indices, lengths) keep their dtype.
 enum class Precision : uint8_t { low, follow, follow_data, original, any };
 
 Precision precision_of(PrimitiveOp op) {
@@ -52,7 +52,6 @@ Precision precision_of(PrimitiveOp op) {
         case PrimitiveOp::splice:
         case PrimitiveOp::transpose:
         case PrimitiveOp::pad:
-        case PrimitiveOp::gather:
         case PrimitiveOp::stop_gradient:
         case PrimitiveOp::pass:
         case PrimitiveOp::pooling:
@@ -67,16 +66,19 @@ Precision precision_of(PrimitiveOp op) {
         case PrimitiveOp::sequence_first:
         case PrimitiveOp::sequence_last:
         case PrimitiveOp::sequence_slice:
-        case PrimitiveOp::sequence_gather:
         case PrimitiveOp::sequence_broadcast_as:
         case PrimitiveOp::reconcile_dynamic_axes:
-        case PrimitiveOp::to_sequence:
         case PrimitiveOp::to_sequence_like:
         case PrimitiveOp::unpack_batch:
         case PrimitiveOp::to_batch:
             return Precision::follow;
         // 16-bit data normalized with f32 statistics; the running averages stay f32 (as in cuDNN and oneDNN).
         case PrimitiveOp::batch_normalization:
+        // The data follows; indices, conditions and lengths keep their dtype (a bf16 index above 256 would
+        // round to another row).
+        case PrimitiveOp::gather:
+        case PrimitiveOp::sequence_gather:
+        case PrimitiveOp::to_sequence:
             return Precision::follow_data;
         case PrimitiveOp::cast:  // its output dtype is its attribute
             return Precision::any;
