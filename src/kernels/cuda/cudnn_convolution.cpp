@@ -159,8 +159,11 @@ cudnnMathType_t allowed_math(DataType dtype) {
 }
 
 std::string key_of(const Problem& p, Device device) {
-    std::string k = std::to_string(device.index) + "|" + dtype_name(p.dtype) + "|" + dims_to_string(p.x) +
-                    dims_to_string(p.w) + dims_to_string(p.y_user) + "|g" + std::to_string(p.groups) + "|";
+    // x as given and as extended: two problems may extend to the same cuDNN shape from different ones
+    // (their plans differ in what they crop and extend).
+    std::string k = std::to_string(device.index) + "|" + dtype_name(p.dtype) + "|" +
+                    dims_to_string(p.x_user) + dims_to_string(p.x) + dims_to_string(p.w) +
+                    dims_to_string(p.y_user) + "|g" + std::to_string(p.groups) + "|";
     for (size_t i = 0; i < p.pad.size(); ++i)
         k += std::to_string(p.pad[i]) + "," + std::to_string(p.stride[i]) + "," +
              std::to_string(p.dilation[i]) + ";";
@@ -249,7 +252,57 @@ Tensor workspace(size_t bytes, Device device) {
     return Tensor::empty(Shape{static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DataType::u8, device);
 }
 
-// Runs one pass: finds (once) and then uses the algorithm. `a` and `b` are the pass's two inputs and
+// The algorithm cuDNN's heuristics rank first among those that fit (deterministic ones only, when asked).
+// The heuristics answer the same in every run; deterministic mode uses them.
+Choice heuristic_choice(Pass pass, const Plan& plan, cudnnHandle_t h) {
+    const Problem& p = plan.p;
+    int n = 0;
+    if (pass == kForward) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        CTK_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, plan.x.h, plan.w.h, plan.conv.h, plan.y.h,
+                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+        return pick(pass, p, perf, n);
+    }
+    if (pass == kBackwardData) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        CTK_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            h, plan.w.h, plan.y.h, plan.conv.h, plan.x.h, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
+        return pick(pass, p, perf, n);
+    }
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    CTK_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        h, plan.x.h, plan.y.h, plan.conv.h, plan.w.h, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
+    return pick(pass, p, perf, n);
+}
+
+// The fastest algorithm that fits, timed by cuDNN on the pass's own buffers.
+Choice timed_choice(Pass pass, const Plan& plan, cudnnHandle_t h, const Tensor& a, const Tensor& b,
+                    const Tensor& out) {
+    const Problem& p = plan.p;
+    Tensor ws = workspace(cudnn_workspace_limit(), out.device());
+    int n = 0;
+    if (pass == kForward) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        CTK_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+            h, plan.x.h, a.raw_data(), plan.w.h, b.raw_data(), plan.conv.h, plan.y.h, out.raw_data(),
+            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
+        return pick(pass, p, perf, n);
+    }
+    if (pass == kBackwardData) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            h, plan.w.h, b.raw_data(), plan.y.h, a.raw_data(), plan.conv.h, plan.x.h, out.raw_data(),
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
+        return pick(pass, p, perf, n);
+    }
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        h, plan.x.h, a.raw_data(), plan.y.h, b.raw_data(), plan.conv.h, plan.w.h, out.raw_data(),
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
+    return pick(pass, p, perf, n);
+}
+
+// Runs one pass: chooses (once) and then uses the algorithm. `a` and `b` are the pass's two inputs and
 // `out` its output, in cuDNN's order for that pass.
 void run_pass(Pass pass, Plan& plan, cudnnHandle_t h, const Tensor& a, const Tensor& b, const Tensor& out) {
     const Problem& p = plan.p;
@@ -260,28 +313,11 @@ void run_pass(Pass pass, Plan& plan, cudnnHandle_t h, const Tensor& a, const Ten
     auto it = plan.choices.find(slot);
     if (it == plan.choices.end()) {
         CTK_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.h, allowed_math(dt)));
-        Tensor ws = workspace(cudnn_workspace_limit(), device);
-        int n = 0;
-        Choice c;
-        if (pass == kForward) {
-            cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-            CTK_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-                h, plan.x.h, a.raw_data(), plan.w.h, b.raw_data(), plan.conv.h, plan.y.h, out.raw_data(),
-                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
-            c = pick(pass, p, perf, n);
-        } else if (pass == kBackwardData) {
-            cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-            CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-                h, plan.w.h, b.raw_data(), plan.y.h, a.raw_data(), plan.conv.h, plan.x.h, out.raw_data(),
-                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
-            c = pick(pass, p, perf, n);
-        } else {
-            cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-            CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                h, plan.x.h, a.raw_data(), plan.y.h, b.raw_data(), plan.conv.h, plan.w.h, out.raw_data(),
-                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
-            c = pick(pass, p, perf, n);
-        }
+        // Timing noise could pick another algorithm in another run (other bits): deterministic mode asks
+        // the heuristics instead.
+        Choice c = deterministic() ? heuristic_choice(pass, plan, h) : timed_choice(pass, plan, h, a, b, out);
+        // f32 stays exact unless TF32 is allowed, whatever math type cuDNN reports for the choice.
+        if (dt == DataType::f32 && !allow_tf32()) c.math = CUDNN_FMA_MATH;
         it = plan.choices.emplace(slot, c).first;
     }
     const Choice c = it->second;
