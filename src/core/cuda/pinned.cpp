@@ -125,13 +125,21 @@ PinnedCache& cache() {
     return *c;
 }
 
+// Blocks come in powers of two from 4 KiB: the cache reuses a block only for its own size, and
+// minibatches of sequences ask for a new size almost every step (page-rounded sizes would each make a
+// block, and pinned blocks are never freed).
+size_t pinned_block_size(size_t bytes) {
+    size_t block = 4096;
+    while (block < bytes) block *= 2;
+    return block;
+}
+
 }  // namespace
 
 Tensor pinned_empty(const Shape& shape, DataType dtype) {
     if (!is_available()) return Tensor::empty(shape, dtype);
-    // Whole 4 KiB pages: the cache then serves nearby sizes from the same blocks.
     const size_t bytes =
-        (static_cast<size_t>(std::max<int64_t>(shape.numel(), 1)) * size_of(dtype) + 4095) / 4096 * 4096;
+        pinned_block_size(static_cast<size_t>(std::max<int64_t>(shape.numel(), 1)) * size_of(dtype));
     void* p = cache().take(bytes);
     std::shared_ptr<void> owner(p, [bytes](void* q) { cache().give_back(q, bytes); });
     return Tensor::wrap(p, bytes, shape, shape.contiguous_strides(), dtype, Device::cpu(), std::move(owner));
@@ -141,8 +149,7 @@ namespace detail {
 Tensor staged_for_upload(const Tensor& host) {
     const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
     if (bytes > kMaxStagedUpload || !is_available()) return Tensor();
-    size_t block = 4096;
-    while (block < bytes) block *= 2;
+    const size_t block = pinned_block_size(bytes);
     void* p = cache().take(block);
     std::shared_ptr<void> owner(p, [block](void* q) { cache().give_back(q, block); });
     if (bytes > 0) std::memcpy(p, host.raw_data(), bytes);
