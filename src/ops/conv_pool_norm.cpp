@@ -395,11 +395,14 @@ void forward_bn(ForwardContext& c) {
     BatchNormResult r = batch_norm_training(xv, scale, bias, a);
     c.outputs.push_back(Value(r.y.reshape(x.shape().dims())));
     c.saved = {r.mean, r.var};
-    // Running statistics (CNTK's time constants): blend = 1 - exp(-n / T); T = 0 keeps only this batch,
-    // T = inf averages over everything seen; the first batch (count 0) is taken whole. The running variance
-    // is unbiased. The blend is computed where the count lives: reading the count on the host would make
-    // every batch norm of a GPU step wait for the GPU to drain.
+    // Running statistics (CNTK's time constants, in samples: an image is one sample, however many pixels
+    // its channels have): blend = 1 - exp(-samples / T); T = 0 keeps only this batch, T = inf averages
+    // over everything seen; the first batch (count 0) is taken whole; the count adds the samples. The
+    // running variance is unbiased over the n values each channel had. The blend is computed where the
+    // count lives: reading the count on the host would make every batch norm of a GPU step wait for the
+    // GPU to drain.
     const double n = static_cast<double>(xv.numel() / channels);
+    const double samples = static_cast<double>(xv.dim(0));
     const double tc = c.attrs.get<double>("normalizationTimeConstant");
     Tensor count = c.inputs[5].data();
     const Tensor batch_var = element_times(r.var, scalar_like(n > 1 ? n / (n - 1) : 1.0, r.var));
@@ -407,11 +410,11 @@ void forward_bn(ForwardContext& c) {
         rmean.copy_from(r.mean.to(rmean.dtype()));
         rvar.copy_from(batch_var.to(rvar.dtype()));
     } else {
-        const Tensor batch_n = scalar_like(n, count);
+        const Tensor batch_n = scalar_like(samples, count);
         const Tensor blend =
             std::isinf(tc) ? element_divide(batch_n, plus(count, batch_n))  // 1 at count 0
                            : element_select(equal(count, scalar_like(0.0, count)), scalar_like(1.0, count),
-                                            scalar_like(1.0 - std::exp(-n / tc), count));
+                                            scalar_like(1.0 - std::exp(-samples / tc), count));
         auto mix = [&](Tensor running, const Tensor& batch) {
             const Tensor w = blend.to(running.dtype());
             running.copy_from(plus(element_times(running, minus(scalar_like(1.0, w), w)),
@@ -420,7 +423,7 @@ void forward_bn(ForwardContext& c) {
         mix(rmean, r.mean);
         mix(rvar, batch_var);
     }
-    count.copy_from(plus(count, scalar_like(n, count)));
+    count.copy_from(plus(count, scalar_like(samples, count)));
 }
 void backward_bn(BackwardContext& c) {
     const Tensor& x = c.inputs[0].data();

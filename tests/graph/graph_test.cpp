@@ -279,6 +279,26 @@ TEST(BatchNormalization, RunningStatisticsFollowTheTimeConstant) {
     }
 }
 
+TEST(BatchNormalization, TheTimeConstantCountsSamplesNotPixels) {
+    // Spatial batch norm over [C = 1, W = 2] images: a batch of two images is 2 samples (4 values). With
+    // T = 4 the second batch is blended by 1 - exp(-2 / 4), and the count grows by 2 per batch, as in
+    // CNTK; the variance is unbiased over the 4 values.
+    Variable x = input_variable({1, 2});
+    Variable scale = parameter({1}, constant_initializer(1.0)),
+             bias = parameter({1}, constant_initializer(0.0));
+    Variable mean = constant({1}, 0.0), var = constant({1}, 1.0), count = constant(0.0);
+    FunctionPtr bn = batch_normalization(x, scale, bias, mean, var, count, true, 4.0);
+    ValueMap o{{bn->output(), Value()}};
+    bn->forward({{x, Value(batch({1, 2, 3, 4}, {2, 1, 2}))}}, o, {}, true);
+    EXPECT_FLOAT_EQ(mean.value().item(), 2.5f);
+    EXPECT_NEAR(var.value().item(), 5.0 / 3.0, 1e-6);
+    EXPECT_FLOAT_EQ(count.value().item(), 2.0f);
+    bn->forward({{x, Value(batch({5, 6, 7, 8}, {2, 1, 2}))}}, o, {}, true);
+    const double w = 1 - std::exp(-0.5);
+    EXPECT_NEAR(mean.value().item(), 2.5 * (1 - w) + 6.5 * w, 1e-5);
+    EXPECT_FLOAT_EQ(count.value().item(), 4.0f);
+}
+
 TEST(Recurrence, ErrorsNameTheLoop) {
     Variable x = sequence_input_variable({2});
     Variable w = parameter({2, 2}, uniform(1.0, 9));
