@@ -116,8 +116,7 @@ public:
     void apply_update(const GradientMap& gradients, int64_t minibatch_sample_count);
     void end_update(int64_t minibatch_sample_count, bool sweep_end);
     // Why apply_update() cannot be recorded, empty when it can: an update written in Python or as a graph,
-    // Gaussian noise (drawn on the host each step), gradient clipping by the norm or a mean multiplier (a
-    // sum read on the host each step).
+    // Gaussian noise (drawn on the host each step).
     virtual std::string recording_refusal() const;
     // Appends what apply_update() writes and reads besides the parameters and gradients (state, scratch
     // and step-scalar tensors, by address): a recording of it is valid while these stay the same.
@@ -149,8 +148,8 @@ protected:
     // The per-parameter update. `gradient` is the preprocessed gradient (mean-scaled, L2 added, clipped);
     // `state` holds the learner's per-parameter tensors (allocated by state_tensors()). The step's scalars
     // (the effective, minibatch-scaled learning rate in kLearningRate, the subclass's own from
-    // step_scalars()) are read through step_scalar(); a value known only now (a mean read back) goes
-    // through scalar_now().
+    // step_scalars()) are read through step_scalar(); a value computed from the parameter's own data (a
+    // mean multiplier) is written where the parameter lives, to derived_scalar(), by a rule.
     virtual void update_parameter(const Variable& p, Tensor& value, const Tensor& gradient,
                                   std::vector<Tensor>& state, int64_t mb_size) = 0;
     // The step's scalars: the base's slots, then each subclass's from kFirstSubclassSlot on.
@@ -159,20 +158,25 @@ protected:
     // Fills the subclass's slots (slots[kFirstSubclassSlot...]) for a step of `mb_size` samples with
     // effective learning rate `lr`, after on_minibatch(). Called once per step, before any kernel.
     virtual void step_scalars(int64_t /*mb_size*/, double /*lr*/, double* /*slots*/) {}
-    // Where this step's value of `slot` lives for a parameter like `value` (its device, as its dtype).
+    // Where this step's value of `slot` lives for a parameter like `value` (its device, as its dtype), and
+    // the same value in double there.
     template <typename T>
     const T* step_scalar(const Tensor& value, int slot) const {
-        return static_cast<const T*>(step_scalar_address(value, slot));
+        return static_cast<const T*>(step_scalar_address(value.device(), value.dtype(), slot));
+    }
+    const double* step_scalar64(const Tensor& value, int slot) const {
+        return static_cast<const double*>(step_scalar_address(value.device(), DataType::f64, slot));
     }
     // This step's host value of a slot (for decisions the kernels do not make).
     double step_value(int slot) const { return step_values_[static_cast<size_t>(slot)]; }
-    // `v` written where `value` lives, as its dtype, for the next kernel queued there (each call overwrites
-    // the last: kernels run in queue order). Refused while a CUDA Graph records (a recording would keep v).
+    // Per-parameter scalars computed where `p` lives from its own data at each step (kept with the
+    // parameter, so a recorded update writes and reads the same addresses at every replay).
+    enum DerivedScalar { kClipScale, kMeanMultipliedRate, kDerivedScalars };
     template <typename T>
-    const T* scalar_now(const Tensor& value, double v) {
-        return static_cast<const T*>(scalar_now_address(value, v));
+    T* derived_scalar(const Variable& p, const Tensor& value, int index) {
+        return static_cast<T*>(derived_scalar_address(p, value, index));
     }
-    // Refusals shared by the learners whose update is made of ctk's rules (noise, clipping by the norm).
+    // The refusal shared by the learners whose update is made of ctk's rules (Gaussian noise).
     std::string options_recording_refusal() const;
     // The number of state tensors (same shape and dtype as the parameter) this learner keeps per parameter.
     virtual int state_tensors() const { return 0; }
@@ -218,20 +222,20 @@ private:
     // begin_update() without the checks: on_minibatch(), then the step's scalars written.
     void prepare_step(int64_t mb_size);
     void apply_step(const GradientMap& gradients, int64_t mb_size);
-    const void* step_scalar_address(const Tensor& value, int slot) const;
-    const void* scalar_now_address(const Tensor& value, double v);
+    const Tensor* scalar_block(Device device, DataType dtype) const;
+    const void* step_scalar_address(Device device, DataType dtype, int slot) const;
+    void* derived_scalar_address(const Variable& p, const Tensor& value, int index);
 
-    // The step's scalars for one device and dtype: `slots` as prepare_step wrote them, `now` for
-    // scalar_now().
+    // The step's scalars for one device and dtype, as prepare_step wrote them.
     struct ScalarBlock {
         Device device;
         DataType dtype;
-        Tensor slots, now;
+        Tensor slots;
     };
     std::vector<ScalarBlock> scalar_blocks_;
     std::vector<double> step_values_ = std::vector<double>(kMaxStepSlots, 0.0);
 
-    std::unordered_map<Variable, Tensor, VariableHash> gradient_scratch_, noise_scratch_;
+    std::unordered_map<Variable, Tensor, VariableHash> gradient_scratch_, noise_scratch_, derived_scratch_;
     std::vector<double> partials_;  // per-chunk partial sums (fixed chunking, so thread-count independent)
 };
 using LearnerPtr = std::shared_ptr<Learner>;

@@ -40,18 +40,13 @@ public:
                    bool need_ave_multiplier, const LearnerOptions& options)
         : Learner(parameters, lr, options, "adagrad"), need_ave_multiplier_(need_ave_multiplier) {}
 
-    std::string recording_refusal() const override {
-        if (need_ave_multiplier_)
-            return "the adagrad learner's mean multiplier (need_ave_multiplier) is a sum read on the host at "
-                   "every step";
-        return options_recording_refusal();
-    }
+    std::string recording_refusal() const override { return options_recording_refusal(); }
 
 protected:
     int state_tensors() const override { return 1; }
 
-    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
-                          int64_t) override {
+    void update_parameter(const Variable& p, Tensor& value, const Tensor& gradient,
+                          std::vector<Tensor>& state, int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             const int64_t n = value.numel();
@@ -60,9 +55,13 @@ protected:
                                                                  floor};
             const T* rate = step_scalar<T>(value, kLearningRate);
             if (need_ave_multiplier_) {
-                const double sum = detail::sum_rule(value, n, partials_, accumulate);
-                const double ave = n > 0 ? double(T(sum / double(n))) : 1.0;
-                rate = scalar_now<T>(value, step_value(kLearningRate) / ave);
+                const Tensor sum = detail::sum_rule_tensor(value, n, partials_, accumulate);
+                T* divided = derived_scalar<T>(p, value, kMeanMultipliedRate);
+                detail::apply_rule(
+                    value, 1,
+                    detail::rules::MeanMultipliedRate<T>{
+                        sum.data<double>(), step_scalar64(value, kLearningRate), divided, double(n)});
+                rate = divided;
             } else {
                 detail::apply_rule(value, n, accumulate);
             }
@@ -230,12 +229,7 @@ public:
         CTK_CHECK(max > min, ValueError, name_, ": max must be > min, got max ", max, " and min ", min);
     }
 
-    std::string recording_refusal() const override {
-        if (need_ave_multiplier_)
-            return "the rmsprop learner's mean multiplier (need_ave_multiplier) is a sum read on the host at "
-                   "every step";
-        return options_recording_refusal();
-    }
+    std::string recording_refusal() const override { return options_recording_refusal(); }
 
 protected:
     enum { kInitialized = kFirstSubclassSlot };
@@ -249,8 +243,8 @@ protected:
         slots[kInitialized] = smoothed_count_ > 1.0 ? 1.0 : 0.0;
     }
 
-    void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
-                          int64_t) override {
+    void update_parameter(const Variable& p, Tensor& value, const Tensor& gradient,
+                          std::vector<Tensor>& state, int64_t) override {
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             const int64_t n = value.numel();
@@ -268,10 +262,14 @@ protected:
                                                     step_scalar<T>(value, kInitialized)};
             const T* rate = step_scalar<T>(value, kLearningRate);
             if (need_ave_multiplier_) {
-                const double sum =
-                    detail::sum_rule(value, n, partials_, detail::rules::RMSPropStateSum<T>{st});
-                const double ave = n > 0 ? double(T(sum / double(n))) : 1.0;
-                rate = scalar_now<T>(value, step_value(kLearningRate) / ave);
+                const Tensor sum =
+                    detail::sum_rule_tensor(value, n, partials_, detail::rules::RMSPropStateSum<T>{st});
+                T* divided = derived_scalar<T>(p, value, kMeanMultipliedRate);
+                detail::apply_rule(
+                    value, 1,
+                    detail::rules::MeanMultipliedRate<T>{
+                        sum.data<double>(), step_scalar64(value, kLearningRate), divided, double(n)});
+                rate = divided;
             }
             detail::apply_rule(
                 value, n, detail::rules::RMSPropStep<T>{st, value.data<T>(), rate, !need_ave_multiplier_});

@@ -135,6 +135,7 @@ std::vector<Tensor>& Learner::state_for(const Variable& p, const Tensor& value) 
 }
 
 const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const Tensor& gradient) {
+    // The host's copies of this step's scalars decide which kernels run (the same at every step of a kind).
     const double scale = step_value(kGradientScale);
     const double limit = step_value(kClipLimit);
     const double l2 = step_value(kL2Weight);
@@ -150,13 +151,17 @@ const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const 
         using T = decltype(tag);
         const int64_t n = value.numel();
         const T* scale_at = step_scalar<T>(value, kGradientScale);
-        // Rescaling clip: the whole (mean-scaled) gradient shrinks when its Frobenius norm passes the limit
-        // (a sum read back on the host: such steps are never recorded, see recording_refusal()).
+        // Rescaling clip: the whole (mean-scaled) gradient shrinks when its Frobenius norm passes the
+        // limit; the norm and the scale it gives stay where the parameter lives.
         if (!truncate && !std::isinf(limit)) {
-            const double norm =
-                scale * std::sqrt(detail::sum_rule(value, n, partials_,
-                                                   detail::rules::GradientSquare<T>{src.data<T>()}));
-            if (norm > limit) scale_at = scalar_now<T>(value, scale * (limit / norm));
+            const Tensor sum_of_squares =
+                detail::sum_rule_tensor(value, n, partials_, detail::rules::GradientSquare<T>{src.data<T>()});
+            T* clipped_scale = derived_scalar<T>(p, value, kClipScale);
+            detail::apply_rule(value, 1,
+                               detail::rules::ClipScale<T>{sum_of_squares.data<double>(),
+                                                           step_scalar64(value, kGradientScale),
+                                                           step_scalar64(value, kClipLimit), clipped_scale});
+            scale_at = clipped_scale;
         }
         detail::apply_rule(value, n,
                            detail::rules::PrepareGradient<T>{src.data<T>(), value.data<T>(), out.data<T>(),
@@ -194,26 +199,26 @@ void Learner::postprocess(const Variable& p, Tensor& value) {
     }
 }
 
-const void* Learner::step_scalar_address(const Tensor& value, int slot) const {
-    CTK_CHECK(slot >= 0 && slot < kMaxStepSlots, ValueError, name_, ": step scalar slot ", slot,
-              " out of range");
+const Tensor* Learner::scalar_block(Device device, DataType dtype) const {
     for (const ScalarBlock& b : scalar_blocks_)
-        if (b.device == value.device() && b.dtype == value.dtype())
-            return static_cast<const char*>(b.slots.raw_data()) +
-                   static_cast<size_t>(slot) * b.slots.element_size();
-    CTK_THROW(Error, name_, ": no step scalars for ", dtype_name(value.dtype()), " on ",
-              value.device().to_string(), " (the step was not prepared for this parameter)");
+        if (b.device == device && b.dtype == dtype) return &b.slots;
+    return nullptr;
 }
 
-const void* Learner::scalar_now_address(const Tensor& value, double v) {
-    for (ScalarBlock& b : scalar_blocks_)
-        if (b.device == value.device() && b.dtype == value.dtype()) {
-            if (!b.now.defined()) b.now = Tensor::empty(Shape{1}, b.dtype, b.device);
-            detail::write_scalars(b.now, &v, 1);
-            return b.now.raw_data();
-        }
-    CTK_THROW(Error, name_, ": no step scalars for ", dtype_name(value.dtype()), " on ",
-              value.device().to_string(), " (the step was not prepared for this parameter)");
+const void* Learner::step_scalar_address(Device device, DataType dtype, int slot) const {
+    CTK_CHECK(slot >= 0 && slot < kMaxStepSlots, ValueError, name_, ": step scalar slot ", slot,
+              " out of range");
+    const Tensor* block = scalar_block(device, dtype);
+    CTK_CHECK(block != nullptr, Error, name_, ": no step scalars for ", dtype_name(dtype), " on ",
+              device.to_string(), " (the step was not prepared for this parameter)");
+    return static_cast<const char*>(block->raw_data()) + static_cast<size_t>(slot) * block->element_size();
+}
+
+void* Learner::derived_scalar_address(const Variable& p, const Tensor& value, int index) {
+    Tensor& t = derived_scratch_[p];
+    if (!t.defined() || t.device() != value.device() || t.dtype() != value.dtype())
+        t = Tensor::empty(Shape{kDerivedScalars}, value.dtype(), value.device());
+    return static_cast<char*>(t.raw_data()) + static_cast<size_t>(index) * t.element_size();
 }
 
 void Learner::prepare_step(int64_t mb_size) {
@@ -230,24 +235,21 @@ void Learner::prepare_step(int64_t mb_size) {
     step_values_[kL1Threshold] = lr * options_.l1_regularization_weight * (compat ? 1.0 : mb);
     step_scalars(mb_size, lr, step_values_.data());
 
-    // One block per device and dtype the parameters have (normally one), written in queue order there.
-    std::vector<bool> written(scalar_blocks_.size(), false);
+    // A block per device and dtype the parameters have (normally one), and an f64 one per device for
+    // what is computed there in double (mean multipliers, clipping norms); each written in queue order.
+    std::vector<std::pair<Device, DataType>> wanted;
     for (const Variable& p : parameters_) {
         const Tensor value = p.value();
-        size_t i = 0;
-        while (i < scalar_blocks_.size() &&
-               !(scalar_blocks_[i].device == value.device() && scalar_blocks_[i].dtype == value.dtype()))
-            ++i;
-        if (i == scalar_blocks_.size()) {
-            detail::dispatch_learner_dtype(value.dtype(), name_, [](auto) {});
-            scalar_blocks_.push_back({value.device(), value.dtype(),
-                                      Tensor::empty(Shape{kMaxStepSlots}, value.dtype(), value.device()),
-                                      Tensor()});
-            written.push_back(false);
-        }
-        if (written[i]) continue;
-        detail::write_scalars(scalar_blocks_[i].slots, step_values_.data(), kMaxStepSlots);
-        written[i] = true;
+        detail::dispatch_learner_dtype(value.dtype(), name_, [](auto) {});
+        for (DataType dtype : {value.dtype(), DataType::f64})
+            if (std::find(wanted.begin(), wanted.end(), std::make_pair(value.device(), dtype)) ==
+                wanted.end())
+                wanted.emplace_back(value.device(), dtype);
+    }
+    for (const auto& [device, dtype] : wanted) {
+        if (!scalar_block(device, dtype))
+            scalar_blocks_.push_back({device, dtype, Tensor::empty(Shape{kMaxStepSlots}, dtype, device)});
+        detail::write_scalars(*scalar_block(device, dtype), step_values_.data(), kMaxStepSlots);
     }
 }
 
@@ -325,10 +327,6 @@ std::string Learner::options_recording_refusal() const {
         if (v > 0)
             return std::string("the ") + name_ +
                    " learner injects Gaussian noise (drawn on the host at every step)";
-    if (!options_.gradient_clipping_with_truncation &&
-        !std::isinf(options_.gradient_clipping_threshold_per_sample))
-        return std::string("the ") + name_ +
-               " learner clips gradients by their norm (read on the host at every step)";
     return {};
 }
 
@@ -342,6 +340,8 @@ void Learner::add_recording_key(std::vector<int64_t>& words) const {
             for (const Tensor& t : s->second) address(t);
         auto g = gradient_scratch_.find(p);
         if (g != gradient_scratch_.end()) address(g->second);
+        auto d = derived_scratch_.find(p);
+        if (d != derived_scratch_.end()) address(d->second);
     }
     for (const ScalarBlock& b : scalar_blocks_) address(b.slots);
 }

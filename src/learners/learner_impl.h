@@ -63,11 +63,12 @@ double sum_elements(int64_t n, std::vector<double>& partials, Fn&& fn) {
 
 #if CTK_HAVE_CUDA
 // cuda/update_rules.cu: rule(i) for i in [0, n) on the device's ctk stream, and the sum of its values
-// (in double, a fixed-order tree, read back to the host). Instantiated for the rules in update_rules.h.
+// (in double, by a fixed-order tree, as an f64 scalar tensor on the device: nothing is read back).
+// Instantiated for the rules in update_rules.h.
 template <typename Rule>
 void cuda_apply_rule(Device device, int64_t n, const Rule& rule);
 template <typename Rule>
-double cuda_sum_rule(Device device, int64_t n, const Rule& rule);
+Tensor cuda_sum_rule(Device device, int64_t n, const Rule& rule);
 #endif
 
 // rule(i) for every i in [0, n), where `on` (the parameter) lives.
@@ -81,10 +82,12 @@ void apply_rule(const Tensor& on, int64_t n, const Rule& rule) {
 #endif
 }
 
-// The sum of rule(i) (which may also write element i) over [0, n), where `on` lives.
+// The sum of rule(i) (which may also write element i) over [0, n), as an f64 scalar tensor where `on`
+// lives (for the rules that read it next there).
 template <typename Rule>
-double sum_rule(const Tensor& on, int64_t n, std::vector<double>& partials, const Rule& rule) {
-    if (on.device().is_cpu()) return sum_elements(n, partials, rule);
+Tensor sum_rule_tensor(const Tensor& on, int64_t n, std::vector<double>& partials, const Rule& rule) {
+    if (on.device().is_cpu())
+        return Tensor::full(Shape{}, sum_elements(n, partials, rule), DataType::f64, on.device());
 #if CTK_HAVE_CUDA
     return cuda_sum_rule(on.device(), n, rule);
 #else

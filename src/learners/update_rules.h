@@ -2,7 +2,8 @@
 // over raw pointers, so that one definition runs on the CPU (a parallel loop, learner_impl.h) and on a GPU
 // (a grid-stride kernel, cuda/update_rules.cu). The GPU file is compiled without FMA contraction and the
 // math below is IEEE on both sides (sqrt and division correctly rounded), so a step gives the same bits on
-// either device. Rules returning a value are summed by sum_rule (the mean multipliers, the clipping norm).
+// either device. Rules returning a value are summed by sum_rule_tensor (the mean multipliers, the
+// clipping norm), into a scalar that stays on the device for the rules that read it next.
 //
 // Values that change from step to step (rates, momenta, bias corrections: the `const T*` fields named
 // "per step" below) are read from the learner's step scalars, written where the parameter lives before
@@ -60,6 +61,31 @@ struct PrepareGradient {
         T v = g[i] * *scale;
         if (clip_elements) v = v < -lim ? -lim : (lim < v ? lim : v);
         o[i] = v + *l2 * w[i];
+    }
+};
+
+// The gradient scale after a rescaling clip (one element, i = 0): scale * (limit / norm) when the norm
+// of the scaled gradient, scale * sqrt(sum of g^2), passes the limit, else the scale itself.
+template <typename T>
+struct ClipScale {
+    const double *sum_of_squares, *scale, *limit;
+    T* out;
+    CTK_HOST_DEVICE void operator()(int64_t) const {
+        const double s = *scale, norm = s * root(*sum_of_squares);
+        *out = static_cast<T>(norm > *limit ? s * (*limit / norm) : s);
+    }
+};
+
+// A rate divided by a mean multiplier (one element, i = 0): rate / ave with ave = sum / n rounded to T
+// (CNTK kept it in ElemType), 1 when n = 0.
+template <typename T>
+struct MeanMultipliedRate {
+    const double *sum, *rate;
+    T* out;
+    double n;
+    CTK_HOST_DEVICE void operator()(int64_t) const {
+        const double ave = n > 0 ? static_cast<double>(static_cast<T>(*sum / n)) : 1.0;
+        *out = static_cast<T>(*rate / ave);
     }
 };
 
@@ -262,6 +288,8 @@ struct AdaDeltaStep {
 
 // Every rule template, for the explicit GPU instantiations (each in float and double).
 #define CTK_LEARNER_APPLY_RULES(X) \
+    X(ClipScale)                   \
+    X(MeanMultipliedRate)          \
     X(PrepareGradient)             \
     X(AddNoise)                    \
     X(SoftThreshold)               \

@@ -107,18 +107,36 @@ TEST_F(CudaGraphTraining, AdamWithAChangingRateIsReplayedWithItsUpdates) {
         EXPECT_EQ(replayed.status[static_cast<size_t>(s)], "") << "step " << s;
 }
 
+TEST_F(CudaGraphTraining, MeanMultipliersAndNormClippingAreReplayedWithTheirUpdates) {
+    // AdaGrad's mean multiplier and the clipping norm are sums computed on the GPU and read there.
+    LearnerOptions clip;
+    clip.gradient_clipping_threshold_per_sample = 0.01;
+    clip.gradient_clipping_with_truncation = false;
+    const MakeLearner make = [clip](const std::vector<Variable>& ps) {
+        return adagrad(ps, learning_parameter_schedule_per_sample(0.02), true, clip);
+    };
+    const TrainingRun direct = train(gpu, false, false, 6, make);
+    const TrainingRun replayed = train(gpu, true, false, 6, make);
+    expect_same_bits(direct, replayed);
+    EXPECT_EQ(replayed.replays, 4);
+    EXPECT_EQ(replayed.status[2], "");
+}
+
 TEST_F(CudaGraphTraining, LearnersThatNeedTheHostUpdateOutsideTheReplayedStep) {
-    // AdaGrad's mean multiplier is a sum read on the host: forward and backward are replayed, the update
+    // Gaussian noise is drawn on the host at every step: forward and backward are replayed, the update
     // runs after them.
-    const MakeLearner make = [](const std::vector<Variable>& ps) {
-        return adagrad(ps, learning_parameter_schedule_per_sample(0.02));
+    LearnerOptions noisy;
+    noisy.gaussian_noise_injection_std_dev = TrainingParameterSchedule(0.001);
+    noisy.gaussian_noise_injection_seed = 3;
+    const MakeLearner make = [noisy](const std::vector<Variable>& ps) {
+        return sgd(ps, learning_parameter_schedule_per_sample(0.02), noisy);
     };
     const TrainingRun direct = train(gpu, false, false, 6, make);
     const TrainingRun replayed = train(gpu, true, false, 6, make);
     expect_same_bits(direct, replayed);
     EXPECT_EQ(replayed.replays, 4);
     EXPECT_NE(replayed.status[2].find("outside the graph"), std::string::npos) << replayed.status[2];
-    EXPECT_NE(replayed.status[2].find("mean multiplier"), std::string::npos) << replayed.status[2];
+    EXPECT_NE(replayed.status[2].find("Gaussian noise"), std::string::npos) << replayed.status[2];
 }
 
 TEST_F(CudaGraphTraining, ARestoredCheckpointIsRecordedAgain) {

@@ -73,22 +73,22 @@ void cuda_apply_rule(Device device, int64_t n, const Rule& rule) {
 
 // The values go to a scratch vector and ctk's own reduction sums them (a fixed tree, no atomics).
 template <typename Rule>
-double cuda_sum_rule(Device device, int64_t n, const Rule& rule) {
-    if (n == 0) return 0.0;
+Tensor cuda_sum_rule(Device device, int64_t n, const Rule& rule) {
+    if (n == 0) return Tensor::zeros(Shape{}, DataType::f64, device);
     Tensor values = Tensor::empty(Shape{n}, DataType::f64, device);
     cuda::detail::set_device(device.index);
     values_kernel<<<blocks_for(n), kThreads, 0, cuda::detail::cuda_stream(device)>>>(n, rule,
                                                                                      values.data<double>());
     CTK_CUDA_CHECK(cudaGetLastError());
-    return reduce_sum(values).item();
+    return reduce_sum(values);
 }
 
 #define CTK_INSTANTIATE_APPLY(R)                                                             \
     template void cuda_apply_rule<rules::R<float>>(Device, int64_t, const rules::R<float>&); \
     template void cuda_apply_rule<rules::R<double>>(Device, int64_t, const rules::R<double>&);
 #define CTK_INSTANTIATE_SUM(R)                                                               \
-    template double cuda_sum_rule<rules::R<float>>(Device, int64_t, const rules::R<float>&); \
-    template double cuda_sum_rule<rules::R<double>>(Device, int64_t, const rules::R<double>&);
+    template Tensor cuda_sum_rule<rules::R<float>>(Device, int64_t, const rules::R<float>&); \
+    template Tensor cuda_sum_rule<rules::R<double>>(Device, int64_t, const rules::R<double>&);
 CTK_LEARNER_APPLY_RULES(CTK_INSTANTIATE_APPLY)
 CTK_LEARNER_SUM_RULES(CTK_INSTANTIATE_SUM)
 
