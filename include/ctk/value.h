@@ -57,6 +57,9 @@ public:
     // indices were checked when the value was made, so indices on a GPU are not read back (a reader's
     // one-sample sequences become a batch this way). ValueError unless is_one_hot().
     Value one_hot_reshaped(const Dims& index_dims) const;
+    // The same one-hot value (its checked indices and layout) with dense rows of another dtype; no
+    // re-check, so indices on a GPU are not read back. ValueError unless is_one_hot().
+    Value one_hot_as(DataType dtype) const;
     int64_t num_classes() const;  // ValueError unless is_one_hot()
     // The value's shape, without building dense rows for a one-hot value.
     Shape shape() const;

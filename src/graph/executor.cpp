@@ -37,8 +37,7 @@ Value bind_one_hot_argument(const Variable& var, const Value& value) {
                   ": its sequence layout has ", l.num_sequences(), " sequences of at most ", l.max_length(),
                   " frames");
     }
-    if (value.dtype() == var.dtype()) return value;
-    return Value::one_hot(idx, value.num_classes(), var.dtype(), value.layout());
+    return value.one_hot_as(var.dtype());  // checked when made: GPU indices are not read back
 }
 
 Value bind_argument(const Variable& var, const Value& value) {

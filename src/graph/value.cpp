@@ -106,6 +106,20 @@ Value Value::one_hot_reshaped(const Dims& index_dims) const {
     return v;
 }
 
+Value Value::one_hot_as(DataType dtype) const {
+    CTK_CHECK(one_hot_ != nullptr, ValueError, "Value::one_hot_as: the value is not one-hot");
+    CTK_CHECK(is_floating(dtype), TypeError, "Value::one_hot_as: dtype ", dtype_name(dtype),
+              " is not floating-point");
+    if (dtype == one_hot_->dtype) return *this;
+    Value v;
+    v.layout_ = layout_;
+    v.one_hot_ = std::make_shared<OneHot>();
+    v.one_hot_->indices = one_hot_->indices;
+    v.one_hot_->num_classes = one_hot_->num_classes;
+    v.one_hot_->dtype = dtype;
+    return v;
+}
+
 const Tensor& Value::one_hot_indices() const {
     CTK_CHECK(one_hot_ != nullptr, ValueError, "Value::one_hot_indices: the value is not one-hot");
     return one_hot_->indices;

@@ -33,7 +33,8 @@ void forward_eye_like(ForwardContext& c) {
     const int64_t rows = x.dim(0), cols = x.dim(1);
     std::vector<int64_t> hot(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) hot[static_cast<size_t>(i)] = i < cols ? i : -1;
-    Value eye = Value::one_hot(Tensor::from_vector(hot, Shape{rows}).to(x.device()), cols, x.dtype());
+    // Made (and checked) on the host, then moved: a check of GPU indices would read them back.
+    Value eye = Value::one_hot(Tensor::from_vector(hot, Shape{rows}), cols, x.dtype()).to(x.device());
     if (!c.attrs.get<bool>("OutputSparse")) eye = Value(eye.data().to(x.device()));
     c.outputs.push_back(eye);
 }

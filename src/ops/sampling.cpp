@@ -167,9 +167,10 @@ void forward_random_sample(ForwardContext& c) {
     std::vector<double> w = checked_weights(weights, a.num_samples, a.allow_duplicates, c.where);
     std::vector<int64_t> classes = draw(w, a.num_samples, a.allow_duplicates, a.seed, c.rng_offset);
     c.rng_offset += counters_per_draw(w.size(), a.num_samples, a.allow_duplicates);
-    c.outputs.push_back(
-        Value::one_hot(Tensor::from_vector(classes, Shape{a.num_samples}).to(weights.device()),
-                       static_cast<int64_t>(w.size()), weights.dtype()));
+    // Made (and checked) on the host, then moved: a check of GPU indices would read them back.
+    c.outputs.push_back(Value::one_hot(Tensor::from_vector(classes, Shape{a.num_samples}),
+                                       static_cast<int64_t>(w.size()), weights.dtype())
+                            .to(weights.device()));
 }
 
 void forward_inclusion_frequency(ForwardContext& c) {

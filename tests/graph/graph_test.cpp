@@ -589,6 +589,22 @@ TEST(OneHotInput, ReshapedKeepsTheCheckedIndicesWithoutTheLayout) {
     EXPECT_THROW(seqs.one_hot_reshaped({4}), ShapeError);
 }
 
+TEST(OneHotInput, AnotherDtypeKeepsTheIndicesAndTheLayout) {
+    auto layout = std::make_shared<SequenceLayout>(std::vector<int64_t>{2, 1});
+    Value seqs = Value::one_hot(Tensor::from_vector<int64_t>({2, 0, 1, 7}, {2, 2}), 3, DataType::f32, layout);
+    Value d = seqs.one_hot_as(DataType::f64);
+    EXPECT_TRUE(d.is_one_hot());
+    EXPECT_EQ(d.layout(), layout);
+    EXPECT_EQ(d.dtype(), DataType::f64);
+    EXPECT_EQ(d.one_hot_indices().to_vector<int64_t>(), (std::vector<int64_t>{2, 0, 1, -1}));  // padding
+    EXPECT_EQ(d.data().to_vector<double>(), (std::vector<double>{0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0}));
+    EXPECT_THROW(seqs.one_hot_as(DataType::i64), TypeError);
+    // An f32 one-hot input bound to an f64 variable takes the f64 rows.
+    Variable x = sequence_input_variable({3}, DataType::f64);
+    FunctionPtr y = reduce_sum(x, {Axis::all_static_axes()});
+    EXPECT_EQ(y->eval({{x, seqs}}).at(y->output()).data().dtype(), DataType::f64);
+}
+
 TEST(OneHotInput, BadIndicesAndShapesAreRejected) {
     Tensor idx = Tensor::from_vector<int64_t>({1, 7}, {2});
     EXPECT_THROW(Value::one_hot(idx, 5), IndexError);
