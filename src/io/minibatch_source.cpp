@@ -243,8 +243,11 @@ std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
             const SequenceData& sd = (*mine[i])[s];
             if (sd.one_hot_indices.defined()) {  // a one-hot sequence among dense ones: its rows
                 const int64_t* p = sd.one_hot_indices.data<int64_t>();
-                for (int64_t t = 0; t < lengths[i]; ++t)
+                for (int64_t t = 0; t < lengths[i]; ++t) {
+                    CTK_CHECK(p[t] < sample, IndexError, "MinibatchSource: stream '", info.name,
+                              "' delivered the one-hot index ", p[t], " for a sample of ", sample, " values");
                     if (p[t] >= 0) out[(int64_t(i) * max_len + t) * sample + p[t]] = 1.0f;
+                }
                 continue;
             }
             Tensor src = sd.data.to(DataType::f32).contiguous();

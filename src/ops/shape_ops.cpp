@@ -296,7 +296,11 @@ void backward_gather(BackwardContext& c) {
     const Tensor& ref = c.inputs[0].data();
     GatherTable g = gather_table(ref, c.dyn_rank(0), c.inputs[1].data(), c.dyn_rank(1));
     Tensor zeros = Tensor::zeros(g.table.shape(), ref.dtype(), ref.device());
-    c.input_grads[0] = scatter_add(zeros, g.indices, c.output_grads[0], 0).reshape(ref.shape().dims());
+    // The forward checked these indices (integers in range): a cast, not a second check, which on a GPU
+    // would read them back on the host.
+    const Tensor idx = g.indices.to(DataType::i64).contiguous();
+    c.input_grads[0] = detail::scatter_add_of_checked(zeros, idx, c.output_grads[0].contiguous(), 0)
+                           .reshape(ref.shape().dims());
 }
 
 // ---- one_hot ----

@@ -157,7 +157,10 @@ LtOperand lt_operand(const Tensor& x, bool op_trans, int64_t batch) {
         return o;
     };
     if (auto o = make(x)) return *o;
-    return *make(x.contiguous());
+    auto packed = make(x.contiguous());
+    CTK_CHECK(packed.has_value(), DeviceError, "matmul on the GPU: an operand of shape ",
+              x.shape().to_string(), " has no cuBLASLt layout (its batch dims must be materialised first)");
+    return *packed;
 }
 
 cudaDataType_t lt_type(DataType d) {
