@@ -212,16 +212,16 @@ Plan& plan_for(const Problem& p, Device device) {
 
 // Picks the fastest candidate that ran, fits the workspace limit and, when asked, is deterministic.
 template <typename Perf>
-Choice pick(Pass pass, const Problem& p, const Perf* perf, int n) {
+Choice pick(Pass pass, const Problem& p, const Perf* perf, int n, size_t limit) {
     for (int i = 0; i < n; ++i) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > cudnn_workspace_limit()) continue;
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
         if (deterministic() && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
         return Choice{static_cast<int>(perf[i].algo), perf[i].memory, perf[i].mathType};
     }
     CTK_THROW(DeviceError, "convolution (", kPassNames[pass], "): cuDNN found no ",
               deterministic() ? "deterministic " : "", "algorithm for x ", dims_to_string(p.x), " and w ",
-              dims_to_string(p.w), " (", dtype_name(p.dtype), ") within the workspace limit of ",
-              cudnn_workspace_limit() >> 20, " MiB");
+              dims_to_string(p.w), " (", dtype_name(p.dtype), ") within a workspace of ", limit >> 20,
+              " MiB");
 }
 
 // Scaling factors: double for f64 data, float otherwise (cuDNN's rule).
@@ -261,45 +261,57 @@ Choice heuristic_choice(Pass pass, const Plan& plan, cudnnHandle_t h) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         CTK_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, plan.x.h, plan.w.h, plan.conv.h, plan.y.h,
                                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-        return pick(pass, p, perf, n);
+        return pick(pass, p, perf, n, cudnn_workspace_limit());
     }
     if (pass == kBackwardData) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         CTK_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
             h, plan.w.h, plan.y.h, plan.conv.h, plan.x.h, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
-        return pick(pass, p, perf, n);
+        return pick(pass, p, perf, n, cudnn_workspace_limit());
     }
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CTK_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         h, plan.x.h, plan.y.h, plan.conv.h, plan.w.h, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
-    return pick(pass, p, perf, n);
+    return pick(pass, p, perf, n, cudnn_workspace_limit());
 }
 
 // The fastest algorithm that fits, timed by cuDNN on the pass's own buffers.
 Choice timed_choice(Pass pass, const Plan& plan, cudnnHandle_t h, const Tensor& a, const Tensor& b,
                     const Tensor& out) {
     const Problem& p = plan.p;
-    Tensor ws = workspace(cudnn_workspace_limit(), out.device());
+    // The search's workspace: the limit, or less when the GPU is too full for it (the search then weighs
+    // only the algorithms that fit in what could be had).
+    size_t limit = cudnn_workspace_limit();
+    Tensor ws;
+    for (;;) {
+        try {
+            ws = workspace(limit, out.device());
+            break;
+        } catch (const OutOfMemoryError&) {
+            if (limit <= (size_t(16) << 20)) throw;
+            limit /= 4;
+        }
+    }
     int n = 0;
     if (pass == kForward) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         CTK_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
             h, plan.x.h, a.raw_data(), plan.w.h, b.raw_data(), plan.conv.h, plan.y.h, out.raw_data(),
-            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
-        return pick(pass, p, perf, n);
+            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.raw_data(), limit));
+        return pick(pass, p, perf, n, limit);
     }
     if (pass == kBackwardData) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
             h, plan.w.h, b.raw_data(), plan.y.h, a.raw_data(), plan.conv.h, plan.x.h, out.raw_data(),
-            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
-        return pick(pass, p, perf, n);
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.raw_data(), limit));
+        return pick(pass, p, perf, n, limit);
     }
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
         h, plan.x.h, a.raw_data(), plan.y.h, b.raw_data(), plan.conv.h, plan.w.h, out.raw_data(),
-        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.raw_data(), cudnn_workspace_limit()));
-    return pick(pass, p, perf, n);
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.raw_data(), limit));
+    return pick(pass, p, perf, n, limit);
 }
 
 // Runs one pass: chooses (once) and then uses the algorithm. `a` and `b` are the pass's two inputs and
