@@ -217,6 +217,9 @@ private:
     // Noise injection, then the L1 proximal step (CNTK's PostProcess order).
     void postprocess(const Variable& p, Tensor& value);
     std::vector<Tensor>& state_for(const Variable& p, const Tensor& value);
+    // Whether this minibatch updates anything (a count of 0, or CNTK's learning rate of 0, does not); it
+    // reports the schedules. Throws ValueError for a negative count.
+    bool takes_step(int64_t minibatch_sample_count);
     // update()'s checks on the gradients, before anything changes.
     void check_gradients(const GradientMap& gradients) const;
     // begin_update() without the checks: on_minibatch(), then the step's scalars written.

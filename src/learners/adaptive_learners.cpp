@@ -57,10 +57,7 @@ protected:
             if (need_ave_multiplier_) {
                 const Tensor sum = detail::sum_rule_tensor(value, n, partials_, accumulate);
                 T* divided = derived_scalar<T>(p, value, kMeanMultipliedRate);
-                detail::apply_rule(
-                    value, 1,
-                    detail::rules::MeanMultipliedRate<T>{
-                        sum.data<double>(), step_scalar64(value, kLearningRate), divided, double(n)});
+                detail::mean_multiplied_rate(value, sum, step_scalar64(value, kLearningRate), divided);
                 rate = divided;
             } else {
                 detail::apply_rule(value, n, accumulate);
@@ -265,10 +262,7 @@ protected:
                 const Tensor sum =
                     detail::sum_rule_tensor(value, n, partials_, detail::rules::RMSPropStateSum<T>{st});
                 T* divided = derived_scalar<T>(p, value, kMeanMultipliedRate);
-                detail::apply_rule(
-                    value, 1,
-                    detail::rules::MeanMultipliedRate<T>{
-                        sum.data<double>(), step_scalar64(value, kLearningRate), divided, double(n)});
+                detail::mean_multiplied_rate(value, sum, step_scalar64(value, kLearningRate), divided);
                 rate = divided;
             }
             detail::apply_rule(

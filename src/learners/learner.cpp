@@ -282,13 +282,17 @@ void Learner::apply_step(const GradientMap& gradients, int64_t mb_size) {
     }
 }
 
-bool Learner::begin_update(int64_t minibatch_sample_count) {
+bool Learner::takes_step(int64_t minibatch_sample_count) {
     CTK_CHECK(minibatch_sample_count >= 0, ValueError, name_,
               ": update: minibatch_sample_count must be >= 0, got ", minibatch_sample_count);
     if (minibatch_sample_count == 0) return false;
     report_schedules();
     // CNTK skips the whole update (counters included) while the learning rate is 0.
-    if (learning_rate() == 0.0) return false;
+    return learning_rate() != 0.0;
+}
+
+bool Learner::begin_update(int64_t minibatch_sample_count) {
+    if (!takes_step(minibatch_sample_count)) return false;
     prepare_step(minibatch_sample_count);
     return true;
 }
@@ -305,11 +309,7 @@ void Learner::end_update(int64_t minibatch_sample_count, bool sweep_end) {
 }
 
 bool Learner::update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end) {
-    CTK_CHECK(minibatch_sample_count >= 0, ValueError, name_,
-              ": update: minibatch_sample_count must be >= 0, got ", minibatch_sample_count);
-    if (minibatch_sample_count == 0) return false;
-    report_schedules();
-    if (learning_rate() == 0.0) return false;
+    if (!takes_step(minibatch_sample_count)) return false;
     // Check everything before touching any state, so a bad gradient leaves the learner unchanged.
     check_gradients(gradients);
     prepare_step(minibatch_sample_count);
