@@ -402,6 +402,7 @@ Timing time_iterations(const std::function<void()>& iteration, double warmup_s, 
     for (int i = 0; i < 2 || seconds_since(warm_start) < warmup_s; ++i) iteration();
 
     std::vector<double> samples;
+    ctk::reset_op_profile();  // CTK_PROFILE_OPS=1: the timed iterations alone
     allocator.reset_peak();
     const ctk::AllocatorStats alloc_before = allocator.stats();
     long faults_before = minor_faults();
@@ -523,6 +524,9 @@ int main(int argc, char** argv) {
             return 0;
         }
         Timing t = time_iterations(iteration, warmup, min_time, ctk::allocator_for(device));
+        if (ctk::op_profile_enabled())
+            std::cerr << "ctk_bench " << c.name << ": op profile over " << t.iterations << " iterations\n"
+                      << ctk::op_profile_table(t.iterations);
         // add: bytes moved (two reads, one write) per second.
         const double rate = c.kind == CaseKind::gemm ? flops_per_iter(c) * 1e-9 / t.median_s
                             : c.kind == CaseKind::add

@@ -19,6 +19,7 @@
 #include "ctk/mixed_precision.h"
 #include "ctk/model.h"
 #include "ctk/op.h"
+#include "ctk/op_profile.h"
 #include "ctk/ops.h"
 #include "ctk/parallel.h"
 #include "ctk/primitive_op.h"

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "ctk/cuda.h"
+#include "ctk/op_profile.h"
 #include "ctk/ops.h"
 
 namespace ctk {
@@ -371,11 +372,13 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
         size_t unit_end = i + 1;
         if (step.loop >= 0) {
             const Loop& loop = plan.loops[static_cast<size_t>(step.loop)];
+            detail::OpProfileScope profiled("recurrent loop", "forward", device);
             run_loop_forward(plan, loop, values, state->saved_, is_training, keep_all, device);
             unit_end = static_cast<size_t>(loop.first + loop.count);
             for (size_t k = i; k < unit_end; ++k)
                 for (int s : plan.steps[k].out) live += detail::bytes_of(values[static_cast<size_t>(s)]);
         } else {
+            detail::OpProfileScope profiled(primitive_op_name(step.fn->op()), "forward", device);
             std::vector<Value> ins;
             for (int s : step.in) ins.push_back(values[static_cast<size_t>(s)]);
             std::vector<Value> outs;
@@ -615,6 +618,9 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
         size_t unit_begin = i - 1;
         if (last.loop >= 0) {
             const Loop& loop = plan.loops[static_cast<size_t>(last.loop)];
+            const Value& first_out = values[static_cast<size_t>(plan.steps[static_cast<size_t>(loop.first)].out[0])];
+            detail::OpProfileScope profiled("recurrent loop", "backward",
+                                            first_out.defined() ? first_out.data().device() : Device::cpu());
             run_loop_backward(plan, loop, values, grads, leads, state.saved_, zero_padded);
             unit_begin = static_cast<size_t>(loop.first);
         } else {
@@ -632,6 +638,13 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
                 any_need = any_need || leads[static_cast<size_t>(s)];
             }
             if (any_grad && any_need && step.def->backward) {
+                Device on = Device::cpu();  // where the gradients are
+                for (const Tensor& g : out_grads)
+                    if (g.defined()) {
+                        on = g.device();
+                        break;
+                    }
+                detail::OpProfileScope profiled(primitive_op_name(step.fn->op()), "backward", on);
                 std::vector<Value> ins, outs;
                 for (int s : step.in) ins.push_back(zero_padded(s));
                 for (int s : step.out) outs.push_back(zero_padded(s));

@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <unordered_set>
 
 #include "ctk/cuda.h"
 #include "ctk/graph_ops.h"
 #include "ctk/model.h"
+#include "ctk/op_profile.h"
 #include "ctk/ops.h"
 #include "ctk/train.h"
 #include "train/step_graph.h"
@@ -202,6 +204,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, bool is_sweep
 bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end,
                               Device device) {
     if (arguments.empty()) return false;
+    detail::OpProfileScope profiled_step("train_minibatch", "whole step", device);
     const Variable agg_var = step_variable(aggregate_loss_->output());
     const Variable loss_var = step_variable(loss_->output());
     const Variable metric_var = metric_ ? step_variable(aggregate_metric_->output()) : Variable();
@@ -235,6 +238,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
         for (size_t i = 0; i < learners_.size(); ++i) updating[i] = learners_[i]->begin_update(samples);
     };
     auto apply_updates = [&](const ValueMap& grads, int64_t samples) {
+        detail::OpProfileScope profiled("learners", "update", device);
         for (size_t i = 0; i < learners_.size(); ++i) {
             if (!updating[i]) continue;
             GradientMap g;
@@ -317,6 +321,8 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
                 updated = true;
             }
     }
+    std::optional<detail::OpProfileScope> profiled_update;
+    if (finite && !updates_in_step) profiled_update.emplace("learners", "update", device);
     for (const LearnerPtr& l : learners_) {
         if (!finite || updates_in_step) break;
         GradientMap g;
@@ -327,6 +333,9 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
         updated = l->update(g, samples, is_sweep_end) || updated;
     }
 
+    profiled_update.reset();
+
+    detail::OpProfileScope profiled_read("loss and metric", "read back", device);
     prev_samples_ = samples;
     total_samples_ += samples;
     prev_loss_ = loss_on_host->get();

@@ -4,9 +4,11 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 
 #include "ctk/error.h"
+#include "ctk/op_profile.h"
 #include "ctk/tensor.h"
 
 #if CTK_HAVE_CUDA
@@ -162,7 +164,13 @@ void* stream(Device device) {
 
 void synchronize(Device device) {
     cudaStream_t s = detail::cuda_stream(device);
+    if (!op_profile_enabled()) {
+        CTK_CUDA_CHECK(cudaStreamSynchronize(s));
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
     CTK_CUDA_CHECK(cudaStreamSynchronize(s));
+    ctk::detail::note_host_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 #else  // no CUDA backend in this build

@@ -8,14 +8,19 @@
 #include <type_traits>
 
 #include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/fast_divmod.h"
 #include "kernels/cuda/rows.cuh"
 
 namespace ctk::cuda {
 
 namespace {
 
+// x as [n, c, s]. Below 2^31 elements (`narrow`) the per-element index math divides with FastDivmod;
+// above, with 64-bit division (a software routine on a GPU, which cost more than the memory traffic).
 struct Layout {
     int64_t n = 1, c = 1, s = 1;
+    bool narrow = false;
+    FastDivmod by_s, by_c;
 };
 
 Layout layout_of(const Shape& x, bool spatial) {
@@ -23,6 +28,11 @@ Layout layout_of(const Shape& x, bool spatial) {
     l.n = x[0];
     l.c = spatial ? x[1] : x.numel() / std::max<int64_t>(x[0], 1);
     l.s = x.numel() / std::max<int64_t>(l.n * l.c, 1);
+    l.narrow = x.numel() < (int64_t(1) << 31) && l.c < (int64_t(1) << 31) && l.s < (int64_t(1) << 31);
+    if (l.narrow) {
+        l.by_s = FastDivmod(static_cast<uint32_t>(std::max<int64_t>(l.s, 1)));
+        l.by_c = FastDivmod(static_cast<uint32_t>(std::max<int64_t>(l.c, 1)));
+    }
     return l;
 }
 
@@ -50,7 +60,18 @@ int64_t per_split(const Layout& l, int64_t splits) {
 
 // Where value k (in [0, N*S)) of channel ch lies in x.
 __device__ __forceinline__ int64_t channel_offset(const Layout& l, int64_t ch, int64_t k) {
+    if (l.narrow) {
+        const uint32_t q = l.by_s.div(static_cast<uint32_t>(k)),
+                       r = static_cast<uint32_t>(k) - q * l.by_s.divisor;
+        return (int64_t(q) * l.c + ch) * l.s + r;
+    }
     return ((k / l.s) * l.c + ch) * l.s + k % l.s;
+}
+
+// The channel of x's element i.
+__device__ __forceinline__ int64_t channel_of(const Layout& l, int64_t i) {
+    if (l.narrow) return l.by_c.mod(l.by_s.div(static_cast<uint32_t>(i)));
+    return (i / l.s) % l.c;
 }
 
 // Per (channel, split): the count, mean and sum of squared deviations of its values, in double (two
@@ -106,8 +127,8 @@ __global__ void normalize_kernel(Layout l, const D* x, const P* scale, const P* 
     const int64_t total = l.n * l.c * l.s;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
          i += int64_t(gridDim.x) * blockDim.x) {
-        const int64_t ch = (i / l.s) % l.c;
-        const C inv_std = C(1) / sqrt(to_comp(var[ch]) + C(epsilon));
+        const int64_t ch = channel_of(l, i);
+        const C inv_std = rsqrt(to_comp(var[ch]) + C(epsilon));
         y[i] = from_comp<D>(to_comp(scale[ch]) * (to_comp(x[i]) - to_comp(mean[ch])) * inv_std +
                             to_comp(bias[ch]));
     }
@@ -162,8 +183,8 @@ __global__ void grad_input_kernel(Layout l, const D* x, const D* dy, const P* sc
     const C count = C(l.n * l.s);
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
          i += int64_t(gridDim.x) * blockDim.x) {
-        const int64_t ch = (i / l.s) % l.c;
-        const C inv_std = C(1) / sqrt(to_comp(var[ch]) + C(epsilon));
+        const int64_t ch = channel_of(l, i);
+        const C inv_std = rsqrt(to_comp(var[ch]) + C(epsilon));
         const C xhat = (to_comp(x[i]) - to_comp(mean[ch])) * inv_std;
         dx[i] =
             from_comp<D>(to_comp(scale[ch]) * inv_std *

@@ -3,8 +3,11 @@
 // sums the output cells whose window holds it) so it needs no atomics and is deterministic. The
 // max-pooling workspace holds, per output cell, the int64 index of the winning cell within its input
 // plane, the same layout as the CPU reference kernel. Mirrors cpu/reference_pooling.cpp.
+#include <algorithm>
+
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/fast_divmod.h"
 
 namespace ctk::cuda {
 
@@ -16,9 +19,32 @@ struct Geom {
     int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1},
             pad[3] = {0, 0, 0};
     bool include_pad = false;
+    // Below 2^30 cells (`narrow`), the per-cell index math divides with FastDivmod rather than with
+    // 64-bit division, a software routine on a GPU that cost more than the pooling's memory traffic.
+    bool narrow = false;
+    FastDivmod by_in_cells, by_in_plane, by_in2, by_out_cells, by_out_plane, by_out2, by_stride[3];
     __host__ __device__ int64_t in_cells() const { return in[0] * in[1] * in[2]; }
     __host__ __device__ int64_t out_cells() const { return out[0] * out[1] * out[2]; }
 };
+
+// n / d, with d's FastDivmod where the geometry is narrow.
+__device__ __forceinline__ int64_t quotient(const Geom& g, int64_t n, int64_t d, const FastDivmod& f) {
+    return g.narrow ? int64_t(f.div(static_cast<uint32_t>(n))) : n / d;
+}
+
+// Cell `cell` of a [planes, size[0], size[1], size[2]] grid as (plane, position).
+__device__ __forceinline__ int64_t split_cell(const Geom& g, int64_t cell, const int64_t size[3],
+                                              const FastDivmod& by_cells, const FastDivmod& by_plane,
+                                              const FastDivmod& by_2, int64_t pos[3]) {
+    const int64_t plane_size = size[1] * size[2], cells = size[0] * plane_size;
+    const int64_t p = quotient(g, cell, cells, by_cells);
+    const int64_t c = cell - p * cells;
+    pos[0] = quotient(g, c, plane_size, by_plane);
+    const int64_t r = c - pos[0] * plane_size;
+    pos[1] = quotient(g, r, size[2], by_2);
+    pos[2] = r - pos[1] * size[2];
+    return p;
+}
 
 Geom geometry(const Shape& x, const Shape& y, const PoolAttrs& a) {
     Geom g;
@@ -32,6 +58,19 @@ Geom geometry(const Shape& x, const Shape& y, const PoolAttrs& a) {
         g.kernel[i + shift] = a.kernel[s];
         g.stride[i + shift] = a.strides[s];
         g.pad[i + shift] = a.pad_lo[s];
+    }
+    constexpr int64_t kNarrow = int64_t(1) << 30;
+    g.narrow = g.planes * std::max(g.in_cells(), g.out_cells()) < kNarrow;
+    for (int d = 0; d < 3; ++d) g.narrow = g.narrow && g.kernel[d] + g.stride[d] + g.pad[d] < kNarrow;
+    if (g.narrow) {
+        auto fast = [](int64_t d) { return FastDivmod(static_cast<uint32_t>(std::max<int64_t>(d, 1))); };
+        g.by_in_cells = fast(g.in_cells());
+        g.by_in_plane = fast(g.in[1] * g.in[2]);
+        g.by_in2 = fast(g.in[2]);
+        g.by_out_cells = fast(g.out_cells());
+        g.by_out_plane = fast(g.out[1] * g.out[2]);
+        g.by_out2 = fast(g.out[2]);
+        for (int d = 0; d < 3; ++d) g.by_stride[d] = fast(g.stride[d]);
     }
     return g;
 }
@@ -51,8 +90,8 @@ __global__ void pool_forward_kernel(Geom g, bool is_max, const D* x, D* y, int64
     const int64_t total = g.planes * g.out_cells();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
          i += int64_t(gridDim.x) * blockDim.x) {
-        const int64_t p = i / g.out_cells(), oc = i % g.out_cells();
-        const int64_t o[3] = {oc / (g.out[1] * g.out[2]), (oc / g.out[2]) % g.out[1], oc % g.out[2]};
+        int64_t o[3];
+        const int64_t p = split_cell(g, i, g.out, g.by_out_cells, g.by_out_plane, g.by_out2, o);
         int64_t lo[3], hi[3];
         window(g, o, lo, hi);
         const D* xp = x + p * g.in_cells();
@@ -91,14 +130,15 @@ __global__ void pool_backward_kernel(Geom g, bool is_max, const D* dy, const int
     const int64_t total = g.planes * g.in_cells();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
          i += int64_t(gridDim.x) * blockDim.x) {
-        const int64_t p = i / g.in_cells(), ic = i % g.in_cells();
-        const int64_t c[3] = {ic / (g.in[1] * g.in[2]), (ic / g.in[2]) % g.in[1], ic % g.in[2]};
+        int64_t c[3];
+        const int64_t p = split_cell(g, i, g.in, g.by_in_cells, g.by_in_plane, g.by_in2, c);
+        const int64_t ic = i - p * g.in_cells();
         int64_t olo[3], ohi[3];
         for (int d = 0; d < 3; ++d) {
             // o * stride - pad <= c <= o * stride - pad + kernel - 1
             const int64_t a = c[d] + g.pad[d] - g.kernel[d] + 1;
-            olo[d] = a <= 0 ? 0 : (a + g.stride[d] - 1) / g.stride[d];
-            ohi[d] = min((c[d] + g.pad[d]) / g.stride[d] + 1, g.out[d]);
+            olo[d] = a <= 0 ? 0 : quotient(g, a + g.stride[d] - 1, g.stride[d], g.by_stride[d]);
+            ohi[d] = min(quotient(g, c[d] + g.pad[d], g.stride[d], g.by_stride[d]) + 1, g.out[d]);
         }
         C acc = 0;
         const D* dyp = dy + p * g.out_cells();
