@@ -99,11 +99,13 @@ namespace ctk {
     X(batch_norm_training, BatchNormAttrs)     /* (x, scale, bias) -> y, mean, var */               \
     X(batch_norm_inference, BatchNormAttrs)    /* (x, scale, bias, mean, var) -> y */               \
     X(batch_norm_backward, BatchNormAttrs)     /* (x, dy, scale, mean, var) -> dx, dscale, dbias */ \
-    X(dropout, DropoutAttrs)                   /* x -> y, mask */                                   \
-    X(gather, AxisAttrs)                       /* (data, indices) -> out */                         \
-    X(scatter_add, AxisAttrs)                  /* (target, indices, updates) -> out */              \
-    X(permute, PermuteAttrs)                   /* materialises a permuted copy */                   \
-    X(concat, AxisAttrs)                       /* (x0, x1, ...) -> out */                           \
+    X(batch_norm_running_update,                                                                    \
+      BatchNormRunningAttrs)  /* (mean, var) -> running mean, var, count (in place) */              \
+    X(dropout, DropoutAttrs)  /* x -> y, mask */                                                    \
+    X(gather, AxisAttrs)      /* (data, indices) -> out */                                          \
+    X(scatter_add, AxisAttrs) /* (target, indices, updates) -> out */                               \
+    X(permute, PermuteAttrs)  /* materialises a permuted copy */                                    \
+    X(concat, AxisAttrs)      /* (x0, x1, ...) -> out */                                            \
     X(pad, PadAttrs)                                                                                \
     X(one_hot, OneHotAttrs)                                                                         \
     X(top_k, TopKAttrs)                   /* x -> values, indices */                                \
@@ -124,7 +126,7 @@ inline constexpr int kNumUnaryOps = 0 CTK_UNARY_OPS(CTK_OP_COUNT_ONE);
 inline constexpr int kNumBinaryOps = 0 CTK_BINARY_OPS(CTK_OP_COUNT_ONE);
 #undef CTK_OP_COUNT_ONE
 // Adding an op? Add its kernel(s), its op-harness case, and bump this count.
-static_assert(kNumOps == 87, "op list changed: update the kernel tables and the op harness");
+static_assert(kNumOps == 88, "op list changed: update the kernel tables and the op harness");
 
 const char* op_name(OpKind op);
 bool is_unary(OpKind op);
@@ -176,6 +178,12 @@ struct BatchNormAttrs {
     double epsilon = 1e-5;
     bool spatial = true;  // per channel (true) or per activation (false)
 };
+// The running statistics' update after a training batch (see batch_norm_update_running in ops.h).
+struct BatchNormRunningAttrs {
+    double samples = 1.0;        // the batch's samples
+    double unbias = 1.0;         // n / (n - 1) for n values per statistic: the batch variance made unbiased
+    double time_constant = 0.0;  // in samples; 0: this batch only; infinity: the average over all batches
+};
 struct DropoutAttrs {
     double rate = 0.5;
     uint64_t seed = 0;
@@ -208,8 +216,8 @@ struct RoiPoolAttrs {
 };
 
 using OpAttrs = std::variant<NoAttrs, ScalarAttrs, UnaryGradAttrs, CastAttrs, MatmulAttrs, ReduceAttrs,
-                             AxisAttrs, ConvAttrs, PoolAttrs, BatchNormAttrs, DropoutAttrs, PermuteAttrs,
-                             PadAttrs, OneHotAttrs, TopKAttrs, RoiPoolAttrs>;
+                             AxisAttrs, ConvAttrs, PoolAttrs, BatchNormAttrs, BatchNormRunningAttrs,
+                             DropoutAttrs, PermuteAttrs, PadAttrs, OneHotAttrs, TopKAttrs, RoiPoolAttrs>;
 
 // The attribute struct an op expects, as the variant index (the schema check used by dispatch).
 size_t op_attrs_index(OpKind op);

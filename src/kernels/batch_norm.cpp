@@ -3,6 +3,8 @@
 // (parameters shaped like one sample, x.shape[1:]). The parameters and statistics share one dtype: x's,
 // or f32 for 16-bit x (mixed precision keeps them, and the batch statistics, in f32).
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 #include "ctk/kernel_table.h"
 #include "ctk/ops.h"
@@ -107,6 +109,41 @@ BatchNormGrads batch_norm_backward(const Tensor& x, const Tensor& dy, const Tens
     const Tensor inputs[] = {x, dy, scale, mean, var};
     dispatch(OpKind::batch_norm_backward, inputs, outs, attrs);
     return {outs[0], outs[1], outs[2]};
+}
+
+void batch_norm_update_running(const Tensor& batch_mean, const Tensor& batch_var, Tensor& running_mean,
+                               Tensor& running_var, Tensor& running_count,
+                               const BatchNormRunningAttrs& attrs) {
+    constexpr const char* op = "batch_norm_update_running";
+    const std::pair<const char*, const Tensor*> all[] = {{"batch_mean", &batch_mean},
+                                                         {"batch_var", &batch_var},
+                                                         {"running_mean", &running_mean},
+                                                         {"running_var", &running_var},
+                                                         {"running_count", &running_count}};
+    for (const auto& [name, t] : all) {
+        check_float(op, name, *t);
+        CTK_CHECK(t->dtype() == batch_mean.dtype() && t->device() == batch_mean.device(), TypeError, op,
+                  ": operand '", name, "' (", dtype_name(t->dtype()), " ", t->shape().to_string(), " on ",
+                  t->device().to_string(), ") must have batch_mean's dtype and device (",
+                  dtype_name(batch_mean.dtype()), " on ", batch_mean.device().to_string(), ")");
+    }
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&batch_var, &running_mean, &running_var})
+        CTK_CHECK(t->numel() == batch_mean.numel(), ShapeError, op, ": ", t->shape().to_string(),
+                  " holds a different number of statistics than batch_mean ", batch_mean.shape().to_string());
+    CTK_CHECK(running_count.numel() == 1, ShapeError, op, ": running_count of shape ",
+              running_count.shape().to_string(), " must hold one value");
+    for (const Tensor* t : {&running_mean, &running_var, &running_count})
+        CTK_CHECK(t->is_contiguous(), ValueError, op,
+                  ": the running statistics are updated in place and must be "
+                  "contiguous, got a view of shape ",
+                  t->shape().to_string());
+    CTK_CHECK(attrs.samples > 0 && std::isfinite(attrs.samples) && std::isfinite(attrs.unbias) &&
+                  attrs.time_constant >= 0,
+              ValueError, op, ": samples ", attrs.samples, ", unbias ", attrs.unbias, " and time constant ",
+              attrs.time_constant, " must be positive, finite and >= 0");
+    const Tensor inputs[] = {batch_mean.contiguous(), batch_var.contiguous()};
+    Tensor outs[] = {running_mean, running_var, running_count};
+    dispatch(OpKind::batch_norm_running_update, inputs, outs, attrs);
 }
 
 }  // namespace ctk

@@ -405,7 +405,19 @@ void forward_bn(ForwardContext& c) {
     const double samples = static_cast<double>(xv.dim(0));
     const double tc = c.attrs.get<double>("normalizationTimeConstant");
     Tensor count = c.inputs[5].data();
-    const Tensor batch_var = element_times(r.var, scalar_like(n > 1 ? n / (n - 1) : 1.0, r.var));
+    const double unbias = n > 1 ? n / (n - 1) : 1.0;
+    // One kernel when the statistics share a dtype (f32 or f64) and live together; else the same formula
+    // from element-wise ops (about twenty launches per batch norm: pure 16-bit models, mixed devices).
+    const DataType sd = r.mean.dtype();
+    if ((sd == DataType::f32 || sd == DataType::f64) && rmean.dtype() == sd && rvar.dtype() == sd &&
+        count.dtype() == sd && rmean.device() == r.mean.device() && rvar.device() == r.mean.device() &&
+        count.device() == r.mean.device() && rmean.is_contiguous() && rvar.is_contiguous() &&
+        count.is_contiguous()) {
+        batch_norm_update_running(r.mean, r.var, rmean, rvar, count,
+                                  BatchNormRunningAttrs{samples, unbias, tc});
+        return;
+    }
+    const Tensor batch_var = element_times(r.var, scalar_like(unbias, r.var));
     if (tc == 0) {
         rmean.copy_from(r.mean.to(rmean.dtype()));
         rvar.copy_from(batch_var.to(rvar.dtype()));

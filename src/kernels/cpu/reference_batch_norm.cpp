@@ -100,9 +100,40 @@ void backward(const KernelCall& call) {
     }
 }
 
+// The running statistics' blend (ops.h batch_norm_update_running): a loop over the statistics is all it
+// is, for every dtype it is registered for (no library has this step).
+template <typename T>
+T running_weight(const BatchNormRunningAttrs& a, T count) {
+    if (a.time_constant == 0) return T(1);
+    if (std::isinf(a.time_constant)) return T(a.samples) / (count + T(a.samples));  // 1 at count 0
+    return count == T(0) ? T(1) : T(1.0 - std::exp(-a.samples / a.time_constant));
+}
+
+template <typename T>
+void running_update(const KernelCall& call) {
+    const BatchNormRunningAttrs& a = call.attr<BatchNormRunningAttrs>();
+    const T *mean = call.inputs[0].data<T>(), *var = call.inputs[1].data<T>();
+    T *rmean = call.outputs[0].data<T>(), *rvar = call.outputs[1].data<T>(),
+      *count = call.outputs[2].data<T>();
+    const T w = running_weight<T>(a, *count), keep = T(1) - w, unbias = T(a.unbias);
+    for (int64_t i = 0; i < call.inputs[0].numel(); ++i) {
+        const T batch_var = var[i] * unbias;
+        if (a.time_constant == 0) {
+            rmean[i] = mean[i];
+            rvar[i] = batch_var;
+        } else {
+            rmean[i] = rmean[i] * keep + mean[i] * w;
+            rvar[i] = rvar[i] * keep + batch_var * w;
+        }
+    }
+    *count = *count + T(a.samples);
+}
+
 }  // namespace
 
 void register_reference_batch_norm(KernelTable& t) {
+    t.add(OpKind::batch_norm_running_update, DeviceType::cpu, DataType::f32, running_update<float>);
+    t.add(OpKind::batch_norm_running_update, DeviceType::cpu, DataType::f64, running_update<double>);
     t.add(OpKind::batch_norm_training, DeviceType::cpu, DataType::f64, training);
     t.add(OpKind::batch_norm_inference, DeviceType::cpu, DataType::f64, inference);
     t.add(OpKind::batch_norm_backward, DeviceType::cpu, DataType::f64, backward);

@@ -5,6 +5,7 @@
 // result. Mirrors cpu/reference_batch_norm.cpp. D is the data's type, P the parameters' and statistics':
 // D itself, or float for bf16/f16 data under mixed precision.
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "kernels/cuda/cuda_common.h"
@@ -192,6 +193,50 @@ __global__ void grad_input_kernel(Layout l, const D* x, const D* dy, const P* sc
     }
 }
 
+// The running statistics' blend (ops.h batch_norm_update_running), in one block: every thread reads the
+// count before thread 0 advances it, which a grid of several blocks could not order. A few thousand
+// statistics at most per batch norm, so one block is enough; the point is one launch instead of the
+// twenty small ones of the composite formula.
+template <typename T>
+__global__ void running_update_kernel(int64_t n, double samples, double unbias, double time_constant,
+                                      double fixed_weight, const T* mean, const T* var, T* rmean, T* rvar,
+                                      T* count) {
+    const T c = count[0];
+    T w;
+    if (time_constant == 0)
+        w = T(1);
+    else if (isinf(time_constant))
+        w = T(samples) / (c + T(samples));
+    else
+        w = c == T(0) ? T(1) : T(fixed_weight);
+    const T keep = T(1) - w;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const T batch_var = var[i] * T(unbias);
+        if (time_constant == 0) {
+            rmean[i] = mean[i];
+            rvar[i] = batch_var;
+        } else {
+            rmean[i] = rmean[i] * keep + mean[i] * w;
+            rvar[i] = rvar[i] * keep + batch_var * w;
+        }
+    }
+    __syncthreads();  // every thread has read the count
+    if (threadIdx.x == 0) count[0] = c + T(samples);
+}
+
+template <typename T>
+void running_update(const KernelCall& call) {
+    const auto& a = call.attr<BatchNormRunningAttrs>();
+    // 1 - exp(-samples / T) on the host, in double as the CPU kernel computes it.
+    const double fixed = a.time_constant > 0 && !std::isinf(a.time_constant)
+                             ? 1.0 - std::exp(-a.samples / a.time_constant)
+                             : 1.0;
+    running_update_kernel<T><<<1, 256, 0, stream_of(call)>>>(
+        call.inputs[0].numel(), a.samples, a.unbias, a.time_constant, fixed, ptr<T>(call.inputs[0]),
+        ptr<T>(call.inputs[1]), ptr<T>(call.outputs[0]), ptr<T>(call.outputs[1]), ptr<T>(call.outputs[2]));
+    CTK_CUDA_LAUNCH_CHECK();
+}
+
 // A contiguous version of an output to write into, and the copy back when one was needed.
 Tensor writable(const Tensor& t) {
     return t.is_contiguous() ? t : Tensor::empty(t.shape(), t.dtype(), t.device());
@@ -295,6 +340,8 @@ void add(KernelTable& t) {
 }  // namespace
 
 void register_batch_norm(KernelTable& t) {
+    t.add(OpKind::batch_norm_running_update, DeviceType::cuda, DataType::f32, running_update<float>);
+    t.add(OpKind::batch_norm_running_update, DeviceType::cuda, DataType::f64, running_update<double>);
     add<float>(t);
     add<double>(t);
     add<Half>(t);

@@ -3,6 +3,7 @@
 // inference with given statistics; x of rank 2 to 5. The mixed cases run bf16/f16 data with f32
 // parameters and statistics, as mixed precision trains.
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "kernels/op_harness.h"
@@ -110,6 +111,41 @@ OpCase inference_case(const std::string& name, const Shape& x, bool spatial, dou
     return c;
 }
 
+// The running statistics' update: inputs (batch mean, batch var, running mean, running var, count);
+// outputs the updated running mean, var and count (the op runs on copies: it updates in place).
+// `statistics` values: more than one block's 256 threads on a GPU in the large case.
+OpCase running_case(const std::string& name, int64_t statistics, double count, double time_constant) {
+    const BatchNormRunningAttrs a{32.0, 1.25, time_constant};
+    const Shape ss{statistics};
+    OpCase c;
+    c.name = "batch_norm/running_update/" + name;
+    c.ops = {OpKind::batch_norm_running_update};
+    c.inputs = {InputSpec::uniform(ss, -1, 1), InputSpec::uniform(ss, 0.1, 2), InputSpec::uniform(ss, -1, 1),
+                InputSpec::uniform(ss, 0.5, 1.5),
+                InputSpec::constant(Tensor::from_vector<double>({count}, Shape{1}))};
+    c.forward = [a](const Tensors& in) {
+        Tensor rmean = in[2].clone(), rvar = in[3].clone(), n = in[4].clone();
+        batch_norm_update_running(in[0], in[1], rmean, rvar, n, a);
+        return Tensors{rmean, rvar, n};
+    };
+    c.reference = [a](const Tensors& in) {
+        const double n = in[4].at({0});
+        double w = 1.0;  // time constant 0, or the first batch
+        if (std::isinf(a.time_constant))
+            w = a.samples / (n + a.samples);
+        else if (a.time_constant > 0 && n != 0)
+            w = 1.0 - std::exp(-a.samples / a.time_constant);
+        Tensor rmean = Tensor::empty(in[2].shape(), DataType::f64),
+               rvar = Tensor::empty(in[3].shape(), DataType::f64);
+        for (int64_t i = 0; i < rmean.numel(); ++i) {
+            rmean.set({i}, in[2].at({i}) * (1 - w) + in[0].at({i}) * w);
+            rvar.set({i}, in[3].at({i}) * (1 - w) + in[1].at({i}) * a.unbias * w);
+        }
+        return Tensors{rmean, rvar, Tensor::from_vector<double>({n + a.samples}, Shape{1})};
+    };
+    return c;
+}
+
 // 20,000 values per channel: the CUDA kernels split each channel over 3 blocks and merge the partial
 // results. x's numerical gradient is left to the small cases (it would take 40,000 perturbations).
 OpCase split_channels_case() {
@@ -138,6 +174,12 @@ std::vector<OpCase> batch_norm_cases() {
         inference_case("spatial_blocked_3d", {2, 17, 2, 1, 2}, true, 1e-5),
         inference_case("per_activation_2d", {3, 2, 2, 3}, false, 1e-5),
         inference_case("per_activation_3d", {2, 2, 2, 2, 3}, false, 1e-3),
+        running_case("first_batch", 6, 0.0, 5000.0),
+        running_case("time_constant", 6, 64.0, 5000.0),
+        running_case("batch_only", 6, 64.0, 0.0),
+        running_case("infinite_average", 6, 96.0, std::numeric_limits<double>::infinity()),
+        running_case("infinite_first_batch", 6, 0.0, std::numeric_limits<double>::infinity()),
+        running_case("many_statistics", 1000, 64.0, 5000.0),
         split_channels_case(),
         // 16-bit data with f32 statistics (mixed precision), plain and blocked layouts.
         training_case("mixed_spatial_2d", {4, 3, 3, 2}, true, 1e-5, Sixteen::mixed),
