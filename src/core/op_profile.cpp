@@ -7,11 +7,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "ctk/cuda.h"
+#include "ctk/error.h"
 
 namespace ctk {
 
@@ -53,6 +57,18 @@ Profile& profile() {
 }
 
 constexpr size_t kMaxPending = 4096;
+
+// The CNTK profiler session (start_profiler ... stop_profiler).
+struct Session {
+    std::mutex mutex;
+    bool started = false;
+    std::string dir;
+};
+Session& session() {
+    static Session* s = new Session;
+    return *s;
+}
+std::atomic<bool> g_sync_gpu{false};  // the host waits for the GPU at the end of each op
 
 thread_local bool t_flushing = false;  // the profiler's own waits are nobody's
 
@@ -140,6 +156,73 @@ std::string op_profile_table(int64_t steps) {
     return out;
 }
 
+void start_profiler(const std::string& dir, bool sync_gpu, int64_t reserve_mem) {
+    CTK_CHECK(!dir.empty(), ValueError, "start_profiler: the output folder is empty");
+    CTK_CHECK(reserve_mem > 0, ValueError, "start_profiler: reserve_mem ", reserve_mem, " must be positive");
+    Session& s = session();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.started = true;
+    s.dir = dir;
+    g_sync_gpu.store(sync_gpu, std::memory_order_relaxed);
+    set_op_profile(false);
+    reset_op_profile();
+}
+
+void enable_profiler() {
+    set_op_profile(true);
+}
+
+void disable_profiler() {
+    set_op_profile(false);
+}
+
+bool profiler_started() {
+    Session& s = session();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.started;
+}
+
+std::string stop_profiler() {
+    Session& s = session();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    set_op_profile(false);
+    g_sync_gpu.store(false, std::memory_order_relaxed);
+    if (!s.started) return "";
+    s.started = false;
+    int64_t steps = 0;
+    for (const OpProfileEntry& e : op_profile())
+        if (e.label == "train_minibatch whole step") steps = e.calls;
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (!rank) rank = std::getenv("PMI_RANK");
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", &local);
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(s.dir, ec);
+    CTK_CHECK(!ec, IOError, "stop_profiler: cannot create the folder '", s.dir, "': ", ec.message());
+    const fs::path path = fs::path(s.dir) / (std::string(stamp) + "_summary_" + (rank ? rank : "0") + ".txt");
+    const fs::path tmp = path.string() + ".tmp";
+    {
+        std::ofstream out(tmp);
+        CTK_CHECK(out.good(), IOError, "stop_profiler: cannot write '", tmp.string(), "'");
+        out << "ctk op profile, " << stamp << ", rank " << (rank ? rank : "0") << ": "
+            << (steps > 0 ? "per training step, over " + std::to_string(steps) + " steps"
+                          : std::string("totals (no training step was profiled)"))
+            << "\n"
+            << op_profile_table(std::max<int64_t>(steps, 1));
+        out.flush();
+        CTK_CHECK(out.good(), IOError, "stop_profiler: writing '", tmp.string(), "' failed");
+    }
+    fs::rename(tmp, path, ec);
+    CTK_CHECK(!ec, IOError, "stop_profiler: cannot rename '", tmp.string(), "' to '", path.string(),
+              "': ", ec.message());
+    reset_op_profile();
+    return path.string();
+}
+
 namespace detail {
 
 struct OpProfileScope::Open {
@@ -177,14 +260,22 @@ OpProfileScope::~OpProfileScope() {
     Profile& p = profile();
     try {
         std::unique_ptr<cuda::Event> end;
+        double synced_s = 0.0;
         if (open->start) {
             end = take_event(p, open->start->device());
             end->record();
+            if (g_sync_gpu.load(std::memory_order_relaxed)) {
+                // CNTK's sync_gpu: the op's host time takes in its GPU work (not counted as its wait).
+                t_flushing = true;
+                end->synchronize();
+                t_flushing = false;
+                synced_s = std::chrono::duration<double>(Clock::now() - open->t0).count() - host_s;
+            }
         }
         std::lock_guard<std::mutex> lock(p.mutex);
         Totals& t = p.totals[open->key];
         t.calls += 1;
-        t.host_s += host_s;
+        t.host_s += host_s + synced_s;
         t.waits += open->waits;
         t.wait_s += open->wait_s;
         if (end) {
@@ -192,6 +283,7 @@ OpProfileScope::~OpProfileScope() {
             if (p.pending.size() >= kMaxPending) flush_locked(p);
         }
     } catch (...) {  // a diagnostic must not turn a step's error into a terminate()
+        t_flushing = false;
     }
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "ctk/op_profile.h"
 #include "ctk/train.h"
 
 namespace ctk {
@@ -118,7 +119,7 @@ void TrainingSession::train(Device device) {
         checkpoint_index = external.at("CheckpointIndex").as_int() + 1;
     }
     int64_t minibatches = 0, since_summary = 0, cv_index = 0;
-    bool stop = false;
+    bool stop = false, profiler_enabled = false;
     while (!stop && trainer_->total_number_of_samples_seen() < max_samples_) {
         const int64_t samples_before = trainer_->total_number_of_samples_seen();
         const int64_t sweeps_before = source_->sweeps_completed();
@@ -137,9 +138,18 @@ void TrainingSession::train(Device device) {
         if (cv_ &&
             due(cv_->frequency, samples_before, samples_after, minibatches, sweeps_before, sweeps_after))
             stop = !cross_validate(cv_index++);
+        // CNTK's profiler (start_profiler) times from the first checkpoint on, or from the first sweep's end.
+        bool warmed_up = false;
         if (checkpoint_ && due(checkpoint_->frequency, samples_before, samples_after, minibatches,
-                               sweeps_before, sweeps_after))
+                               sweeps_before, sweeps_after)) {
             checkpoint(checkpoint_index++);
+            warmed_up = true;
+        }
+        if (!checkpoint_ && sweeps_after > sweeps_before) warmed_up = true;
+        if (warmed_up && !profiler_enabled && profiler_started()) {
+            enable_profiler();
+            profiler_enabled = true;
+        }
     }
     if (since_summary > 0) trainer_->summarize_training_progress();
     if (checkpoint_) checkpoint(checkpoint_index);
