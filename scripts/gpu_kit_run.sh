@@ -17,7 +17,13 @@ phases=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do phases+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 [ ${#phases[@]} -eq 0 ] && phases=(all)
-[ "${phases[*]}" = all ] && phases=(tests examples bench)
+expanded=()
+for p in "${phases[@]}"; do
+    if [ "$p" = all ]; then expanded+=(tests examples bench); else expanded+=("$p"); fi
+done
+phases=("${expanded[@]}")
+# compare.py's rounds unless the extra arguments name them: 3 keeps the six bench runs inside the budget.
+case " $* " in *" --rounds "*) ;; *) set -- --rounds 3 "$@" ;; esac
 OUT=${OUT:-/tmp/ctk-gpukit-out}
 mkdir -p "$OUT"
 deadline=$((SECONDS + ${CTK_KIT_SECONDS:-540}))
@@ -58,7 +64,8 @@ tests() {
         counts=$(grep -E '^\[ *(PASSED|FAILED|SKIPPED) *\] [0-9]+ test' /tmp/ctk-gpukit-test.log | tr -s ' ' | tr '\n' ' ')
         failed=$(grep -E '^\[  FAILED  \] [A-Za-z]' /tmp/ctk-gpukit-test.log | grep -v ' listed below' |
                  sed 's/^\[  FAILED  \] //; s/, where .*//' | sort -u | head -40 | tr '\n' ' ')
-        echo "$t: exit $rc$([ $rc -ge 124 ] && echo ' (timed out or killed)'), $((SECONDS - start)) s, $counts${failed:+FAILED: $failed}" |
+        case $rc in 124 | 137) why=' (timed out)' ;; 125) why=' (skipped: out of time)' ;; *) why='' ;; esac
+        echo "$t: exit $rc$why, $((SECONDS - start)) s, $counts${failed:+FAILED: $failed}" |
             tee -a "$summary"
         { echo "== $t (exit $rc)"; cat /tmp/ctk-gpukit-test.log; } >>"$OUT/tests.log"
     done
@@ -85,7 +92,8 @@ bench() {
 profile() {
     # Where a training step's time goes: ctk's op profile (CTK_PROFILE_OPS=1) and torch's, per case.
     for spec in ${CTK_KIT_PROFILE:-train_resnet20:f32 train_resnet20:bf16 train_resnet50:bf16}; do
-        local name=${spec%%:*} dtype=${spec##*:}
+        local name=${spec%%:*} dtype=f32
+        [[ $spec == *:* ]] && dtype=${spec##*:}
         { echo "== ctk $name $dtype"
           CTK_PROFILE_OPS=1 capped 60 "$KIT/ctk_bench" --case "$name" --device cuda --dtype "$dtype" --min-time 1 \
               --warmup 0.5 2>&1
@@ -109,7 +117,7 @@ examples() {
             capped 90 env "$@" "$KIT/$name" --data "$data" --epochs 1 >/tmp/ctk-gpukit-example.log 2>&1
             rc=$?
             { echo "== $* $name --epochs 1 (exit $rc)"; cat /tmp/ctk-gpukit-example.log; } >>"$OUT/examples.log"
-            echo "$* $name: exit $rc, $((SECONDS - start)) s, $(grep -E 'Final Results|^Error:|rror' /tmp/ctk-gpukit-example.log | head -3 | tr '\n' ' ')" |
+            echo "$* $name: exit $rc, $((SECONDS - start)) s, $(grep -E 'Final Results|^Error:' /tmp/ctk-gpukit-example.log | tr '\n' ' ')$([ $rc -ne 0 ] && tail -1 /tmp/ctk-gpukit-example.log)" |
                 tee -a "$summary"
         }
         for name in ${CTK_KIT_EXAMPLES-ConvNet_MNIST SimpleMNIST}; do

@@ -182,7 +182,7 @@ struct BatchNormAttrs {
 struct BatchNormRunningAttrs {
     double samples = 1.0;        // the batch's samples
     double unbias = 1.0;         // n / (n - 1) for n values per statistic: the batch variance made unbiased
-    double time_constant = 0.0;  // in samples; 0: this batch only; infinity: the average over all batches
+    double time_constant = 0.0;  // in samples; 0: this batch only; infinity: frozen; < 0: the cumulative average
 };
 struct DropoutAttrs {
     double rate = 0.5;

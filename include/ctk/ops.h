@@ -118,13 +118,15 @@ struct BatchNormGrads {
 BatchNormGrads batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean,
                                    const Tensor& var, const BatchNormAttrs& attrs);
 
-// Blends a training batch's statistics into the running ones, in place and in one kernel (CNTK's
-// running mean and variance): w = 1 - exp(-samples / time_constant), or 1 while the count is 0 (the first
-// batch is taken whole), samples / (count + samples) for an infinite time constant, 1 for 0; then
-// running = running * (1 - w) + batch * w, with the batch variance times `unbias`; count += samples. The
-// weight is computed where the count lives: reading it on the host would make a GPU step wait for the
-// device at every batch norm. All five tensors share one dtype (f32 or f64) and device; the running ones
-// are contiguous, running_mean and running_var hold as many values as the batch's, count one.
+// Blends a training batch's statistics into the running ones, in place and in one kernel, as CNTK's
+// BatchNormalizationNode does: the batch's weight w is 1 for the first batch (count 0) and for a time
+// constant of 0, else 1 - exp(-samples / time_constant); 0 for an infinite time constant (the statistics
+// stay those of the first batch); samples / (count + samples) for a negative one (CNTK's corpus-level
+// cumulative average). Then running = running * (1 - w) + batch * w, with the batch variance times
+// `unbias`; count += samples. The weight is computed where the count lives: reading it on the host would
+// make a GPU step wait for the device at every batch norm. All five tensors share one dtype (f32 or f64)
+// and device; the running ones are contiguous, running_mean and running_var hold as many values as the
+// batch's, count one.
 void batch_norm_update_running(const Tensor& batch_mean, const Tensor& batch_var, Tensor& running_mean,
                                Tensor& running_var, Tensor& running_count,
                                const BatchNormRunningAttrs& attrs);

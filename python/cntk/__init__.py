@@ -12,6 +12,6 @@ for _name in ('ops', 'ops.sequence', 'ops.functions', 'layers', 'learners', 'los
               'core', 'variables'):
     sys.modules['cntk.' + _name] = sys.modules['ctk.' + _name]
 sys.modules['cntk.sequence'] = sys.modules['ctk.ops.sequence']
-sys.modules['cntk.logging.graph'] = sys.modules['ctk.logging']
-sys.modules['cntk.debugging.profiler'] = sys.modules['ctk.debugging']  # CNTK: cntk.debugging.profiler  # CNTK: from cntk.logging.graph import ...
+sys.modules['cntk.logging.graph'] = sys.modules['ctk.logging']  # CNTK: from cntk.logging.graph import ...
+sys.modules['cntk.debugging.profiler'] = sys.modules['ctk.debugging']  # CNTK: cntk.debugging.profiler
 del _name

@@ -85,19 +85,33 @@ std::unique_ptr<cuda::Event> take_event(Profile& p, Device device) {
     return std::make_unique<cuda::Event>(device);
 }
 
-// Reads every pending pair's GPU time (waiting for the last) and returns the events to the pool.
-void flush_locked(Profile& p) {
-    if (p.pending.empty()) return;
-    t_flushing = true;
-    for (Pending& q : p.pending) {
-        q.end->synchronize();
-        p.totals[q.key].gpu_ms += static_cast<double>(q.start->elapsed_ms(*q.end));
-        const int index = q.start->device().index;
-        p.free_events[index].push_back(std::move(q.start));
-        p.free_events[index].push_back(std::move(q.end));
+// Keeps the profiler's own waits off the scope open on this thread, however the wait ends.
+struct FlushingGuard {
+    FlushingGuard() { t_flushing = true; }
+    ~FlushingGuard() { t_flushing = false; }
+};
+
+// Reads pending pairs' GPU times and returns their events to the pool: all of them (waiting for the last),
+// or with `finished_only` those the GPU has passed, from the oldest on, without waiting. A pair whose read
+// throws (a sticky CUDA error) is dropped with the rest of the batch taken; the pending list stays valid.
+void flush_locked(Profile& p, bool finished_only = false) {
+    FlushingGuard guard;
+    size_t done = 0;
+    try {
+        for (; done < p.pending.size(); ++done) {
+            Pending& q = p.pending[done];
+            if (finished_only && !q.end->ready()) break;
+            q.end->synchronize();
+            p.totals[q.key].gpu_ms += static_cast<double>(q.start->elapsed_ms(*q.end));
+            const int index = q.start->device().index;
+            p.free_events[index].push_back(std::move(q.start));
+            p.free_events[index].push_back(std::move(q.end));
+        }
+    } catch (...) {
+        p.pending.erase(p.pending.begin(), p.pending.begin() + static_cast<std::ptrdiff_t>(done + 1));
+        throw;
     }
-    p.pending.clear();
-    t_flushing = false;
+    p.pending.erase(p.pending.begin(), p.pending.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 }  // namespace
@@ -203,8 +217,19 @@ std::string stop_profiler() {
     std::error_code ec;
     fs::create_directories(s.dir, ec);
     CTK_CHECK(!ec, IOError, "stop_profiler: cannot create the folder '", s.dir, "': ", ec.message());
-    const fs::path path = fs::path(s.dir) / (std::string(stamp) + "_summary_" + (rank ? rank : "0") + ".txt");
+    // Two sessions stopped within one second get two files.
+    const std::string base = std::string(stamp) + "_summary_" + (rank ? rank : "0");
+    fs::path path = fs::path(s.dir) / (base + ".txt");
+    for (int k = 2; fs::exists(path); ++k) path = fs::path(s.dir) / (base + "_" + std::to_string(k) + ".txt");
     const fs::path tmp = path.string() + ".tmp";
+    struct RemoveOnFailure {  // a summary that could not be finished leaves no .tmp behind
+        const fs::path& file;
+        bool keep = false;
+        ~RemoveOnFailure() {
+            std::error_code ignored;
+            if (!keep) fs::remove(file, ignored);
+        }
+    } cleanup{tmp};
     {
         std::ofstream out(tmp);
         CTK_CHECK(out.good(), IOError, "stop_profiler: cannot write '", tmp.string(), "'");
@@ -219,6 +244,7 @@ std::string stop_profiler() {
     fs::rename(tmp, path, ec);
     CTK_CHECK(!ec, IOError, "stop_profiler: cannot rename '", tmp.string(), "' to '", path.string(),
               "': ", ec.message());
+    cleanup.keep = true;
     reset_op_profile();
     return path.string();
 }
@@ -240,15 +266,21 @@ thread_local OpProfileScope::Open* t_innermost = nullptr;
 
 OpProfileScope::OpProfileScope(const char* label, const char* phase, Device device) {
     if (!op_profile_enabled()) return;
-    open_ = new Open;
-    open_->key = std::string(label) + " " + phase;
-    open_->parent = t_innermost;
-    t_innermost = open_;
+    auto open = std::make_unique<Open>();
+    open->key = std::string(label) + " " + phase;
     // Nothing is timed on the GPU while a CUDA Graph records: an event in the recording would be replayed.
+    // Nor when the events fail (a sticky CUDA error): the op runs on, and reports its own error.
     if (device.is_cuda() && !cuda::recording_on_this_thread()) {
-        open_->start = take_event(profile(), device);
-        open_->start->record();
+        try {
+            auto start = take_event(profile(), device);
+            start->record();
+            open->start = std::move(start);
+        } catch (...) {
+        }
     }
+    open->parent = t_innermost;
+    open_ = open.release();
+    t_innermost = open_;
     open_->t0 = Clock::now();
 }
 
@@ -266,9 +298,8 @@ OpProfileScope::~OpProfileScope() {
             end->record();
             if (g_sync_gpu.load(std::memory_order_relaxed)) {
                 // CNTK's sync_gpu: the op's host time takes in its GPU work (not counted as its wait).
-                t_flushing = true;
+                FlushingGuard guard;
                 end->synchronize();
-                t_flushing = false;
                 synced_s = std::chrono::duration<double>(Clock::now() - open->t0).count() - host_s;
             }
         }
@@ -280,10 +311,11 @@ OpProfileScope::~OpProfileScope() {
         t.wait_s += open->wait_s;
         if (end) {
             p.pending.push_back({open->key, std::move(open->start), std::move(end)});
-            if (p.pending.size() >= kMaxPending) flush_locked(p);
+            // Only what the GPU has already passed: waiting here would drain its queue mid-step. Past
+            // four times the limit (the GPU far behind) everything is read.
+            if (p.pending.size() >= kMaxPending) flush_locked(p, p.pending.size() < 4 * kMaxPending);
         }
     } catch (...) {  // a diagnostic must not turn a step's error into a terminate()
-        t_flushing = false;
     }
 }
 

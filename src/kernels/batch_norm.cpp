@@ -137,10 +137,11 @@ void batch_norm_update_running(const Tensor& batch_mean, const Tensor& batch_var
                   ": the running statistics are updated in place and must be "
                   "contiguous, got a view of shape ",
                   t->shape().to_string());
-    CTK_CHECK(attrs.samples > 0 && std::isfinite(attrs.samples) && std::isfinite(attrs.unbias) &&
-                  attrs.time_constant >= 0,
-              ValueError, op, ": samples ", attrs.samples, ", unbias ", attrs.unbias, " and time constant ",
-              attrs.time_constant, " must be positive, finite and >= 0");
+    CTK_CHECK(attrs.samples > 0 && std::isfinite(attrs.samples), ValueError, op, ": samples ", attrs.samples,
+              " must be positive and finite");
+    CTK_CHECK(attrs.unbias > 0 && std::isfinite(attrs.unbias), ValueError, op, ": unbias ", attrs.unbias,
+              " must be positive and finite");
+    CTK_CHECK(!std::isnan(attrs.time_constant), ValueError, op, ": the time constant is NaN");
     const Tensor inputs[] = {batch_mean.contiguous(), batch_var.contiguous()};
     Tensor outs[] = {running_mean, running_var, running_count};
     dispatch(OpKind::batch_norm_running_update, inputs, outs, attrs);

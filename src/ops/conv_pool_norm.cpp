@@ -396,8 +396,9 @@ void forward_bn(ForwardContext& c) {
     c.outputs.push_back(Value(r.y.reshape(x.shape().dims())));
     c.saved = {r.mean, r.var};
     // Running statistics (CNTK's time constants, in samples: an image is one sample, however many pixels
-    // its channels have): blend = 1 - exp(-samples / T); T = 0 keeps only this batch, T = inf averages
-    // over everything seen; the first batch (count 0) is taken whole; the count adds the samples. The
+    // its channels have): blend = 1 - exp(-samples / T); T = 0 keeps only this batch, T = inf keeps the
+    // first batch's (frozen), T < 0 averages over everything seen (CNTK's corpus-level statistics); the
+    // first batch (count 0) is taken whole; the count adds the samples. The
     // running variance is unbiased over the n values each channel had. The blend is computed where the
     // count lives: reading the count on the host would make every batch norm of a GPU step wait for the
     // GPU to drain.
@@ -424,9 +425,9 @@ void forward_bn(ForwardContext& c) {
     } else {
         const Tensor batch_n = scalar_like(samples, count);
         const Tensor blend =
-            std::isinf(tc) ? element_divide(batch_n, plus(count, batch_n))  // 1 at count 0
-                           : element_select(equal(count, scalar_like(0.0, count)), scalar_like(1.0, count),
-                                            scalar_like(1.0 - std::exp(-samples / tc), count));
+            tc < 0 ? element_divide(batch_n, plus(count, batch_n))  // 1 at count 0
+                   : element_select(equal(count, scalar_like(0.0, count)), scalar_like(1.0, count),
+                                    scalar_like(1.0 - std::exp(-samples / tc), count));  // 0 for T = inf
         auto mix = [&](Tensor running, const Tensor& batch) {
             const Tensor w = blend.to(running.dtype());
             running.copy_from(plus(element_times(running, minus(scalar_like(1.0, w), w)),

@@ -138,14 +138,16 @@ void TrainingSession::train(Device device) {
         if (cv_ &&
             due(cv_->frequency, samples_before, samples_after, minibatches, sweeps_before, sweeps_after))
             stop = !cross_validate(cv_index++);
-        // CNTK's profiler (start_profiler) times from the first checkpoint on, or from the first sweep's end.
+        // CNTK's profiler (start_profiler) times from the first checkpoint on, or from the first sweep's end
+        // when no checkpoint comes before the last.
         bool warmed_up = false;
         if (checkpoint_ && due(checkpoint_->frequency, samples_before, samples_after, minibatches,
                                sweeps_before, sweeps_after)) {
             checkpoint(checkpoint_index++);
             warmed_up = true;
         }
-        if (!checkpoint_ && sweeps_after > sweeps_before) warmed_up = true;
+        const bool periodic_checkpoints = checkpoint_ && checkpoint_->frequency.value > 0;
+        if (!periodic_checkpoints && sweeps_after > sweeps_before) warmed_up = true;
         if (warmed_up && !profiler_enabled && profiler_started()) {
             enable_profiler();
             profiler_enabled = true;

@@ -258,10 +258,12 @@ TEST(Dropout, TrainingDropsAndScalesReproducibly) {
 TEST(BatchNormalization, RunningStatisticsFollowTheTimeConstant) {
     // Two batches of 4: [1, 2, 3, 4] (mean 2.5) then [5, 6, 7, 8] (mean 6.5); both have the unbiased
     // variance 5/3. The first batch is taken whole whatever the time constant (the count is 0); the
-    // second is blended by 1 (T = 0), 1 - exp(-4 / T) (T = 4) or 4 / (4 + 4) (T = inf).
+    // second is blended by 1 (T = 0), 1 - exp(-4 / T) (T = 4), 0 (T = inf: frozen) or 4 / (4 + 4) (T < 0:
+    // the cumulative average), as CNTK's BatchNormalizationNode weighs it.
     const double e = std::exp(-1.0);
     for (auto [tc, second_mean] : {std::pair{0.0, 6.5}, std::pair{4.0, 2.5 * e + 6.5 * (1 - e)},
-                                   std::pair{std::numeric_limits<double>::infinity(), 4.5}}) {
+                                   std::pair{std::numeric_limits<double>::infinity(), 2.5},
+                                   std::pair{-1.0, 4.5}}) {
         Variable x = input_variable({1});
         Variable scale = parameter({1}, constant_initializer(1.0)),
                  bias = parameter({1}, constant_initializer(0.0));

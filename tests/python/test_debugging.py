@@ -109,3 +109,30 @@ def test_training_session_enables_it_after_its_first_checkpoint(tmp_path):
                              max_samples=48,
                              checkpoint_config=C.train.CheckpointConfig(str(tmp_path / 'ck'), frequency=24)).train()
     assert 'over 3 steps' in summary_of(stop_profiler())
+
+
+def test_training_session_with_only_a_final_checkpoint_enables_it_after_its_first_sweep(tmp_path):
+    lines = ['|labels %s |features %f %f' % ('1 0' if i % 2 else '0 1', i % 3, i % 5) for i in range(16)]
+    data = tmp_path / 'data.ctf'
+    data.write_text('\n'.join(lines) + '\n')
+    src = MinibatchSource(CTFDeserializer(str(data), StreamDefs(
+        features=StreamDef(field='features', shape=2), labels=StreamDef(field='labels', shape=2))),
+        randomize=False, max_sweeps=INFINITELY_REPEAT)
+    x, y, z, trainer = model()
+    start_profiler(dir=str(tmp_path / 'p'))
+    C.train.training_session(trainer=trainer, mb_source=src, mb_size=8,
+                             model_inputs_to_streams={x: src.streams.features, y: src.streams.labels},
+                             max_samples=48,
+                             checkpoint_config=C.train.CheckpointConfig(str(tmp_path / 'ck'))).train()
+    assert 'over 4 steps' in summary_of(stop_profiler())
+
+
+def test_two_summaries_in_one_second_are_two_files(tmp_path):
+    x, y, z, trainer = model()
+    paths = []
+    for _ in range(2):
+        start_profiler(dir=str(tmp_path))
+        enable_profiler()
+        steps(trainer, x, y, 1)
+        paths.append(stop_profiler())
+    assert paths[0] != paths[1] and all(os.path.isfile(p) for p in paths)

@@ -102,11 +102,15 @@ void backward(const KernelCall& call) {
 
 // The running statistics' blend (ops.h batch_norm_update_running): a loop over the statistics is all it
 // is, for every dtype it is registered for (no library has this step).
+// CNTK's weight of the batch (BatchNormalizationNode): all of it for the first batch and for a time
+// constant of 0; then 1 - exp(-samples / T); none for T = infinity (frozen after the first batch); the
+// cumulative average samples / (count + samples) for T < 0 (CNTK's corpus-level statistics).
 template <typename T>
 T running_weight(const BatchNormRunningAttrs& a, T count) {
-    if (a.time_constant == 0) return T(1);
-    if (std::isinf(a.time_constant)) return T(a.samples) / (count + T(a.samples));  // 1 at count 0
-    return count == T(0) ? T(1) : T(1.0 - std::exp(-a.samples / a.time_constant));
+    if (a.time_constant == 0 || count == T(0)) return T(1);
+    if (a.time_constant < 0) return T(a.samples) / (count + T(a.samples));
+    if (std::isinf(a.time_constant)) return T(0);
+    return T(1.0 - std::exp(-a.samples / a.time_constant));
 }
 
 template <typename T>

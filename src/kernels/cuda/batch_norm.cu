@@ -2,7 +2,8 @@
 // cuDNN: ctk's op returns the biased batch variance (cuDNN saves the inverse standard deviation) and
 // takes any per-channel or per-activation layout. x is seen as [N, C, S]; blocks reduce runs of a
 // channel's values, a merge kernel combines them per channel, and element-wise kernels apply the
-// result. Mirrors cpu/reference_batch_norm.cpp. D is the data's type, P the parameters' and statistics':
+// result. Mirrors cpu/reference_batch_norm.cpp (the inverse standard deviation with rsqrt, within an ulp
+// or two of its 1 / sqrt). D is the data's type, P the parameters' and statistics':
 // D itself, or float for bf16/f16 data under mixed precision.
 #include <algorithm>
 #include <cmath>
@@ -194,21 +195,21 @@ __global__ void grad_input_kernel(Layout l, const D* x, const D* dy, const P* sc
 }
 
 // The running statistics' blend (ops.h batch_norm_update_running), in one block: every thread reads the
-// count before thread 0 advances it, which a grid of several blocks could not order. A few thousand
-// statistics at most per batch norm, so one block is enough; the point is one launch instead of the
-// twenty small ones of the composite formula.
+// count before thread 0 advances it, which a grid of several blocks could not order. Per-channel batch
+// norms have a few thousand statistics at most; a per-activation one may have 100k (some 400 values per
+// thread, still a short launch). The point is one launch instead of the twenty of the composite formula.
 template <typename T>
 __global__ void running_update_kernel(int64_t n, double samples, double unbias, double time_constant,
                                       double fixed_weight, const T* mean, const T* var, T* rmean, T* rvar,
                                       T* count) {
     const T c = count[0];
-    T w;
-    if (time_constant == 0)
+    T w;  // as the CPU kernel's running_weight (CNTK's)
+    if (time_constant == 0 || c == T(0))
         w = T(1);
-    else if (isinf(time_constant))
+    else if (time_constant < 0)
         w = T(samples) / (c + T(samples));
     else
-        w = c == T(0) ? T(1) : T(fixed_weight);
+        w = T(fixed_weight);
     const T keep = T(1) - w;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         const T batch_var = var[i] * T(unbias);
@@ -227,10 +228,8 @@ __global__ void running_update_kernel(int64_t n, double samples, double unbias, 
 template <typename T>
 void running_update(const KernelCall& call) {
     const auto& a = call.attr<BatchNormRunningAttrs>();
-    // 1 - exp(-samples / T) on the host, in double as the CPU kernel computes it.
-    const double fixed = a.time_constant > 0 && !std::isinf(a.time_constant)
-                             ? 1.0 - std::exp(-a.samples / a.time_constant)
-                             : 1.0;
+    // 1 - exp(-samples / T) on the host, in double as the CPU kernel computes it (0 for T = infinity).
+    const double fixed = a.time_constant > 0 ? 1.0 - std::exp(-a.samples / a.time_constant) : 1.0;
     running_update_kernel<T><<<1, 256, 0, stream_of(call)>>>(
         call.inputs[0].numel(), a.samples, a.unbias, a.time_constant, fixed, ptr<T>(call.inputs[0]),
         ptr<T>(call.inputs[1]), ptr<T>(call.outputs[0]), ptr<T>(call.outputs[1]), ptr<T>(call.outputs[2]));

@@ -60,7 +60,8 @@ Geom geometry(const Shape& x, const Shape& y, const PoolAttrs& a) {
         g.pad[i + shift] = a.pad_lo[s];
     }
     constexpr int64_t kNarrow = int64_t(1) << 30;
-    g.narrow = g.planes * std::max(g.in_cells(), g.out_cells()) < kNarrow;
+    g.narrow = g.in_cells() < kNarrow && g.out_cells() < kNarrow &&
+               g.planes * std::max(g.in_cells(), g.out_cells()) < kNarrow;
     for (int d = 0; d < 3; ++d) g.narrow = g.narrow && g.kernel[d] + g.stride[d] + g.pad[d] < kNarrow;
     if (g.narrow) {
         auto fast = [](int64_t d) { return FastDivmod(static_cast<uint32_t>(std::max<int64_t>(d, 1))); };

@@ -131,9 +131,11 @@ OpCase running_case(const std::string& name, int64_t statistics, double count, d
     c.reference = [a](const Tensors& in) {
         const double n = in[4].at({0});
         double w = 1.0;  // time constant 0, or the first batch
-        if (std::isinf(a.time_constant))
-            w = a.samples / (n + a.samples);
-        else if (a.time_constant > 0 && n != 0)
+        if (n != 0 && a.time_constant < 0)
+            w = a.samples / (n + a.samples);  // CNTK's corpus-level statistics
+        else if (n != 0 && std::isinf(a.time_constant))
+            w = 0.0;  // frozen after the first batch
+        else if (n != 0 && a.time_constant > 0)
             w = 1.0 - std::exp(-a.samples / a.time_constant);
         Tensor rmean = Tensor::empty(in[2].shape(), DataType::f64),
                rvar = Tensor::empty(in[3].shape(), DataType::f64);
@@ -177,8 +179,10 @@ std::vector<OpCase> batch_norm_cases() {
         running_case("first_batch", 6, 0.0, 5000.0),
         running_case("time_constant", 6, 64.0, 5000.0),
         running_case("batch_only", 6, 64.0, 0.0),
-        running_case("infinite_average", 6, 96.0, std::numeric_limits<double>::infinity()),
+        running_case("infinite_frozen", 6, 96.0, std::numeric_limits<double>::infinity()),
         running_case("infinite_first_batch", 6, 0.0, std::numeric_limits<double>::infinity()),
+        running_case("negative_cumulative", 6, 96.0, -1.0),
+        running_case("negative_first_batch", 6, 0.0, -1.0),
         running_case("many_statistics", 1000, 64.0, 5000.0),
         split_channels_case(),
         // 16-bit data with f32 statistics (mixed precision), plain and blocked layouts.
