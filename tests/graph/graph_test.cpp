@@ -261,9 +261,9 @@ TEST(BatchNormalization, RunningStatisticsFollowTheTimeConstant) {
     // second is blended by 1 (T = 0), 1 - exp(-4 / T) (T = 4), 0 (T = inf: frozen) or 4 / (4 + 4) (T < 0:
     // the cumulative average), as CNTK's BatchNormalizationNode weighs it.
     const double e = std::exp(-1.0);
-    for (auto [tc, second_mean] : {std::pair{0.0, 6.5}, std::pair{4.0, 2.5 * e + 6.5 * (1 - e)},
-                                   std::pair{std::numeric_limits<double>::infinity(), 2.5},
-                                   std::pair{-1.0, 4.5}}) {
+    for (auto [tc, second_mean] :
+         {std::pair{0.0, 6.5}, std::pair{4.0, 2.5 * e + 6.5 * (1 - e)},
+          std::pair{std::numeric_limits<double>::infinity(), 2.5}, std::pair{-1.0, 4.5}}) {
         Variable x = input_variable({1});
         Variable scale = parameter({1}, constant_initializer(1.0)),
                  bias = parameter({1}, constant_initializer(0.0));
