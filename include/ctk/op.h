@@ -181,8 +181,8 @@ struct BatchNormAttrs {
 // The running statistics' update after a training batch (see batch_norm_update_running in ops.h).
 struct BatchNormRunningAttrs {
     double samples = 1.0;        // the batch's samples
-    double unbias = 1.0;         // n / (n - 1) for n values per statistic: the batch variance made unbiased
-    double time_constant = 0.0;  // in samples; 0: this batch only; infinity: frozen; < 0: the cumulative average
+    double unbias = 1.0;         // n / (n - 1), n values per statistic: the variance made unbiased
+    double time_constant = 0.0;  // samples; 0: this batch only; inf: frozen; < 0: cumulative average
 };
 struct DropoutAttrs {
     double rate = 0.5;

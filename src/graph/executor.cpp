@@ -618,7 +618,8 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
         size_t unit_begin = i - 1;
         if (last.loop >= 0) {
             const Loop& loop = plan.loops[static_cast<size_t>(last.loop)];
-            const Value& first_out = values[static_cast<size_t>(plan.steps[static_cast<size_t>(loop.first)].out[0])];
+            const Value& first_out =
+                values[static_cast<size_t>(plan.steps[static_cast<size_t>(loop.first)].out[0])];
             detail::OpProfileScope profiled("recurrent loop", "backward",
                                             first_out.defined() ? first_out.data().device() : Device::cpu());
             run_loop_backward(plan, loop, values, grads, leads, state.saved_, zero_padded);

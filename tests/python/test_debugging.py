@@ -27,6 +27,22 @@ def steps(trainer, x, y, n):
         trainer.train_minibatch({x: xs, y: xs})
 
 
+def repeating_source(tmp_path, samples):
+    """A CTF file of `samples` two-class samples, read in order and repeated without end."""
+    lines = ['|labels %s |features %f %f' % ('1 0' if i % 2 else '0 1', i % 3, i % 5) for i in range(samples)]
+    data = tmp_path / 'data.ctf'
+    data.write_text('\n'.join(lines) + '\n')
+    return MinibatchSource(CTFDeserializer(str(data), StreamDefs(
+        features=StreamDef(field='features', shape=2), labels=StreamDef(field='labels', shape=2))),
+        randomize=False, max_sweeps=INFINITELY_REPEAT)
+
+
+def train_session(trainer, src, x, y, **kwargs):
+    C.train.training_session(trainer=trainer, mb_source=src, mb_size=8,
+                             model_inputs_to_streams={x: src.streams.features, y: src.streams.labels},
+                             max_samples=48, **kwargs).train()
+
+
 def summary_of(path):
     assert path is not None and os.path.isfile(path), path
     assert os.path.basename(path).endswith('_summary_0.txt')
@@ -63,18 +79,11 @@ def test_disable_pauses_timing(tmp_path):
 
 
 def test_training_session_enables_it_after_its_first_sweep(tmp_path):
-    lines = ['|labels %s |features %f %f' % ('1 0' if i % 2 else '0 1', i % 3, i % 5) for i in range(16)]
-    data = tmp_path / 'data.ctf'
-    data.write_text('\n'.join(lines) + '\n')
-    src = MinibatchSource(CTFDeserializer(str(data), StreamDefs(
-        features=StreamDef(field='features', shape=2), labels=StreamDef(field='labels', shape=2))),
-        randomize=False, max_sweeps=INFINITELY_REPEAT)
+    src = repeating_source(tmp_path, 16)
     x, y, z, trainer = model()
     start_profiler(dir=str(tmp_path / 'p'))
     # 48 samples in minibatches of 8: the first sweep ends at step 2, so steps 3 to 6 are timed.
-    C.train.training_session(trainer=trainer, mb_source=src, mb_size=8,
-                             model_inputs_to_streams={x: src.streams.features, y: src.streams.labels},
-                             max_samples=48).train()
+    train_session(trainer, src, x, y)
     assert 'over 4 steps' in summary_of(stop_profiler())
 
 
@@ -94,36 +103,21 @@ def test_the_profiler_module_path():
 
 
 def test_training_session_enables_it_after_its_first_checkpoint(tmp_path):
-    lines = ['|labels %s |features %f %f' % ('1 0' if i % 2 else '0 1', i % 3, i % 5) for i in range(64)]
-    data = tmp_path / 'data.ctf'
-    data.write_text('\n'.join(lines) + '\n')
-    src = MinibatchSource(CTFDeserializer(str(data), StreamDefs(
-        features=StreamDef(field='features', shape=2), labels=StreamDef(field='labels', shape=2))),
-        randomize=False, max_sweeps=INFINITELY_REPEAT)
+    src = repeating_source(tmp_path, 64)
     x, y, z, trainer = model()
     start_profiler(dir=str(tmp_path / 'p'))
     # A checkpoint every 24 samples in minibatches of 8: the first after step 3, so steps 4 to 6 are timed
     # (the sweep of 64 samples does not end within the 48).
-    C.train.training_session(trainer=trainer, mb_source=src, mb_size=8,
-                             model_inputs_to_streams={x: src.streams.features, y: src.streams.labels},
-                             max_samples=48,
-                             checkpoint_config=C.train.CheckpointConfig(str(tmp_path / 'ck'), frequency=24)).train()
+    train_session(trainer, src, x, y,
+                  checkpoint_config=C.train.CheckpointConfig(str(tmp_path / 'ck'), frequency=24))
     assert 'over 3 steps' in summary_of(stop_profiler())
 
 
 def test_training_session_with_only_a_final_checkpoint_enables_it_after_its_first_sweep(tmp_path):
-    lines = ['|labels %s |features %f %f' % ('1 0' if i % 2 else '0 1', i % 3, i % 5) for i in range(16)]
-    data = tmp_path / 'data.ctf'
-    data.write_text('\n'.join(lines) + '\n')
-    src = MinibatchSource(CTFDeserializer(str(data), StreamDefs(
-        features=StreamDef(field='features', shape=2), labels=StreamDef(field='labels', shape=2))),
-        randomize=False, max_sweeps=INFINITELY_REPEAT)
+    src = repeating_source(tmp_path, 16)
     x, y, z, trainer = model()
     start_profiler(dir=str(tmp_path / 'p'))
-    C.train.training_session(trainer=trainer, mb_source=src, mb_size=8,
-                             model_inputs_to_streams={x: src.streams.features, y: src.streams.labels},
-                             max_samples=48,
-                             checkpoint_config=C.train.CheckpointConfig(str(tmp_path / 'ck'))).train()
+    train_session(trainer, src, x, y, checkpoint_config=C.train.CheckpointConfig(str(tmp_path / 'ck')))
     assert 'over 4 steps' in summary_of(stop_profiler())
 
 
