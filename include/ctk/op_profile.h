@@ -5,6 +5,7 @@
 // device's stream, which adds a little host time per op, and nothing is timed while a CUDA Graph records.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,9 +63,18 @@ private:
     Open* open_ = nullptr;  // null while profiling is off
 };
 
-// Called by every host wait for a GPU (cuda::synchronize, Event::synchronize): counts it against the
-// innermost open scope on this thread.
+// Counts a host wait for a GPU against the innermost open scope on this thread.
 void note_host_wait(double seconds);
+
+// Runs `wait` (a host wait for a GPU: cuda::synchronize, Event::synchronize) and, while profiling is on,
+// counts it with its duration.
+template <typename Wait>
+void host_wait(Wait&& wait) {
+    if (!op_profile_enabled()) return wait();
+    const auto t0 = std::chrono::steady_clock::now();
+    wait();
+    note_host_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
 
 }  // namespace detail
 }  // namespace ctk

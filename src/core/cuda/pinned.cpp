@@ -3,7 +3,6 @@
 // device), so freed blocks are kept. A block may still be the source of an asynchronous copy when its
 // tensor dies, so on release the cache records an event on every ctk stream in use and hands the block
 // out again only once those events have completed.
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -203,13 +202,7 @@ void Event::record() {
 }
 
 void Event::synchronize() const {
-    if (!op_profile_enabled()) {
-        CTK_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
-        return;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    CTK_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
-    ctk::detail::note_host_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    ctk::detail::host_wait([&] { CTK_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_))); });
 }
 
 bool Event::ready() const {

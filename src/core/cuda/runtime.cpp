@@ -4,7 +4,6 @@
 
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <mutex>
 
 #include "ctk/error.h"
@@ -164,13 +163,7 @@ void* stream(Device device) {
 
 void synchronize(Device device) {
     cudaStream_t s = detail::cuda_stream(device);
-    if (!op_profile_enabled()) {
-        CTK_CUDA_CHECK(cudaStreamSynchronize(s));
-        return;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    CTK_CUDA_CHECK(cudaStreamSynchronize(s));
-    ctk::detail::note_host_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    ctk::detail::host_wait([&] { CTK_CUDA_CHECK(cudaStreamSynchronize(s)); });
 }
 
 #else  // no CUDA backend in this build
