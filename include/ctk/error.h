@@ -5,14 +5,20 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace ctk {
 
-// Base of all ctk errors.
+// `text` with every byte that is not part of valid UTF-8 written as \xNN: error messages quote the bytes
+// of files and names, and Python, C# and terminals take only UTF-8 (Python turned a message with one
+// stray byte into an exception with no text at all).
+std::string escape_invalid_utf8(std::string_view text);
+
+// Base of all ctk errors. The message is kept as valid UTF-8 (escape_invalid_utf8).
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string& message) : std::runtime_error(message) {}
+    explicit Error(const std::string& message) : std::runtime_error(escape_invalid_utf8(message)) {}
 };
 // Shapes do not fit together (mismatched dims, bad rank, negative sizes).
 class ShapeError : public Error {

@@ -5,15 +5,21 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ctk {
 
 using Dims = std::vector<int64_t>;
 
+// The most axes a shape built from an argument may have (CNTK v1 files cap their ranks at the same):
+// an axis index past it is an error, not a request for millions of unit axes.
+inline constexpr int kMaxRank = 64;
+
 class Shape {
 public:
     Shape() = default;
+    // Throw ShapeError for a negative dim and ValueError for a shape whose element count passes int64.
     Shape(std::initializer_list<int64_t> dims);
     explicit Shape(Dims dims);
 
@@ -42,5 +48,10 @@ private:
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
 std::string dims_to_string(const Dims& dims);
+
+// The number of elements of `dims`, checked: throws ValueError naming `what` and the dims when a dim is
+// negative or the count passes int64's range. Every count that sizes memory goes through this (or
+// checked_nbytes in tensor.h), so that no absurd shape wraps around into a small allocation.
+int64_t checked_numel(const Dims& dims, std::string_view what);
 
 }  // namespace ctk

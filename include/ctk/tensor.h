@@ -13,6 +13,10 @@
 
 namespace ctk {
 
+// The bytes that `dims` elements of `dtype` take, checked: throws ValueError naming `what`, the shape and
+// the dtype when the count passes what an allocation can be asked for (PTRDIFF_MAX bytes).
+size_t checked_nbytes(const Dims& dims, DataType dtype, std::string_view what);
+
 class Tensor {
 public:
     Tensor() = default;  // an undefined tensor

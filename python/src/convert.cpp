@@ -4,6 +4,7 @@
 #include "convert.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 namespace ctk::python {
@@ -25,6 +26,49 @@ void release_python_object(void* p) {
 }
 
 }  // namespace
+
+int64_t int_arg(const py::handle& obj, const char* what, int64_t lo, int64_t hi) {
+    if (py::isinstance<py::bool_>(obj) || !PyIndex_Check(obj.ptr()))
+        CTK_THROW(TypeError, what, " must be an integer, got ",
+                  py::str(py::type::of(obj)).cast<std::string>());
+    py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+    if (!index) throw py::error_already_set();
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+    CTK_CHECK(overflow == 0 && v >= lo && v <= hi, ValueError, what, " ", py::str(index).cast<std::string>(),
+              " is out of range [", lo, ", ", hi, "]");
+    return v;
+}
+
+Axis axis_arg(const py::handle& obj, const char* what) {
+    if (py::isinstance<Axis>(obj)) return obj.cast<Axis>();
+    return Axis(static_cast<int>(int_arg(obj, what, INT_MIN, INT_MAX)));
+}
+
+std::vector<Axis> axis_list_arg(const py::handle& obj, const char* what) {
+    if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj)) return {axis_arg(obj, what)};
+    std::vector<Axis> out;
+    for (const py::handle item : obj) out.push_back(axis_arg(item, what));
+    return out;
+}
+
+std::vector<int> int_list_arg(const py::handle& obj, const char* what) {
+    if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj))
+        return {static_cast<int>(int_arg(obj, what, INT_MIN, INT_MAX))};
+    std::vector<int> out;
+    for (const py::handle item : obj) out.push_back(static_cast<int>(int_arg(item, what, INT_MIN, INT_MAX)));
+    return out;
+}
+
+Dims dims_arg(const py::handle& obj, const char* what) {
+    if (obj.is_none()) return {};
+    if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj) && PyIndex_Check(obj.ptr()))
+        return {int_arg(obj, what)};
+    Dims out;
+    for (const py::handle item : obj) out.push_back(int_arg(item, what));
+    return out;
+}
 
 py::object numpy_dtype(DataType dtype) {
     switch (dtype) {

@@ -15,6 +15,20 @@ namespace py = pybind11;
 
 namespace ctk::python {
 
+// An integer argument: a Python int (or anything with __index__, as numpy.int64) within [lo, hi].
+// ValueError naming `what` and the value when it is out of range (pybind11's own cast would say only
+// "Unable to cast Python instance"), TypeError when it is not an integer.
+int64_t int_arg(const py::handle& obj, const char* what, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
+// An axis argument: an Axis, or an integer static axis (within a C int).
+Axis axis_arg(const py::handle& obj, const char* what = "axis");
+// One axis or a list or tuple of them.
+std::vector<Axis> axis_list_arg(const py::handle& obj, const char* what = "axis");
+// A list or tuple of integer axes (transpose's perm, squeeze's axes), or one.
+std::vector<int> int_list_arg(const py::handle& obj, const char* what);
+// A shape (or strides, begin and end indices): None (none), an int, or a sequence of ints, each a
+// dimension of at most 2^63 - 1.
+Dims dims_arg(const py::handle& obj, const char* what = "shape");
+
 // numpy.float32 / float64 / int32 / ... for a DataType, and back (np.float32, 'float32', a dtype object).
 py::object numpy_dtype(DataType dtype);
 DataType dtype_from_python(const py::handle& obj);

@@ -30,12 +30,6 @@ FunctionPtr load_model_from_python(const py::object& model, std::optional<ModelF
 
 namespace {
 
-Dims to_dims(const py::handle& shape) {
-    if (shape.is_none()) return {};
-    if (py::isinstance<py::int_>(shape)) return {shape.cast<int64_t>()};
-    return shape.cast<Dims>();
-}
-
 py::tuple shape_tuple(const Dims& dims) {
     py::tuple t(dims.size());
     for (size_t i = 0; i < dims.size(); ++i) t[i] = dims[i];
@@ -57,7 +51,7 @@ void check_seq_starts(const py::object& seq_starts) {
 Value one_hot_value(const py::object& batch, const py::object& num_classes, const py::object& dtype,
                     const py::object& device) {
     const Device dev = device_from(device);
-    Dims classes = to_dims(num_classes);
+    Dims classes = dims_arg(num_classes);
     CTK_CHECK(classes.size() == 1 && classes[0] > 0, ValueError,
               "Value.one_hot: num_classes must be a positive ", "number (or a one-element shape), got ",
               std::string(py::str(num_classes)));
@@ -239,7 +233,7 @@ void bind_graph(py::module_& m) {
     // ---- NDArrayView: a dense tensor (CNTK's NDArrayView; ctk keeps no sparse storage) ----
     py::class_<Tensor>(m, "NDArrayView")
         .def(py::init([](const py::object& shape, const py::object& data_type, const py::object& device) {
-                 return Tensor::zeros(Shape(to_dims(shape)),
+                 return Tensor::zeros(Shape(dims_arg(shape)),
                                       data_type.is_none() ? DataType::f32 : dtype_from_python(data_type),
                                       device_from(device));
              }),
@@ -261,7 +255,7 @@ void bind_graph(py::module_& m) {
                 const Device dev = device_from(device);
                 Tensor t =
                     value_from_csr(csr, DataType::f32, false, std::nullopt, "NDArrayView.from_csr").data();
-                return (shape.is_none() ? t.contiguous() : t.contiguous().reshape(to_dims(shape))).to(dev);
+                return (shape.is_none() ? t.contiguous() : t.contiguous().reshape(dims_arg(shape))).to(dev);
             },
             py::arg("csr_array"), py::arg("device") = py::none(), py::arg("read_only") = false,
             py::arg("borrow") = false, py::arg("shape") = py::none())
@@ -319,7 +313,7 @@ void bind_graph(py::module_& m) {
                     throw ValueError("Value: give `batch` (an array or a list of sequences) or `data`");
                 }
                 if (!shape.is_none()) {
-                    const Dims want = to_dims(shape), got = v.data().shape().dims();
+                    const Dims want = dims_arg(shape), got = v.data().shape().dims();
                     CTK_CHECK(
                         got.size() >= want.size() &&
                             std::equal(want.begin(), want.end(), got.end() - static_cast<long>(want.size())),
@@ -633,8 +627,8 @@ void bind_graph(py::module_& m) {
         [](const py::object& shape, const py::object& dtype, bool needs_gradient, bool is_sparse,
            const py::object& dynamic_axes, const std::string& name) {
             std::vector<Axis> axes =
-                dynamic_axes.is_none() ? default_batch_axes() : dynamic_axes.cast<std::vector<Axis>>();
-            return input_variable(to_dims(shape), dtype_from_python(dtype), needs_gradient, is_sparse, axes,
+                dynamic_axes.is_none() ? default_batch_axes() : axis_list_arg(dynamic_axes, "dynamic_axes");
+            return input_variable(dims_arg(shape), dtype_from_python(dtype), needs_gradient, is_sparse, axes,
                                   name);
         },
         py::arg("shape"), py::arg("dtype") = py::none(), py::arg("needs_gradient") = false,
@@ -643,8 +637,9 @@ void bind_graph(py::module_& m) {
         "sequence_input_variable",
         [](const py::object& shape, const py::object& dtype, bool needs_gradient, bool is_sparse,
            const py::object& sequence_axis, const std::string& name) {
-            Axis axis = sequence_axis.is_none() ? Axis::default_dynamic_axis() : sequence_axis.cast<Axis>();
-            return sequence_input_variable(to_dims(shape), dtype_from_python(dtype), needs_gradient,
+            Axis axis = sequence_axis.is_none() ? Axis::default_dynamic_axis()
+                                                : axis_arg(sequence_axis, "sequence_axis");
+            return sequence_input_variable(dims_arg(shape), dtype_from_python(dtype), needs_gradient,
                                            is_sparse, axis, name);
         },
         py::arg("shape"), py::arg("dtype") = py::none(), py::arg("needs_gradient") = false,
@@ -664,7 +659,7 @@ void bind_graph(py::module_& m) {
             // it computes (CNTK's `device` placed them at once).
             // CNTK's default: 0 when no initializer is given.
             Initializer i = init.is_none() ? constant_initializer(0.0) : init_from(init);
-            return parameter(to_dims(shape), i, dtype_from_python(dtype), name);
+            return parameter(dims_arg(shape), i, dtype_from_python(dtype), name);
         },
         py::arg("shape") = py::none(), py::arg("init") = py::none(), py::arg("dtype") = py::none(),
         py::arg("device") = py::none(), py::arg("name") = "");
@@ -673,10 +668,10 @@ void bind_graph(py::module_& m) {
         [](const py::object& value, const py::object& shape, const py::object& dtype,
            const py::object& /*device*/, const std::string& name) {
             const DataType dt = dtype_from_python(dtype);
-            if (value.is_none()) return constant(to_dims(shape), 0.0, dt, name);
+            if (value.is_none()) return constant(dims_arg(shape), 0.0, dt, name);
             if (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value)) {
                 if (shape.is_none()) return constant(value.cast<double>(), dt, name);
-                return constant(to_dims(shape), value.cast<double>(), dt, name);
+                return constant(dims_arg(shape), value.cast<double>(), dt, name);
             }
             std::optional<DataType> want;
             if (!dtype.is_none()) want = dt;
@@ -689,8 +684,8 @@ void bind_graph(py::module_& m) {
         [](const py::object& shape, const py::object& dynamic_axes, const std::string& name) {
             if (shape.is_none()) return placeholder(name);
             std::vector<Axis> axes =
-                dynamic_axes.is_none() ? default_batch_axes() : dynamic_axes.cast<std::vector<Axis>>();
-            return placeholder(to_dims(shape), axes, name);
+                dynamic_axes.is_none() ? default_batch_axes() : axis_list_arg(dynamic_axes, "dynamic_axes");
+            return placeholder(dims_arg(shape), axes, name);
         },
         py::arg("shape") = py::none(), py::arg("dynamic_axes") = py::none(), py::arg("name") = "");
     m.def(

@@ -20,12 +20,6 @@ struct StdoutSync {
     ~StdoutSync() { std::fflush(stdout); }
 };
 
-Dims dims_arg(const py::handle& d) {
-    if (d.is_none()) return {};
-    if (py::isinstance<py::int_>(d)) return {d.cast<int64_t>()};
-    return d.cast<Dims>();
-}
-
 // {Variable: StreamInformation or stream name} -> StreamMap.
 StreamMap stream_map(const py::handle& map) {
     StreamMap out;

@@ -58,12 +58,6 @@ std::optional<T> opt(const py::object& v) {
     return v.cast<T>();
 }
 
-Dims dims_arg(const py::handle& d) {
-    if (d.is_none()) return {};
-    if (py::isinstance<py::int_>(d)) return {d.cast<int64_t>()};
-    return d.cast<Dims>();
-}
-
 // CNTK's Sequential: Functions as they are, Python callables as activations, nested lists in order.
 std::vector<FunctionPtr> layer_list(const py::handle& layers) {
     std::vector<FunctionPtr> out;

@@ -1,6 +1,7 @@
 // The _ctk extension: registers the bindings of each area and maps ctk's errors to Python's exceptions
 // (ShapeError and ValueError -> ValueError, TypeError -> TypeError, IOError -> OSError, IndexError ->
-// IndexError, NotImplementedError -> NotImplementedError, the rest -> RuntimeError; messages kept).
+// IndexError, NotImplementedError -> NotImplementedError, OutOfMemoryError -> MemoryError, the rest ->
+// RuntimeError; messages kept, as valid UTF-8).
 #include "convert.h"
 
 PYBIND11_MODULE(_ctk, m) {
@@ -21,8 +22,16 @@ PYBIND11_MODULE(_ctk, m) {
             PyErr_SetString(PyExc_IndexError, e.what());
         } catch (const NotImplementedError& e) {
             PyErr_SetString(PyExc_NotImplementedError, e.what());
+        } catch (const OutOfMemoryError& e) {
+            PyErr_SetString(PyExc_MemoryError, e.what());
         } catch (const Error& e) {
             PyErr_SetString(PyExc_RuntimeError, e.what());
+        } catch (const std::exception& e) {
+            // Another library's exception (protobuf, ONNX) may quote file bytes that are not UTF-8, which
+            // Python would turn into an exception with no text; others keep pybind11's own translation.
+            const std::string text = escape_invalid_utf8(e.what());
+            if (text == e.what()) throw;
+            PyErr_SetString(PyExc_RuntimeError, text.c_str());
         }
     });
     python::bind_device(m);

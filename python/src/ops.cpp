@@ -3,6 +3,8 @@
 // Functions, numbers or arrays (constants, as CNTK's sanitize_input).
 #include "convert.h"
 
+#include <climits>
+
 namespace ctk::python {
 
 namespace {
@@ -22,21 +24,21 @@ std::pair<Variable, Variable> operands(const py::handle& a, const py::handle& b)
 // CNTK's axis arguments: None (all static axes), an int or Axis, or a list of them.
 std::vector<Axis> axes_arg(const py::handle& axis) {
     if (axis.is_none()) return {Axis::all_static_axes()};
-    if (py::isinstance<py::list>(axis) || py::isinstance<py::tuple>(axis))
-        return axis.cast<std::vector<Axis>>();
-    return {axis.cast<Axis>()};
+    return axis_list_arg(axis);
 }
 
 std::optional<Axis> optional_axis(const py::handle& axis) {
     if (axis.is_none()) return std::nullopt;
-    return axis.cast<Axis>();
+    return axis_arg(axis);
 }
 
-// An int or a tuple of ints (CNTK's strides, shapes).
-Dims dims_arg(const py::handle& d) {
-    if (d.is_none()) return {};
-    if (py::isinstance<py::int_>(d)) return {d.cast<int64_t>()};
-    return d.cast<Dims>();
+// An integer axis, within a C int; or None.
+int int_axis(const py::handle& value, const char* what) {
+    return static_cast<int>(int_arg(value, what, INT_MIN, INT_MAX));
+}
+std::optional<int> optional_int(const py::handle& value, const char* what) {
+    if (value.is_none()) return std::nullopt;
+    return int_axis(value, what);
 }
 
 std::vector<bool> bools_arg(const py::handle& b) {
@@ -155,38 +157,38 @@ void bind_ops(py::module_& m) {
     // ---- shape ----
     m.def(
         "reshape",
-        [](const Variable& x, const py::object& shape, std::optional<int> begin, std::optional<int> end,
-           const std::string& n) { return reshape(x, dims_arg(shape), begin, end, n); },
+        [](const Variable& x, const py::object& shape, const py::object& begin, const py::object& end,
+           const std::string& n) {
+            return reshape(x, dims_arg(shape), optional_int(begin, "begin_axis"),
+                           optional_int(end, "end_axis"), n);
+        },
         arg("x"), arg("shape"), arg("begin_axis") = py::none(), arg("end_axis") = py::none(), name);
     m.def(
         "flatten",
-        [](const Variable& x, std::optional<int> axis, const std::string& n) {
-            return flatten(x, axis.value_or(0), n);
+        [](const Variable& x, const py::object& axis, const std::string& n) {
+            return flatten(x, optional_int(axis, "axis").value_or(0), n);
         },
         arg("x"), arg("axis") = py::none(), name);
     m.def(
         "squeeze",
         [](const Variable& x, const py::object& axes, const std::string& n) {
             std::optional<std::vector<int>> a;
-            if (py::isinstance<py::int_>(axes))
-                a = std::vector<int>{axes.cast<int>()};
-            else if (!axes.is_none())
-                a = axes.cast<std::vector<int>>();
+            if (!axes.is_none()) a = int_list_arg(axes, "axes");
             return squeeze(x, a, n);
         },
         arg("x"), arg("axes") = py::none(), name);
     m.def(
         "expand_dims",
-        [](const Variable& x, int axis, const std::string& n) { return expand_dims(x, axis, n); }, arg("x"),
-        arg("axis"), name);
+        [](const Variable& x, const py::object& axis, const std::string& n) {
+            return expand_dims(x, int_axis(axis, "axis"), n);
+        },
+        arg("x"), arg("axis"), name);
     m.def(
         "slice",
         [](const Variable& x, const py::object& axis, const py::object& begin, const py::object& end,
            const py::object& strides, const std::string& n) {
-            std::vector<Axis> axes = (py::isinstance<py::list>(axis) || py::isinstance<py::tuple>(axis))
-                                         ? axis.cast<std::vector<Axis>>()
-                                         : std::vector<Axis>{axis.cast<Axis>()};
-            return slice(x, axes, dims_arg(begin), dims_arg(end), dims_arg(strides), n);
+            return slice(x, axis_list_arg(axis), dims_arg(begin, "begin_index"), dims_arg(end, "end_index"),
+                         dims_arg(strides, "strides"), n);
         },
         arg("x"), arg("axis"), arg("begin_index"), arg("end_index"), arg("strides") = py::none(), name);
     m.def(
@@ -196,7 +198,7 @@ void bind_ops(py::module_& m) {
                                                      py::isinstance<py::tuple>(inputs[0]))
                                   ? py::object(inputs[0])
                                   : py::object(inputs);
-            return splice(to_variables(list), axis.cast<Axis>(), n);
+            return splice(to_variables(list), axis_arg(axis), n);
         },
         py::kw_only(), arg("axis") = -1, name);
     m.def(
@@ -206,14 +208,16 @@ void bind_ops(py::module_& m) {
             if (perm.is_none()) {
                 for (int i = x.rank() - 1; i >= 0; --i) p.push_back(i);  // reversed, as NumPy
             } else {
-                p = perm.cast<std::vector<int>>();
+                p = int_list_arg(perm, "perm");
             }
             return transpose(x, p, n);
         },
         arg("x"), arg("perm") = py::none(), name);
     m.def(
         "swapaxes",
-        [](const Variable& x, int a1, int a2, const std::string& n) { return swapaxes(x, a1, a2, n); },
+        [](const Variable& x, const py::object& a1, const py::object& a2, const std::string& n) {
+            return swapaxes(x, int_axis(a1, "axis1"), int_axis(a2, "axis2"), n);
+        },
         arg("x"), arg("axis1") = 0, arg("axis2") = 1, name);
     py::enum_<PadMode>(m, "PadMode")
         .value("CONSTANT", PadMode::constant)
@@ -233,13 +237,16 @@ void bind_ops(py::module_& m) {
         arg("reference"), arg("indices"), name);
     m.def(
         "one_hot",
-        [](const Variable& x, int64_t num_classes, bool sparse, int axis, const std::string& n) {
-            return one_hot(x, num_classes, sparse, axis, n);
+        [](const Variable& x, const py::object& num_classes, bool sparse, const py::object& axis,
+           const std::string& n) {
+            return one_hot(x, int_arg(num_classes, "num_classes"), sparse, int_axis(axis, "axis"), n);
         },
         arg("x"), arg("num_classes"), arg("sparse_output") = false, arg("axis") = -1, name);
     m.def(
         "top_k",
-        [](const Variable& x, int64_t k, int axis, const std::string& n) { return top_k(x, k, axis, n); },
+        [](const Variable& x, const py::object& k, const py::object& axis, const std::string& n) {
+            return top_k(x, int_arg(k, "k"), int_axis(axis, "axis"), n);
+        },
         arg("x"), arg("k"), arg("axis") = -1, name);
     m.def(
         "cast",

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -263,9 +264,15 @@ Dictionary deserialize_dictionary(const std::string& bytes, const std::string& s
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
+    // The folders on the way are made, as CNTK made them for its models and checkpoints.
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    CTK_CHECK(!ec, IOError, "cannot write '", path, "': cannot create its folder '", parent.string(),
+              "': ", ec.message());
     const std::string tmp = path + ".tmp";
     FILE* f = std::fopen(tmp.c_str(), "wb");
-    CTK_CHECK(f, IOError, "cannot open '", tmp, "' for writing: ", std::strerror(errno));
+    CTK_CHECK(f, IOError, "cannot write '", path, "' (through '", tmp, "'): ", std::strerror(errno));
     bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
     ok = std::fflush(f) == 0 && ok;
     ok = ::fsync(fileno(f)) == 0 && ok;

@@ -11,6 +11,7 @@ namespace {
 void check_dims(const Dims& dims) {
     for (int64_t d : dims)
         CTK_CHECK(d >= 0, ShapeError, "shape ", dims_to_string(dims), " has a negative dimension");
+    checked_numel(dims, "shape");
 }
 }  // namespace
 
@@ -20,8 +21,20 @@ Shape::Shape(Dims dims) : dims_(std::move(dims)) { check_dims(dims_); }
 int64_t Shape::dim(int axis) const { return dims_[static_cast<size_t>(normalize_axis(axis))]; }
 
 int64_t Shape::numel() const {
+    return checked_numel(dims_, "shape");
+}
+
+int64_t checked_numel(const Dims& dims, std::string_view what) {
     int64_t n = 1;
-    for (int64_t d : dims_) n *= d;
+    bool overflow = false;
+    for (int64_t d : dims) {
+        CTK_CHECK(d >= 0, ValueError, what, ": shape ", dims_to_string(dims), " has a negative dimension");
+        overflow = overflow || __builtin_mul_overflow(n, d, &n);
+    }
+    // A zero dim makes the count 0 whatever the others are; an overflow before it still names a shape
+    // no one can mean.
+    CTK_CHECK(!overflow, ValueError, what, ": shape ", dims_to_string(dims),
+              " has more elements than a 64-bit count can hold");
     return n;
 }
 

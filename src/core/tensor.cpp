@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 
@@ -122,9 +123,19 @@ bool Tensor::is_contiguous() const {
     return true;
 }
 
+size_t checked_nbytes(const Dims& dims, DataType dtype, std::string_view what) {
+    const int64_t n = checked_numel(dims, what);
+    const auto item = static_cast<int64_t>(size_of(dtype));
+    int64_t bytes = 0;
+    CTK_CHECK(!__builtin_mul_overflow(n, item, &bytes) && bytes <= PTRDIFF_MAX, ValueError, what, ": shape ",
+              dims_to_string(dims), " of ", dtype_name(dtype), " needs ", n, " x ", item,
+              " bytes, more than a 64-bit address space holds");
+    return static_cast<size_t>(bytes);
+}
+
 Tensor Tensor::empty(const Shape& shape, DataType dtype, Device device) {
     Tensor t;
-    t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape.numel()) * size_of(dtype), device);
+    t.storage_ = std::make_shared<Storage>(checked_nbytes(shape.dims(), dtype, "tensor"), device);
     t.shape_ = shape;
     t.strides_ = shape.contiguous_strides();
     t.dtype_ = dtype;

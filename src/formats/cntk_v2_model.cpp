@@ -452,6 +452,18 @@ private:
         v.impl()->uid = uid;  // as CNTK: a loaded variable keeps its uid (unnamed inputs are known by it)
     }
 
+    // A block's body is complete once its root is read: the loops inside it (an LSTM's past_value of
+    // its own output) close there, before the block maps its operands, or the placeholders that stood
+    // for the far ends would count as unmapped operands of the block.
+    void close_loops(const FunctionPtr& body) {
+        VariableMap map;
+        for (const auto& [uid, placeholder] : forward_) {
+            auto it = variables_.find(uid);
+            if (it != variables_.end()) map.emplace(placeholder, it->second);
+        }
+        if (!map.empty()) body->replace_placeholders(map);
+    }
+
     Variable variable(const std::string& uid, const std::string& where) {
         auto it = variables_.find(uid);
         if (it != variables_.end()) return it->second;
@@ -491,7 +503,9 @@ private:
             std::vector<std::pair<Variable, Variable>> mapping;
             for (size_t i = 0; i < keys.size(); ++i)
                 mapping.emplace_back(variable(keys[i], where), variable(values[i], where));
-            f = as_block(combine(inner->outputs()), mapping, r.string("block_function_op_name"), name);
+            FunctionPtr body = combine(inner->outputs());
+            close_loops(body);
+            f = as_block(body, mapping, r.string("block_function_op_name"), name);
         } else if (op == kCombine) {
             f = combine(inputs, name);
         } else {

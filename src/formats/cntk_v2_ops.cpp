@@ -815,8 +815,10 @@ FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r
             return make(c == 37 ? PrimitiveOp::past_value : PrimitiveOp::future_value, std::move(in),
                         Attributes{{"offset", r.integer("offset", 1)}});
         case 50:
+            // CNTK's ReconcileDynamicAxis both broadcasts a non-sequence over `like`'s frames and relabels
+            // a sequence (UnfoldFrom's loop state): ctk's reconcile_dynamic_axes does both.
             expect_inputs(in, 2, 2, where);
-            return make(PrimitiveOp::sequence_broadcast_as, std::move(in), {});
+            return make(PrimitiveOp::reconcile_dynamic_axes, std::move(in), {});
         case 79:
         case 80:
             expect_inputs(in, 1, 1, where);

@@ -114,7 +114,10 @@ public:
     std::unordered_map<std::string, SymShape> sym_shapes_;
     std::set<const void*> merged_;  // values whose ONNX form is [batch * sequence, sample...]
     // Static values Expand-ed to [batch, sample...] by a run-time shape: only a Scan's initial state.
+    // Kept unexpanded (past_value broadcasts a static initial state itself), with the sample the Expand
+    // asked for, which the Scan checks against its state before anything of that size exists.
     std::unordered_map<std::string, Variable> batch_broadcast_;
+    std::unordered_map<std::string, Dims> broadcast_samples_;
     Importer* parent_ = nullptr;  // the graph enclosing a Scan body
     bool frame_ = false;          // a Scan body: a sequence value stands for one frame, [batch, sample...]
 };

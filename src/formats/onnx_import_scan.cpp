@@ -29,11 +29,15 @@ void Importer::expand_to_batch(NodeCtx& c) {
         x = reshape(x, Dims(x.shape().begin() + 1, x.shape().end()));
         out = broadcast_shapes(Shape(x.shape()), Shape(sample), "Expand");
     }
-    Variable y = Dims(out.dims()) == x.shape() ? x : Variable(plus(x, constant(out.dims(), 0.0, x.dtype())));
-    if (dyn_of(c, x) == 1)
-        values_[c.node.output(0)] = y;
-    else
-        batch_broadcast_[c.node.output(0)] = y;
+    if (dyn_of(c, x) == 0) {
+        // Not built here: a corrupt target (2^62, or a mere 134 million) would allocate it whole before
+        // the Scan could say that the state has another shape.
+        batch_broadcast_[c.node.output(0)] = x;
+        broadcast_samples_[c.node.output(0)] = out.dims();
+        return;
+    }
+    values_[c.node.output(0)] =
+        Dims(out.dims()) == x.shape() ? x : Variable(plus(x, constant(out.dims(), 0.0, x.dtype())));
 }
 
 std::vector<Variable> Importer::scan_node(NodeCtx& c) {
@@ -103,8 +107,12 @@ std::vector<Variable> Importer::scan_node(NodeCtx& c) {
                 sample.push_back(sh.dim(d).dim_value());
             }
         } else {
-            sample = init.shape();
+            auto it = broadcast_samples_.find(name);
+            sample = it != broadcast_samples_.end() ? it->second : init.shape();
         }
+        if (auto it = broadcast_samples_.find(name); it != broadcast_samples_.end())
+            CTK_CHECK(it->second == sample, ShapeError, c.where, ": initial state ", j, " is expanded to ",
+                      dims_to_string(it->second), " but the state is ", dims_to_string(sample));
         const Variable p = placeholder(sample, default_sequence_axes(), vi.name());
         const Variable delayed = backward ? Variable(sequence::future_value(p, init, 1, c.name))
                                           : Variable(sequence::past_value(p, init, 1, c.name));
@@ -135,7 +143,6 @@ std::vector<Variable> Importer::scan_node(NodeCtx& c) {
         map.emplace(p, v);
         next.push_back(v);
     }
-    if (!next.empty()) combine(next)->replace_placeholders(map);
     std::vector<Variable> outs;
     // The final states: the last step is each sequence's last frame (first for a reversed Scan).
     for (const Variable& v : next) outs.push_back(backward ? sequence::first(v) : sequence::last(v));
@@ -143,6 +150,11 @@ std::vector<Variable> Importer::scan_node(NodeCtx& c) {
         Variable v = body_value(n + i);
         outs.push_back(v.is_output() ? v : Variable(alias(v, body.output(n + i).name())));
     }
+    // Closed over every result: a state that is only a delayed input (CNTK's Delay: the next state is
+    // the frame itself) is read by the scan outputs alone, not upstream of the next states.
+    std::vector<Variable> reached = next;
+    reached.insert(reached.end(), outs.begin(), outs.end());
+    if (!map.empty()) combine(reached)->replace_placeholders(map);
     return outs;
 }
 

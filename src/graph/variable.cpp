@@ -1,4 +1,5 @@
 // Variables and their factories (declared in ctk/variable.h).
+#include <algorithm>
 #include <atomic>
 
 #include "ctk/function.h"
@@ -35,6 +36,10 @@ std::shared_ptr<VariableData> make_variable_data(VariableKind kind, Dims shape, 
         CTK_CHECK(d >= 0 || d == kInferredDim || d == kFreeDim, ShapeError, variable_kind_name(kind), " '",
                   name, "': dim ", d, " in shape ", static_shape_string(shape),
                   " is invalid (use a size, kInferredDim (-1) or kFreeDim (-3))");
+    // Refused here, naming the variable, rather than when its value or a batch is allocated.
+    Dims known = shape;
+    for (int64_t& d : known) d = std::max<int64_t>(d, 1);
+    checked_nbytes(known, dtype, std::string(variable_kind_name(kind)) + " '" + name + "'");
     int sequence_axes = 0;
     for (size_t i = 0; i < dynamic_axes.size(); ++i) {
         const Axis& a = dynamic_axes[i];
@@ -155,6 +160,7 @@ Tensor Variable::value() const {
     if (!d.value.defined()) {
         CTK_CHECK(!has_inferred_dims(), ShapeError, to_string(),
                   " has no value yet: its shape still has inferred dims (use it in a graph first)");
+        checked_nbytes(d.shape, d.dtype, to_string());
         // Drawn on the CPU whatever the device, so that a seed gives the same weights everywhere.
         Tensor v = Tensor::empty(Shape(d.shape), d.dtype == DataType::f64 ? DataType::f64 : DataType::f32);
         d.init.fill(v);
@@ -255,6 +261,7 @@ Variable constant(double value, DataType dtype, const std::string& name) {
 Variable constant(const Dims& shape, double value, DataType dtype, const std::string& name) {
     bool inferred = false;
     for (int64_t dim : shape) inferred = inferred || dim == kInferredDim;
+    if (!inferred) checked_nbytes(shape, dtype, "constant '" + name + "'");
     if (!inferred) return constant(Tensor::full(Shape(shape), value, dtype), name);
     // Inferred dims (CNTK's Constant(0, shape=(INFERRED,))): the value is filled in once the shape is known.
     for (int64_t dim : shape)

@@ -3,9 +3,11 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <set>
 
 #include "ctk/error.h"
@@ -50,40 +52,122 @@ std::string existing_or_gz(const std::string& path) {
     return path;
 }
 
+namespace {
+
+// An IDX file read through zlib (gzip or plain) exactly as far as its header says: a header that
+// announces more than the file can hold is refused before anything is allocated, and data past what it
+// announces is an error, not inflated (a few megabytes of gzip can expand to gigabytes of zeros).
+class IdxReader {
+public:
+    explicit IdxReader(const std::string& path) : path_(path) {
+        std::error_code ec;
+        file_bytes_ = std::filesystem::file_size(path, ec);
+        errno = 0;
+        f_ = gzopen(path.c_str(), "rb");
+        CTK_CHECK(f_ != nullptr, IOError, "cannot open '", path,
+                  "': ", errno ? std::strerror(errno) : "zlib could not allocate its state");
+        gzbuffer(f_, 1 << 20);
+    }
+    ~IdxReader() { gzclose(f_); }
+    IdxReader(const IdxReader&) = delete;
+    IdxReader& operator=(const IdxReader&) = delete;
+
+    // Up to `n` bytes (fewer only at the end of the data).
+    size_t read(uint8_t* out, size_t n) {
+        size_t done = 0;
+        while (done < n) {
+            const auto want = static_cast<unsigned>(std::min<size_t>(n - done, size_t(1) << 30));
+            const int got = gzread(f_, out + done, want);
+            if (got > 0) {
+                done += static_cast<size_t>(got);
+                continue;
+            }
+            // A gzip stream cut short reads as a clean end of data; zlib reports it only through gzerror.
+            int code = 0;
+            const char* msg = gzerror(f_, &code);
+            CTK_CHECK(got == 0 && (code == Z_OK || code == Z_STREAM_END), IOError, "cannot read '", path_,
+                      "': ", got < 0 ? "" : "the gzip stream is truncated or corrupt: ", msg ? msg : "");
+            break;
+        }
+        return done;
+    }
+
+    // The most bytes the file can inflate to: its size when plain, 1032 times it when compressed
+    // (deflate's largest ratio: a 258-byte match coded in about two bits).
+    uint64_t max_content_bytes() const { return gzdirect(f_) ? file_bytes_ : file_bytes_ * 1032 + 1024; }
+
+    // The header announced `expected` bytes after itself; anything more is rejected.
+    void expect_end(const char* announced) {
+        uint8_t extra = 0;
+        CTK_CHECK(read(&extra, 1) == 0, IOError, "'", path_, "' holds more data than its header announces (",
+                  announced, ")");
+    }
+
+private:
+    std::string path_;
+    uint64_t file_bytes_ = 0;
+    gzFile f_ = nullptr;
+};
+
+// The announced payload: the product of `dims` bytes, checked against what the file can hold.
+size_t announced_bytes(const IdxReader& r, const std::string& path, std::initializer_list<uint64_t> dims,
+                       const std::string& what) {
+    uint64_t n = 1;
+    bool overflow = false;
+    for (uint64_t d : dims) overflow = overflow || __builtin_mul_overflow(n, d, &n);
+    CTK_CHECK(!overflow && n <= r.max_content_bytes(), IOError, "'", path,
+              "' is truncated or corrupt: the header announces ", what, ", more than the file's ",
+              r.max_content_bytes(), " bytes can hold");
+    return static_cast<size_t>(n);
+}
+
+}  // namespace
+
 IdxImages read_idx_images(const std::string& path) {
-    const std::vector<uint8_t> bytes = read_file_maybe_gz(path);
-    const uint32_t magic = bytes.size() >= 4 ? load_be32(bytes.data()) : 0;
+    IdxReader r(path);
+    uint8_t header[16];
+    const size_t got = r.read(header, sizeof header);
+    const uint32_t magic = got >= 4 ? load_be32(header) : 0;
     CTK_CHECK(magic == 0x00000803u, IOError, "'", path, "' is not an IDX image file: magic 0x", std::hex,
               magic, ", expected 0x00000803 (unsigned bytes, 3 dims)");
-    CTK_CHECK(bytes.size() >= 16, IOError, "'", path,
-              "' is truncated: an IDX image file needs a 16-byte header, found ", bytes.size(), " bytes");
+    CTK_CHECK(got == 16, IOError, "'", path,
+              "' is truncated: an IDX image file needs a 16-byte header, found ", got, " bytes");
     IdxImages out;
-    out.count = load_be32(bytes.data() + 4);
-    out.rows = load_be32(bytes.data() + 8);
-    out.cols = load_be32(bytes.data() + 12);
+    out.count = load_be32(header + 4);
+    out.rows = load_be32(header + 8);
+    out.cols = load_be32(header + 12);
     CTK_CHECK(out.rows > 0 && out.cols > 0, IOError, "'", path, "': image size ", out.rows, "x", out.cols,
               " is empty");
-    const uint64_t expected = uint64_t(out.count) * uint64_t(out.rows) * uint64_t(out.cols);
-    CTK_CHECK(bytes.size() - 16 >= expected, IOError, "'", path, "' is truncated: the header announces ",
-              out.count, " images of ", out.rows, "x", out.cols, " (", expected, " bytes of pixels), found ",
-              bytes.size() - 16, " bytes");
-    out.pixels.assign(bytes.begin() + 16, bytes.begin() + 16 + static_cast<std::ptrdiff_t>(expected));
+    const std::string what =
+        std::to_string(out.count) + " images of " + std::to_string(out.rows) + "x" + std::to_string(out.cols);
+    const size_t expected =
+        announced_bytes(r, path, {uint64_t(out.count), uint64_t(out.rows), uint64_t(out.cols)}, what);
+    out.pixels.resize(expected);
+    const size_t read = r.read(out.pixels.data(), expected);
+    CTK_CHECK(read == expected, IOError, "'", path, "' is truncated: the header announces ", what, " (",
+              expected, " bytes of pixels), found ", read, " bytes");
+    r.expect_end(what.c_str());
     return out;
 }
 
 IdxLabels read_idx_labels(const std::string& path, int64_t num_classes) {
-    const std::vector<uint8_t> bytes = read_file_maybe_gz(path);
-    const uint32_t magic = bytes.size() >= 4 ? load_be32(bytes.data()) : 0;
+    IdxReader r(path);
+    uint8_t header[8];
+    const size_t got = r.read(header, sizeof header);
+    const uint32_t magic = got >= 4 ? load_be32(header) : 0;
     CTK_CHECK(magic == 0x00000801u, IOError, "'", path, "' is not an IDX label file: magic 0x", std::hex,
               magic, ", expected 0x00000801 (unsigned bytes, 1 dim)");
-    CTK_CHECK(bytes.size() >= 8, IOError, "'", path,
-              "' is truncated: an IDX label file needs an 8-byte header, found ", bytes.size(), " bytes");
+    CTK_CHECK(got == 8, IOError, "'", path,
+              "' is truncated: an IDX label file needs an 8-byte header, found ", got, " bytes");
     IdxLabels out;
-    out.count = load_be32(bytes.data() + 4);
-    CTK_CHECK(bytes.size() - 8 >= uint64_t(out.count), IOError, "'", path,
-              "' is truncated: the header announces ", out.count, " labels, found ", bytes.size() - 8,
-              " bytes");
-    out.labels.assign(bytes.begin() + 8, bytes.begin() + 8 + out.count);
+    out.count = load_be32(header + 4);
+    const std::string what = std::to_string(out.count) + " labels";
+    const size_t expected = announced_bytes(r, path, {uint64_t(out.count)}, what);
+    out.labels.resize(expected);
+    const size_t read = r.read(out.labels.data(), expected);
+    CTK_CHECK(read == expected, IOError, "'", path, "' is truncated: the header announces ", what, ", found ",
+              read, " bytes");
+    r.expect_end(what.c_str());
     for (int64_t i = 0; i < out.count; ++i)
         CTK_CHECK(out.labels[size_t(i)] < num_classes, IOError, "'", path, "': label ", i, " is ",
                   int(out.labels[size_t(i)]), ", outside the ", num_classes, " classes");

@@ -254,7 +254,9 @@ FunctionPtr LayerNormalization(double initial_scale, double initial_bias, std::o
         FunctionPtr std_dev = sqrt(reduce_mean(square(x0)));
         // CNTK adds epsilon to the standard deviation, not to the variance.
         FunctionPtr denom = epsilon != 0.0 ? plus(std_dev, constant(epsilon)) : std_dev;
-        return plus(element_times(element_divide(x0, denom), scale), bias);
+        // x0 / denom as CNTK's ElementDivide computed it, x0 * reciprocal(denom): CNTK v2 files can hold
+        // only that form, so the layer loads back from one computing the same bits.
+        return plus(element_times(element_times(x0, reciprocal(denom)), scale), bias);
     });
 }
 

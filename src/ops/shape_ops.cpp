@@ -124,6 +124,8 @@ std::vector<OutputSpec> infer_splice(InferContext& c) {
     int a = axis.static_index() < 0 ? axis.static_index() + static_cast<int>(rank) : axis.static_index();
     CTK_CHECK(axis.is_static() && a >= 0, ValueError, c.where, ": ", axis.to_string(),
               " is not a static axis of the operands");
+    CTK_CHECK(a < kMaxRank, ValueError, c.where, ": ", axis.to_string(), " would make the result rank ",
+              a + 1, ", more than the ", kMaxRank, " axes a shape may have");
     rank = std::max(rank, static_cast<size_t>(a) + 1);
     Dims out;
     for (size_t i = 0; i < c.inputs.size(); ++i) {

@@ -43,3 +43,25 @@ TEST(Shape, Broadcasting) {
         EXPECT_NE(m.find("[4, 3]"), std::string::npos) << m;
     }
 }
+
+// Element and byte counts never wrap: a shape whose count passes 64 bits is an error that names it.
+TEST(Shape, CountsThatPass64BitsAreErrors) {
+    const int64_t big = int64_t(1) << 31;
+    try {
+        Shape s{big, big, 4};
+        FAIL() << "expected ValueError";
+    } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("[2147483648, 2147483648, 4]"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(Shape({big, big, big}), ValueError);
+    EXPECT_THROW(Shape({big, big, big, 0}), ValueError);  // a zero after an overflow is still no shape
+    EXPECT_EQ(checked_numel({big, big}, "x"), int64_t(1) << 62);
+    EXPECT_EQ(checked_numel({0, big, big}, "x"), 0);
+    EXPECT_EQ(checked_numel({}, "x"), 1);
+    try {
+        checked_numel({3, -2}, "parameter 'W'");
+        FAIL() << "expected ValueError";
+    } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("parameter 'W'"), std::string::npos) << e.what();
+    }
+}

@@ -219,3 +219,22 @@ TEST(Devices, NamesDefaultAndParsing) {
         EXPECT_NE(std::string(e.what()).find("CPU:1"), std::string::npos) << e.what();
     }
 }
+
+// Byte counts are checked before anything is asked of an allocator: 2^62 float32 elements wrapped to 0
+// bytes before, and an empty block was then written.
+TEST(Storage, ByteCountsThatPass64BitsAreErrors) {
+    const int64_t n62 = int64_t(1) << 62;
+    EXPECT_EQ(checked_nbytes({n62}, DataType::u8, "t"), size_t(1) << 62);
+    EXPECT_EQ(checked_nbytes({n62 / 2}, DataType::f16, "t"), size_t(1) << 62);
+    for (const Dims& dims : {Dims{n62}, Dims{n62 / 2, 2}, Dims{INT64_MAX}}) {
+        try {
+            checked_nbytes(dims, DataType::f32, "constant 'c'");
+            FAIL() << "expected ValueError for " << dims_to_string(dims);
+        } catch (const ValueError& e) {
+            EXPECT_NE(std::string(e.what()).find("constant 'c'"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("float32"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_THROW(Tensor::empty(Shape{n62}), ValueError);
+    EXPECT_THROW(Tensor::zeros(Shape{INT64_MAX}, DataType::f64), ValueError);
+}

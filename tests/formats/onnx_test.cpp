@@ -2,6 +2,7 @@
 // conformance tests (Debian's libonnx-testdata; skipped when absent) checked against the list of tests
 // that pass, and hostile files (truncations, byte flips, lying tensors, unknown ops, wrong opsets).
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <chrono>
@@ -616,6 +617,64 @@ TEST(OnnxHostile, TruncationsAndByteFlips) {
         sequence_input_variable({1, 8, 8}, DataType::f32, false, false, Axis::default_dynamic_axis(), "s");
     FunctionPtr c = call(Convolution2D({3, 3}, 4), s);
     fuzz_model_file(call(Dense({3}, ActivationFn()), call(MaxPooling({2, 2}, {2, 2}), c)), "sequence");
+}
+
+// Shape values held in tensors (Reshape's and Expand's targets, ...) set to absurd sizes: a 2-byte
+// change to the export of Recurrence(LSTM(6)) (the Expand of the initial state to 2^62) crashed the
+// loader, and 134,217,734 made a 4 KB file take a gigabyte. Every int64 value of every constant in the
+// file, set to each hostile value, must load or throw ctk::Error, and never ask for more than a file's
+// worth of memory.
+TEST(OnnxHostile, AbsurdShapeValuesInTensors) {
+    Variable x = sequence_input_variable({5}, DataType::f32, false, false, Axis::default_dynamic_axis(), "x");
+    Variable b = input_variable({2, 6}, DataType::f32, false, false, default_batch_axes(), "b");
+    using namespace layers;
+    const std::vector<std::pair<std::string, FunctionPtr>> models = {
+        {"lstm", call(Recurrence(LSTM({6})), x)},
+        {"reshape", reshape(call(Dense({12}, ActivationFn()), b), {3, 4})},
+    };
+    const std::vector<int64_t> hostile = {int64_t(1) << 62, 134217734, -5, INT64_MAX, INT64_MIN, 1 << 30};
+    for (const auto& [tag, model] : models) {
+        SCOPED_TRACE(tag);
+        const std::string dir = test::temp_dir("onnx_shape_values_" + tag);
+        save_onnx_model(model, dir + "/good.onnx");
+        onnx::ModelProto proto;
+        ASSERT_TRUE(proto.ParseFromString(test::read_file_bytes(dir + "/good.onnx")));
+        // Every int64 tensor: initializers and Constant nodes' values.
+        std::vector<onnx::TensorProto*> tensors;
+        for (auto& t : *proto.mutable_graph()->mutable_initializer()) tensors.push_back(&t);
+        for (auto& n : *proto.mutable_graph()->mutable_node())
+            for (auto& a : *n.mutable_attribute())
+                if (a.has_t()) tensors.push_back(a.mutable_t());
+        int edited = 0, refused = 0;
+        for (onnx::TensorProto* t : tensors) {
+            if (t->data_type() != onnx::TensorProto::INT64) continue;
+            const int count =
+                t->has_raw_data() ? static_cast<int>(t->raw_data().size() / 8) : t->int64_data_size();
+            for (int i = 0; i < count; ++i) {
+                for (int64_t v : hostile) {
+                    const onnx::TensorProto saved = *t;
+                    if (t->has_raw_data())
+                        std::memcpy(t->mutable_raw_data()->data() + 8 * i, &v, 8);
+                    else
+                        t->set_int64_data(i, v);
+                    const std::string path = dir + "/bad.onnx";
+                    test::write_file_bytes(path, proto.SerializeAsString());
+                    *t = saved;
+                    ++edited;
+                    cpu_allocator().reset_peak();
+                    try {
+                        load_onnx_model(path);
+                    } catch (const Error&) {
+                        ++refused;
+                    }
+                    EXPECT_LT(cpu_allocator().stats().peak_bytes_in_use, int64_t(64) << 20)
+                        << "value " << v << " at element " << i << " of " << t->name();
+                }
+            }
+        }
+        EXPECT_GT(edited, 0);
+        EXPECT_GT(refused, 0);
+    }
 }
 
 }  // namespace

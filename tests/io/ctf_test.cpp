@@ -124,6 +124,28 @@ TEST(CtfDeserializer, MalformedNumberNamesFileLineAndColumn) {
     }
 }
 
+// Bytes that are not UTF-8 are quoted escaped, so the message stays text (Python showed an empty
+// OSError() before) and keeps its file:line:column.
+TEST(CtfDeserializer, BytesThatAreNotUtf8AreQuotedEscaped) {
+    TempDir dir;
+    const std::string path = dir.file("bad.ctf");
+    for (const char* bad : {"|x 1 \xff 3", "|x 1 2\xc3 3"}) {
+        write_file(path, std::string(bad) + " |y 0:1\n");
+        auto d = ctf_deserializer(path, two_streams());
+        std::string m;
+        try {
+            read_all(*d);
+        } catch (const IOError& e) {
+            m = e.what();
+        } catch (const ValueError& e) {
+            m = e.what();
+        }
+        EXPECT_NE(m.find(path + ":1:"), std::string::npos) << m;
+        EXPECT_NE(m.find("\\x"), std::string::npos) << m;
+        EXPECT_EQ(escape_invalid_utf8(m), m) << m;
+    }
+}
+
 TEST(CtfDeserializer, WrongDenseDimensionIsAnError) {
     TempDir dir;
     const std::string path = dir.file("dim.ctf");

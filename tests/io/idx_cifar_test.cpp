@@ -103,6 +103,52 @@ TEST(MnistIdxDeserializer, Errors) {
     EXPECT_NE(msg.find("label 1 is 10"), std::string::npos) << msg;
 }
 
+// A header is read as a promise: the reader inflates what it announces and no more, and refuses a
+// header that announces more than the file can hold before allocating for it.
+TEST(MnistIdxDeserializer, ReadsOnlyWhatTheHeaderAnnounces) {
+    TempDir dir;
+    const std::vector<uint8_t> pixels = pattern(3 * 4 * 4, 5);
+    test::write_file(dir.file("lab"), test::idx_labels({1, 2, 3}));
+    const std::string full = test::idx_images(3, 4, 4, pixels);
+
+    // A gzip bomb: the header announces 3 images, then 16 MiB of zeros follow (16 KiB compressed).
+    test::write_gz(dir.file("bomb.gz"), full + std::string(16u << 20, '\0'));
+    std::string msg =
+        error_of<IOError>([&] { mnist_idx_deserializer(dir.file("bomb.gz"), dir.file("lab")); });
+    EXPECT_NE(msg.find("bomb.gz"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("more data than its header announces (3 images of 4x4)"), std::string::npos) << msg;
+
+    // One byte too many in a plain file, and in labels.
+    test::write_file(dir.file("long"), full + "x");
+    msg = error_of<IOError>([&] { mnist_idx_deserializer(dir.file("long"), dir.file("lab")); });
+    EXPECT_NE(msg.find("more data than its header announces"), std::string::npos) << msg;
+    test::write_file(dir.file("img"), full);
+    test::write_file(dir.file("lab_long"), test::idx_labels({1, 2, 3}) + "\x01");
+    msg = error_of<IOError>([&] { mnist_idx_deserializer(dir.file("img"), dir.file("lab_long")); });
+    EXPECT_NE(msg.find("(3 labels)"), std::string::npos) << msg;
+
+    // 4294967295 images of 65535x65535 (the product passes 64 bits) and 4294967295 images of 28x28:
+    // both refused from the header alone, plain and gzipped.
+    for (const auto& [rows, name] : {std::pair<uint32_t, const char*>{65535, "huge"}, {28, "many"}}) {
+        std::string header = test::idx_images(0xffffffffu, rows, rows, {}).substr(0, 16);
+        test::write_file(dir.file(name), header + std::string(100, '\1'));
+        test::write_gz(dir.file(std::string(name) + ".gz"), header + std::string(100, '\1'));
+        for (const std::string& file : {dir.file(name), dir.file(std::string(name) + ".gz")}) {
+            msg = error_of<IOError>([&] { mnist_idx_deserializer(file, dir.file("lab")); });
+            EXPECT_NE(msg.find("the header announces 4294967295 images"), std::string::npos) << msg;
+        }
+    }
+
+    // The MNIST converter reads through the same code.
+    TempDir in;
+    test::write_gz(in.file("train-images-idx3-ubyte.gz"), full + std::string(1u << 20, '\0'));
+    test::write_file(in.file("train-labels-idx1-ubyte"), test::idx_labels({1, 2, 3}));
+    test::write_file(in.file("t10k-images-idx3-ubyte"), full);
+    test::write_file(in.file("t10k-labels-idx1-ubyte"), test::idx_labels({1, 2, 3}));
+    msg = error_of<IOError>([&] { convert_mnist_to_ctf(in.path(), dir.file("out")); });
+    EXPECT_NE(msg.find("train-images-idx3-ubyte.gz"), std::string::npos) << msg;
+}
+
 TEST(Cifar10BinaryDeserializer, ReadsRecordsAsChwAndOneHot) {
     TempDir dir;
     std::string a, b;

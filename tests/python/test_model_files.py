@@ -65,3 +65,14 @@ def test_load_from_bytes(tmp_path, rng):
     np.testing.assert_array_equal(z.eval({x: data}), loaded.eval({loaded.arguments[0]: data}))
     with pytest.raises(OSError):
         C.load_model(b'\x08\x01\x12\x05garbage')
+
+
+def test_save_makes_the_folders_on_the_way(tmp_path):
+    # As CNTK: ConvNet_MNIST.py saves into a folder that does not exist yet.
+    x, z = small_convnet()
+    path = tmp_path / 'Models' / 'ConvNet' / 'model.dnn'
+    z.save(str(path))
+    assert path.is_file() and not path.with_name('model.dnn.tmp').exists()
+    (tmp_path / 'file').write_text('')
+    with pytest.raises(OSError, match=r"cannot write '.*file/sub/model\.dnn'"):
+        z.save(str(tmp_path / 'file' / 'sub' / 'model.dnn'))

@@ -140,7 +140,7 @@ size_t pinned_block_size(size_t bytes) {
 Tensor pinned_empty(const Shape& shape, DataType dtype) {
     if (!is_available()) return Tensor::empty(shape, dtype);
     const size_t bytes =
-        pinned_block_size(static_cast<size_t>(std::max<int64_t>(shape.numel(), 1)) * size_of(dtype));
+        pinned_block_size(std::max(checked_nbytes(shape.dims(), dtype, "pinned tensor"), size_of(dtype)));
     void* p = cache().take(bytes);
     std::shared_ptr<void> owner(p, [bytes](void* q) { cache().give_back(q, bytes); });
     return Tensor::wrap(p, bytes, shape, shape.contiguous_strides(), dtype, Device::cpu(), std::move(owner));
