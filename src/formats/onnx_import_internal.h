@@ -135,6 +135,10 @@ int dyn_of(const NodeCtx& c, const Variable& v);
 int onnx_rank(const NodeCtx& c, const Variable& v);
 // ONNX axis (negative from the end) -> ctk static axis; the batch axis is refused.
 int static_axis(const NodeCtx& c, const Variable& v, int64_t axis, int extra_rank = 0);
+// Zeros of `dims` that an Expand broadcasts against: a tensor sized by shape values in the file, not
+// by data in it, so it is refused (ValueError naming the node) when it would not fit this machine's
+// memory, before anything is allocated.
+Variable expand_zeros(const NodeCtx& c, const Dims& dims, DataType dtype);
 // Integer operands of arithmetic go through f64 (exact below 2^53) and come back.
 Variable as_float(const Variable& v);
 // ctk casts only to floating dtypes, so integer results stay in f64 (their values are exact).

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include <unistd.h>
+
 #include "formats/onnx_import_internal.h"
 #include "formats/onnx_recurrence.h"
 #include "ops/ops_common.h"
@@ -35,6 +37,16 @@ std::optional<Dims> attr_ints(const NodeCtx& c, const char* key) {
 
 [[noreturn]] void unsupported(const NodeCtx& c, const std::string& why) {
     CTK_THROW(NotImplementedError, c.where, ": ", why);
+}
+
+Variable expand_zeros(const NodeCtx& c, const Dims& dims, DataType dtype) {
+    const size_t bytes = checked_nbytes(dims, dtype, c.where);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+    CTK_CHECK(memory == 0 || bytes <= memory, ValueError, c.where, ": expands to ", dims_to_string(dims),
+              " of ", dtype_name(dtype), ", ", bytes, " bytes, more than this machine's ", memory,
+              " bytes of memory");
+    return constant(dims, 0.0, dtype);
 }
 
 int dyn_of(const NodeCtx& c, const Variable& v) {
@@ -739,7 +751,7 @@ std::map<std::string, Handler> make_handlers() {
         Shape out = broadcast_shapes(Shape(x.shape()), Shape(shape), "Expand");
         const DataType d = x.dtype();
         Variable xf = as_float(x);
-        return {back_to(plus(xf, constant(out.dims(), 0.0, xf.dtype()), c.name), d)};
+        return {back_to(plus(xf, expand_zeros(c, out.dims(), xf.dtype()), c.name), d)};
     };
     return h;
 }

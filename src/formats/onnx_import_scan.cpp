@@ -37,7 +37,7 @@ void Importer::expand_to_batch(NodeCtx& c) {
         return;
     }
     values_[c.node.output(0)] =
-        Dims(out.dims()) == x.shape() ? x : Variable(plus(x, constant(out.dims(), 0.0, x.dtype())));
+        Dims(out.dims()) == x.shape() ? x : Variable(plus(x, expand_zeros(c, out.dims(), x.dtype())));
 }
 
 std::vector<Variable> Importer::scan_node(NodeCtx& c) {
