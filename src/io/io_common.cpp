@@ -21,11 +21,12 @@ std::vector<uint8_t> read_file_maybe_gz(const std::string& path) {
               "': ", errno ? std::strerror(errno) : "zlib could not allocate its state");
     gzbuffer(f, 1 << 20);
     std::vector<uint8_t> bytes;
-    constexpr size_t kBlock = 4 << 20;
-    for (;;) {
+    // Blocks from 64 KiB doubling to 4 MiB: a small file is not read through megabytes of zeroed buffer.
+    size_t block = size_t(64) << 10;
+    for (;; block = std::min(block * 2, size_t(4) << 20)) {
         const size_t old = bytes.size();
-        bytes.resize(old + kBlock);
-        const int n = gzread(f, bytes.data() + old, static_cast<unsigned>(kBlock));
+        bytes.resize(old + block);
+        const int n = gzread(f, bytes.data() + old, static_cast<unsigned>(block));
         if (n < 0) {
             int code = 0;
             const std::string msg = gzerror(f, &code);

@@ -1,0 +1,116 @@
+// The fuzz targets (fuzz_targets.h). Readers that take a path get the input through a file of this
+// process's own in the temporary folder.
+#include "fuzz/fuzz_targets.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "ctk/error.h"
+#include "ctk/io.h"
+#include "ctk/model.h"
+#include "formats/cntk_dictionary.h"
+#include "io/io_common.h"
+
+namespace ctk::fuzz {
+namespace {
+
+// The input as a file, rewritten for each run.
+std::string as_file(const uint8_t* data, size_t size, const char* suffix) {
+    static const std::string dir = [] {
+        const auto d = std::filesystem::temp_directory_path() / ("ctk_fuzz_" + std::to_string(::getpid()));
+        std::filesystem::create_directories(d);
+        return d.string();
+    }();
+    const std::string path = dir + "/input" + suffix;
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+    return path;
+}
+
+void read_all(const Deserializer& d) {
+    for (int64_t c = 0; c < d.num_chunks(); ++c) (void)d.read_chunk(c);
+}
+
+// Each reader as a user calls it; a ctk::Error is the reader refusing the input.
+template <typename F>
+void refused_is_fine(F&& f) {
+    try {
+        f();
+    } catch (const Error&) {
+    }
+}
+
+void ctf(const uint8_t* data, size_t size) {
+    const std::string path = as_file(data, size, ".ctf");
+    refused_is_fine([&] {
+        // A dense, a sparse and a shaped stream, with a small chunk size so that chunking is exercised.
+        auto d = ctf_deserializer(
+            path,
+            {StreamDef{"features", "x", {3}, false, false}, StreamDef{"labels", "y", {5}, true, false},
+             StreamDef{"image", "img", {2, 2}, false, false}},
+            256);
+        read_all(*d);
+    });
+}
+
+void idx_images(const uint8_t* data, size_t size) {
+    const std::string path = as_file(data, size, ".idx3");
+    refused_is_fine([&] { (void)detail::read_idx_images(path); });
+}
+
+void idx_labels(const uint8_t* data, size_t size) {
+    const std::string path = as_file(data, size, ".idx1");
+    refused_is_fine([&] { (void)detail::read_idx_labels(path, 10); });
+}
+
+void cifar(const uint8_t* data, size_t size) {
+    const std::string path = as_file(data, size, ".bin");
+    refused_is_fine([&] { read_all(*cifar10_binary_deserializer({path})); });
+}
+
+void cntk_dictionary(const uint8_t* data, size_t size) {
+    const std::string bytes(reinterpret_cast<const char*>(data), size);
+    refused_is_fine([&] { (void)formats::parse_cntk_dictionary(bytes, "fuzz"); });
+}
+
+void cntk_v2(const uint8_t* data, size_t size) {
+    const std::string bytes(reinterpret_cast<const char*>(data), size);
+    refused_is_fine([&] { (void)deserialize_cntk_v2_model(bytes, "fuzz"); });
+}
+
+void cntk_v1(const uint8_t* data, size_t size) {
+    const std::string path = as_file(data, size, ".dnn");
+    refused_is_fine([&] { (void)load_cntk_v1_model(path); });
+}
+
+void onnx(const uint8_t* data, size_t size) {
+    const std::string path = as_file(data, size, ".onnx");
+    refused_is_fine([&] { (void)load_onnx_model(path); });
+}
+
+}  // namespace
+
+const std::vector<Target>& targets() {
+    static const std::vector<Target> all = {
+        {"ctf", ctf},
+        {"idx_images", idx_images},
+        {"idx_labels", idx_labels},
+        {"cifar", cifar},
+        {"cntk_dictionary", cntk_dictionary},
+        {"cntk_v2", cntk_v2},
+        {"cntk_v1", cntk_v1},
+        {"onnx", onnx},
+    };
+    return all;
+}
+
+const Target& target(const std::string& name) {
+    for (const Target& t : targets())
+        if (t.name == name) return t;
+    throw std::invalid_argument("no fuzz target named '" + name + "'");
+}
+
+}  // namespace ctk::fuzz
