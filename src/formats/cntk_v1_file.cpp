@@ -146,7 +146,8 @@ private:
             out += static_cast<char>(0x80 | (cp & 0x3F));
         }
     }
-    // Windows wrote wchar_t as UTF-16; a lone surrogate is kept as its own code point.
+    // Windows wrote wchar_t as UTF-16; a lone surrogate becomes U+FFFD, the replacement character (as
+    // its own code point it would be bytes that are not UTF-8, which Python refuses as a name).
     static std::string to_utf8(const std::u16string& s) {
         std::string out;
         for (size_t i = 0; i < s.size(); ++i) {
@@ -154,6 +155,8 @@ private:
             if (c >= 0xD800 && c < 0xDC00 && i + 1 < s.size() && s[i + 1] >= 0xDC00 && s[i + 1] < 0xE000) {
                 c = 0x10000 + ((c - 0xD800) << 10) + (s[i + 1] - 0xDC00);
                 ++i;
+            } else if (c >= 0xD800 && c < 0xE000) {
+                c = 0xFFFD;
             }
             append_utf8(out, c);
         }

@@ -276,18 +276,43 @@ void parse_file(const std::string& path, const char* what, google::protobuf::Mes
               path, "' is not a valid ONNX file (protobuf parsing failed)");
 }
 
+// ONNX's strings are UTF-8, but protobuf's proto2 does not check: a file's names with other bytes are
+// written \xNN (the same for every reference to a name, so the graph stays connected), so that the
+// Variables and Functions made from them carry names Python, C# and terminals can take.
+void escape_names(onnx::GraphProto& g) {
+    auto fix = [](std::string* s) {
+        if (std::string e = escape_invalid_utf8(*s); e != *s) *s = std::move(e);
+    };
+    fix(g.mutable_name());
+    for (auto& n : *g.mutable_node()) {
+        fix(n.mutable_name());
+        for (auto& s : *n.mutable_input()) fix(&s);
+        for (auto& s : *n.mutable_output()) fix(&s);
+        for (auto& a : *n.mutable_attribute()) {
+            if (a.has_g()) escape_names(*a.mutable_g());
+            for (auto& sub : *a.mutable_graphs()) escape_names(sub);
+        }
+    }
+    for (auto& v : *g.mutable_input()) fix(v.mutable_name());
+    for (auto& v : *g.mutable_output()) fix(v.mutable_name());
+    for (auto& v : *g.mutable_value_info()) fix(v.mutable_name());
+    for (auto& t : *g.mutable_initializer()) fix(t.mutable_name());
+}
+
 }  // namespace
 
 OnnxTensorFile load_onnx_tensor_file(const std::string& path) {
     onnx::TensorProto t;
     parse_file(path, "load_onnx_tensor_file", t);
-    return {t.name(), detail::onnx_io::tensor_from_proto(t, "load_onnx_tensor_file '" + path + "'")};
+    return {escape_invalid_utf8(t.name()),
+            detail::onnx_io::tensor_from_proto(t, "load_onnx_tensor_file '" + path + "'")};
 }
 
 FunctionPtr load_onnx_model(const std::string& path) {
     onnx::ModelProto model;
     parse_file(path, "load_onnx_model", model);
     CTK_CHECK(model.ByteSizeLong() > 0, IOError, "load_onnx_model: '", path, "' is empty");
+    escape_names(*model.mutable_graph());
     const std::string source = "load_onnx_model '" + path + "'";
     try {
         return detail::onnx_io::import_model(model, source);

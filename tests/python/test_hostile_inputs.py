@@ -1,6 +1,8 @@
 # Hostile calls and files that crashed the interpreter or lost their error text: sizes whose byte count
 # passed 64 bits, integers past C's ranges, and input bytes that are not UTF-8. Each ends in a Python
 # exception that names what is wrong.
+import os
+
 import numpy as np
 import pytest
 
@@ -78,3 +80,26 @@ def test_non_utf8_bytes_in_a_model_file_reach_python_escaped(tmp_path):
     with pytest.raises((OSError, ValueError, NotImplementedError)) as info:
         C.Function.load(str(path), format=C.ModelFormat.ONNX)
     assert '\\xff' in str(info.value), str(info.value)
+
+
+def test_names_that_are_not_utf8_in_model_files_load_as_text(tmp_path):
+    # ONNX (proto2) does not check that names are UTF-8: they come back with the bytes escaped.
+    x = C.input_variable(3, name='xin')
+    z = C.layers.Dense(2)(x)
+    z.save(str(tmp_path / 'good.onnx'), format=C.ModelFormat.ONNX)
+    path = tmp_path / 'names.onnx'
+    path.write_bytes((tmp_path / 'good.onnx').read_bytes().replace(b'xin', b'x\xffn'))
+    loaded = C.Function.load(str(path), format=C.ModelFormat.ONNX)
+    assert [a.name for a in loaded.arguments] == ['x\\xffn']
+    np.testing.assert_allclose(loaded.eval({loaded.arguments[0]: np.ones((1, 3), np.float32)}),
+                               z.eval({x: np.ones((1, 3), np.float32)}), rtol=1e-6)
+    # CNTK v1 names are UTF-16: a lone surrogate becomes U+FFFD (here in the name of a node that ctk's v1
+    # reader names in its error).
+    v1 = os.path.join(os.path.dirname(__file__), '..', 'fuzz', 'seeds', 'cntk_v1', 'MC.dnn')
+    data = open(v1, 'rb').read()
+    errs = 'errs'.encode('utf-16-le')
+    assert errs in data
+    path = tmp_path / 'names.dnn'
+    path.write_bytes(data.replace(errs, b'e\x00\x00\xd8r\x00s\x00'))
+    with pytest.raises(NotImplementedError, match="node 'e\ufffdrs'"):
+        C.load_model(str(path))
