@@ -1,5 +1,4 @@
 // Variables and their factories (declared in ctk/variable.h).
-#include <algorithm>
 #include <atomic>
 
 #include "ctk/function.h"
@@ -36,9 +35,11 @@ std::shared_ptr<VariableData> make_variable_data(VariableKind kind, Dims shape, 
         CTK_CHECK(d >= 0 || d == kInferredDim || d == kFreeDim, ShapeError, variable_kind_name(kind), " '",
                   name, "': dim ", d, " in shape ", static_shape_string(shape),
                   " is invalid (use a size, kInferredDim (-1) or kFreeDim (-3))");
-    // Refused here, naming the variable, rather than when its value or a batch is allocated.
+    // Refused here, naming the variable, rather than when its value or a batch is allocated (inferred
+    // and free dims count as 1).
     Dims known = shape;
-    for (int64_t& d : known) d = std::max<int64_t>(d, 1);
+    for (int64_t& d : known)
+        if (d < 0) d = 1;
     checked_nbytes(known, dtype, std::string(variable_kind_name(kind)) + " '" + name + "'");
     int sequence_axes = 0;
     for (size_t i = 0; i < dynamic_axes.size(); ++i) {

@@ -17,14 +17,28 @@
 namespace ctk::fuzz {
 namespace {
 
+// A folder of this process's own, in memory where the system has one (an input is written once per
+// execution), removed at exit.
+struct ScratchDir {
+    std::filesystem::path path;
+    ScratchDir() {
+        std::error_code ec;
+        const auto base = std::filesystem::is_directory("/dev/shm", ec)
+                              ? std::filesystem::path("/dev/shm")
+                              : std::filesystem::temp_directory_path();
+        path = base / ("ctk_fuzz_" + std::to_string(::getpid()));
+        std::filesystem::create_directories(path);
+    }
+    ~ScratchDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
 // The input as a file, rewritten for each run.
 std::string as_file(const uint8_t* data, size_t size, const char* suffix) {
-    static const std::string dir = [] {
-        const auto d = std::filesystem::temp_directory_path() / ("ctk_fuzz_" + std::to_string(::getpid()));
-        std::filesystem::create_directories(d);
-        return d.string();
-    }();
-    const std::string path = dir + "/input" + suffix;
+    static const ScratchDir dir;
+    const std::string path = (dir.path / ("input" + std::string(suffix))).string();
     std::ofstream(path, std::ios::binary | std::ios::trunc)
         .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
     return path;
