@@ -76,7 +76,9 @@ Dims broadcast_static(std::vector<Variable>& inputs, const std::string& where) {
 
 int64_t product(const Dims& d, size_t begin, size_t end) {
     int64_t p = 1;
-    for (size_t i = begin; i < end; ++i) p *= d[i];
+    for (size_t i = begin; i < end; ++i)
+        CTK_CHECK(!__builtin_mul_overflow(p, d[i], &p), ValueError, "dims ", dims_to_string(d),
+                  " hold more elements than a 64-bit count can hold");
     return p;
 }
 

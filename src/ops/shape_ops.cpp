@@ -38,7 +38,8 @@ std::vector<OutputSpec> infer_reshape(InferContext& c) {
         } else {
             CTK_CHECK(shape[i] >= 0, ValueError, c.where, ": invalid dim ", shape[i], " in ",
                       static_shape_string(shape));
-            known *= shape[i];
+            CTK_CHECK(!__builtin_mul_overflow(known, shape[i], &known), ValueError, c.where, ": shape ",
+                      static_shape_string(shape), " has more elements than a 64-bit count can hold");
         }
     }
     if (inferred >= 0) {
