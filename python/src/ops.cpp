@@ -108,10 +108,11 @@ void bind_ops(py::module_& m) {
     // ---- products ----
     m.def(
         "times",
-        [](const py::object& left, const py::object& right, int output_rank, int infer,
-           const std::string& n) {
+        [](const py::object& left, const py::object& right, const py::object& output_rank,
+           const py::object& infer, const std::string& n) {
             auto [a, b] = operands(left, right);
-            return times(a, b, output_rank, infer, n);
+            return times(a, b, int_axis(output_rank, "output_rank"),
+                         int_axis(infer, "infer_input_rank_to_map"), n);
         },
         arg("left"), arg("right"), arg("output_rank") = 1, arg("infer_input_rank_to_map") = -1, name);
     m.def(
@@ -264,12 +265,14 @@ void bind_ops(py::module_& m) {
     m.def(
         "convolution",
         [](const Variable& w, const Variable& x, const py::object& strides, const py::object& /*sharing*/,
-           const py::object& auto_padding, bool sequential, const py::object& dilation, int reduction_rank,
-           int64_t groups, int64_t /*max_temp_mem*/, const std::string& n) {
+           const py::object& auto_padding, bool sequential, const py::object& dilation,
+           const py::object& reduction_rank, const py::object& groups, int64_t /*max_temp_mem*/,
+           const std::string& n) {
             CTK_CHECK(!sequential, NotImplementedError, "convolution: sequential=True is not supported");
-            CTK_CHECK(reduction_rank == 1, NotImplementedError, "convolution: reduction_rank must be 1");
-            return convolution(w, x, dims_arg(strides), bools_arg(auto_padding), dims_arg(dilation), groups,
-                               n);
+            CTK_CHECK(int_arg(reduction_rank, "reduction_rank") == 1, NotImplementedError,
+                      "convolution: reduction_rank must be 1");
+            return convolution(w, x, dims_arg(strides), bools_arg(auto_padding), dims_arg(dilation),
+                               int_arg(groups, "groups"), n);
         },
         arg("convolution_map"), arg("operand"), arg("strides") = py::make_tuple(1),
         arg("sharing") = py::make_tuple(true), arg("auto_padding") = py::make_tuple(true),

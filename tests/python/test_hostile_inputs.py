@@ -42,6 +42,10 @@ def test_integers_past_cs_ranges_are_value_errors_naming_the_argument():
         C.one_hot(x, 1 << 70)
     with pytest.raises(ValueError, match='begin_index'):
         C.slice(x, 0, 1 << 64, 2)
+    with pytest.raises(ValueError, match='output_rank'):
+        C.times(x, C.parameter((3, 4)), output_rank=1 << 40)
+    with pytest.raises(ValueError, match='groups'):
+        C.convolution(C.parameter((2, 1, 3, 3)), C.input_variable((1, 5, 5)), groups=1 << 70)
     with pytest.raises(TypeError, match='axis must be an integer'):
         C.reduce_sum(x, axis=1.5)
     # numpy integers are integers; ordinary values keep working.
