@@ -27,8 +27,15 @@ void release_python_object(void* p) {
 
 }  // namespace
 
+namespace {
+// A list, tuple or array of values (a str is one value).
+bool is_sequence_arg(const py::handle& obj) {
+    return PySequence_Check(obj.ptr()) && !py::isinstance<py::str>(obj) && !py::isinstance<py::bytes>(obj);
+}
+}  // namespace
+
 int64_t int_arg(const py::handle& obj, const char* what, int64_t lo, int64_t hi) {
-    if (py::isinstance<py::bool_>(obj) || !PyIndex_Check(obj.ptr()))
+    if (!PyIndex_Check(obj.ptr()) || is_sequence_arg(obj))
         CTK_THROW(TypeError, what, " must be an integer, got ",
                   py::str(py::type::of(obj)).cast<std::string>());
     py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
@@ -47,15 +54,14 @@ Axis axis_arg(const py::handle& obj, const char* what) {
 }
 
 std::vector<Axis> axis_list_arg(const py::handle& obj, const char* what) {
-    if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj)) return {axis_arg(obj, what)};
+    if (!is_sequence_arg(obj)) return {axis_arg(obj, what)};
     std::vector<Axis> out;
     for (const py::handle item : obj) out.push_back(axis_arg(item, what));
     return out;
 }
 
 std::vector<int> int_list_arg(const py::handle& obj, const char* what) {
-    if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj))
-        return {static_cast<int>(int_arg(obj, what, INT_MIN, INT_MAX))};
+    if (!is_sequence_arg(obj)) return {static_cast<int>(int_arg(obj, what, INT_MIN, INT_MAX))};
     std::vector<int> out;
     for (const py::handle item : obj) out.push_back(static_cast<int>(int_arg(item, what, INT_MIN, INT_MAX)));
     return out;
@@ -63,8 +69,7 @@ std::vector<int> int_list_arg(const py::handle& obj, const char* what) {
 
 Dims dims_arg(const py::handle& obj, const char* what) {
     if (obj.is_none()) return {};
-    if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj) && PyIndex_Check(obj.ptr()))
-        return {int_arg(obj, what)};
+    if (!is_sequence_arg(obj)) return {int_arg(obj, what)};
     Dims out;
     for (const py::handle item : obj) out.push_back(int_arg(item, what));
     return out;

@@ -107,3 +107,13 @@ def test_names_that_are_not_utf8_in_model_files_load_as_text(tmp_path):
     path.write_bytes(data.replace(errs, b'e\x00\x00\xd8r\x00s\x00'))
     with pytest.raises(NotImplementedError, match="node 'e\ufffdrs'"):
         C.load_model(str(path))
+
+
+def test_integer_arguments_take_what_python_takes_for_integers():
+    x = C.input_variable((2, 3))
+    assert C.parameter(np.array([2, 3])).shape == (2, 3)        # an array as a shape
+    assert C.reduce_sum(x, axis=np.array([0, 1])).shape == (1, 1)
+    assert C.reduce_sum(x, axis=True).shape == (2, 1)          # a bool is an int in Python
+    assert C.transpose(x, perm=np.array([1, 0])).shape == (3, 2)
+    with pytest.raises(TypeError, match='shape must be an integer'):
+        C.parameter(('2', 3))
