@@ -16,6 +16,7 @@ namespace importer {
 // Shape: a constant for static dims; dims of dynamic axes make a run-time shape (SymShape) that only
 // Slice, Concat and Reshape's target may use.
 void Importer::shape_node(NodeCtx& c) {
+    CTK_CHECK(c.node.output_size() == 1, IOError, c.where, ": needs one output");
     Variable x = in(c, 0);
     if (merged(x)) unsupported(c, "the shape of a value whose batch and sequence dims are merged");
     const int r = onnx_rank(c, x), dyn = dyn_of(c, x);

@@ -619,6 +619,28 @@ TEST(OnnxHostile, TruncationsAndByteFlips) {
     fuzz_model_file(call(Dense({3}, ActivationFn()), call(MaxPooling({2, 2}, {2, 2}), c)), "sequence");
 }
 
+// Found by libFuzzer (scripts/fuzz.sh): a Shape node without outputs read output 0 of an empty list (a
+// segfault). The input is kept as a seed (tests/fuzz/seeds/onnx/finding_shape_without_output.onnx).
+TEST(OnnxHostile, NodesWithoutTheOutputsTheyNeed) {
+    onnx::ModelProto proto;
+    proto.set_ir_version(8);
+    proto.add_opset_import()->set_version(13);
+    onnx::GraphProto& g = *proto.mutable_graph();
+    onnx::TensorProto& x = *g.add_initializer();
+    x.set_name("x"), x.set_data_type(onnx::TensorProto::FLOAT), x.add_dims(2);
+    x.add_float_data(1.f), x.add_float_data(2.f);
+    onnx::NodeProto& n = *g.add_node();
+    n.set_op_type("Shape"), n.add_input("x");
+    const std::string path = test::temp_dir("onnx_no_output") + "/m.onnx";
+    test::write_file_bytes(path, proto.SerializeAsString());
+    try {
+        load_onnx_model(path);
+        FAIL() << "expected IOError";
+    } catch (const IOError& e) {
+        EXPECT_NE(std::string(e.what()).find("needs one output"), std::string::npos) << e.what();
+    }
+}
+
 // Shape values held in tensors (Reshape's and Expand's targets, ...) set to absurd sizes: a 2-byte
 // change to the export of Recurrence(LSTM(6)) (the Expand of the initial state to 2^62) crashed the
 // loader, and 134,217,734 made a 4 KB file take a gigabyte. Every int64 value of every constant in the
