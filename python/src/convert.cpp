@@ -48,9 +48,13 @@ int64_t int_arg(const py::handle& obj, const char* what, int64_t lo, int64_t hi)
     return v;
 }
 
+int int32_arg(const py::handle& obj, const char* what) {
+    return static_cast<int>(int_arg(obj, what, INT_MIN, INT_MAX));
+}
+
 Axis axis_arg(const py::handle& obj, const char* what) {
     if (py::isinstance<Axis>(obj)) return obj.cast<Axis>();
-    return Axis(static_cast<int>(int_arg(obj, what, INT_MIN, INT_MAX)));
+    return Axis(int32_arg(obj, what));
 }
 
 std::vector<Axis> axis_list_arg(const py::handle& obj, const char* what) {
@@ -61,9 +65,9 @@ std::vector<Axis> axis_list_arg(const py::handle& obj, const char* what) {
 }
 
 std::vector<int> int_list_arg(const py::handle& obj, const char* what) {
-    if (!is_sequence_arg(obj)) return {static_cast<int>(int_arg(obj, what, INT_MIN, INT_MAX))};
+    if (!is_sequence_arg(obj)) return {int32_arg(obj, what)};
     std::vector<int> out;
-    for (const py::handle item : obj) out.push_back(static_cast<int>(int_arg(item, what, INT_MIN, INT_MAX)));
+    for (const py::handle item : obj) out.push_back(int32_arg(item, what));
     return out;
 }
 

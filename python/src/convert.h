@@ -19,6 +19,8 @@ namespace ctk::python {
 // ValueError naming `what` and the value when it is out of range (pybind11's own cast would say only
 // "Unable to cast Python instance"), TypeError when it is not an integer.
 int64_t int_arg(const py::handle& obj, const char* what, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
+// int_arg within a C int (static axes, ranks).
+int int32_arg(const py::handle& obj, const char* what);
 // An axis argument: an Axis, or an integer static axis (within a C int).
 Axis axis_arg(const py::handle& obj, const char* what = "axis");
 // One axis or a list or tuple of them.

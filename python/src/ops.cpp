@@ -3,8 +3,6 @@
 // Functions, numbers or arrays (constants, as CNTK's sanitize_input).
 #include "convert.h"
 
-#include <climits>
-
 namespace ctk::python {
 
 namespace {
@@ -32,13 +30,10 @@ std::optional<Axis> optional_axis(const py::handle& axis) {
     return axis_arg(axis);
 }
 
-// An integer axis, within a C int; or None.
-int int_axis(const py::handle& value, const char* what) {
-    return static_cast<int>(int_arg(value, what, INT_MIN, INT_MAX));
-}
+// An integer within a C int, or None.
 std::optional<int> optional_int(const py::handle& value, const char* what) {
     if (value.is_none()) return std::nullopt;
-    return int_axis(value, what);
+    return int32_arg(value, what);
 }
 
 std::vector<bool> bools_arg(const py::handle& b) {
@@ -111,8 +106,8 @@ void bind_ops(py::module_& m) {
         [](const py::object& left, const py::object& right, const py::object& output_rank,
            const py::object& infer, const std::string& n) {
             auto [a, b] = operands(left, right);
-            return times(a, b, int_axis(output_rank, "output_rank"),
-                         int_axis(infer, "infer_input_rank_to_map"), n);
+            return times(a, b, int32_arg(output_rank, "output_rank"),
+                         int32_arg(infer, "infer_input_rank_to_map"), n);
         },
         arg("left"), arg("right"), arg("output_rank") = 1, arg("infer_input_rank_to_map") = -1, name);
     m.def(
@@ -181,7 +176,7 @@ void bind_ops(py::module_& m) {
     m.def(
         "expand_dims",
         [](const Variable& x, const py::object& axis, const std::string& n) {
-            return expand_dims(x, int_axis(axis, "axis"), n);
+            return expand_dims(x, int32_arg(axis, "axis"), n);
         },
         arg("x"), arg("axis"), name);
     m.def(
@@ -217,7 +212,7 @@ void bind_ops(py::module_& m) {
     m.def(
         "swapaxes",
         [](const Variable& x, const py::object& a1, const py::object& a2, const std::string& n) {
-            return swapaxes(x, int_axis(a1, "axis1"), int_axis(a2, "axis2"), n);
+            return swapaxes(x, int32_arg(a1, "axis1"), int32_arg(a2, "axis2"), n);
         },
         arg("x"), arg("axis1") = 0, arg("axis2") = 1, name);
     py::enum_<PadMode>(m, "PadMode")
@@ -240,13 +235,13 @@ void bind_ops(py::module_& m) {
         "one_hot",
         [](const Variable& x, const py::object& num_classes, bool sparse, const py::object& axis,
            const std::string& n) {
-            return one_hot(x, int_arg(num_classes, "num_classes"), sparse, int_axis(axis, "axis"), n);
+            return one_hot(x, int_arg(num_classes, "num_classes"), sparse, int32_arg(axis, "axis"), n);
         },
         arg("x"), arg("num_classes"), arg("sparse_output") = false, arg("axis") = -1, name);
     m.def(
         "top_k",
         [](const Variable& x, const py::object& k, const py::object& axis, const std::string& n) {
-            return top_k(x, int_arg(k, "k"), int_axis(axis, "axis"), n);
+            return top_k(x, int_arg(k, "k"), int32_arg(axis, "axis"), n);
         },
         arg("x"), arg("k"), arg("axis") = -1, name);
     m.def(

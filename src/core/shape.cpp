@@ -15,10 +15,16 @@ void check_dims(const Dims& dims) {
 }
 }  // namespace
 
-Shape::Shape(std::initializer_list<int64_t> dims) : dims_(dims) { check_dims(dims_); }
-Shape::Shape(Dims dims) : dims_(std::move(dims)) { check_dims(dims_); }
+Shape::Shape(std::initializer_list<int64_t> dims) : dims_(dims) {
+    check_dims(dims_);
+}
+Shape::Shape(Dims dims) : dims_(std::move(dims)) {
+    check_dims(dims_);
+}
 
-int64_t Shape::dim(int axis) const { return dims_[static_cast<size_t>(normalize_axis(axis))]; }
+int64_t Shape::dim(int axis) const {
+    return dims_[static_cast<size_t>(normalize_axis(axis))];
+}
 
 int64_t Shape::numel() const {
     return checked_numel(dims_, "shape");
@@ -40,8 +46,8 @@ int64_t checked_numel(const Dims& dims, std::string_view what) {
 
 int Shape::normalize_axis(int axis, const char* what) const {
     int r = rank();
-    CTK_CHECK(axis >= -r && axis < r, ValueError, what, " ", axis, " is out of range for shape ",
-              to_string(), " of rank ", r);
+    CTK_CHECK(axis >= -r && axis < r, ValueError, what, " ", axis, " is out of range for shape ", to_string(),
+              " of rank ", r);
     return axis < 0 ? axis + r : axis;
 }
 
@@ -64,7 +70,9 @@ std::string dims_to_string(const Dims& dims) {
     return s + "]";
 }
 
-std::string Shape::to_string() const { return dims_to_string(dims_); }
+std::string Shape::to_string() const {
+    return dims_to_string(dims_);
+}
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int r = std::max(a.rank(), b.rank());
@@ -72,9 +80,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     for (int i = 0; i < r; ++i) {
         int ia = a.rank() - r + i, ib = b.rank() - r + i;
         int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
-        CTK_CHECK(da == db || da == 1 || db == 1, ShapeError, op, ": operand shapes ", a.to_string(),
-                  " and ", b.to_string(), " cannot be broadcast together (axis ", i - r, ": ", da,
-                  " vs ", db, ")");
+        CTK_CHECK(da == db || da == 1 || db == 1, ShapeError, op, ": operand shapes ", a.to_string(), " and ",
+                  b.to_string(), " cannot be broadcast together (axis ", i - r, ": ", da, " vs ", db, ")");
         out[static_cast<size_t>(i)] = da == 1 ? db : da;
     }
     return Shape(std::move(out));

@@ -127,8 +127,8 @@ size_t checked_nbytes(const Dims& dims, DataType dtype, std::string_view what) {
     const int64_t n = checked_numel(dims, what);
     const auto item = static_cast<int64_t>(size_of(dtype));
     int64_t bytes = 0;
-    CTK_CHECK(!__builtin_mul_overflow(n, item, &bytes) && bytes <= PTRDIFF_MAX, ValueError, what, ": shape ",
-              dims_to_string(dims), " of ", dtype_name(dtype), " needs ", n, " x ", item,
+    CTK_CHECK(!__builtin_mul_overflow(n, item, &bytes), ValueError, what, ": shape ", dims_to_string(dims),
+              " of ", dtype_name(dtype), " needs ", n, " x ", item,
               " bytes, more than a 64-bit address space holds");
     return static_cast<size_t>(bytes);
 }

@@ -14,53 +14,13 @@
 
 namespace ctk::detail {
 
-std::vector<uint8_t> read_file_maybe_gz(const std::string& path) {
-    errno = 0;
-    gzFile f = gzopen(path.c_str(), "rb");
-    CTK_CHECK(f != nullptr, IOError, "cannot open '", path,
-              "': ", errno ? std::strerror(errno) : "zlib could not allocate its state");
-    gzbuffer(f, 1 << 20);
-    std::vector<uint8_t> bytes;
-    // Blocks from 64 KiB doubling to 4 MiB: a small file is not read through megabytes of zeroed buffer.
-    size_t block = size_t(64) << 10;
-    for (;; block = std::min(block * 2, size_t(4) << 20)) {
-        const size_t old = bytes.size();
-        bytes.resize(old + block);
-        const int n = gzread(f, bytes.data() + old, static_cast<unsigned>(block));
-        if (n < 0) {
-            int code = 0;
-            const std::string msg = gzerror(f, &code);
-            gzclose(f);
-            CTK_THROW(IOError, "cannot read '", path, "': ", msg);
-        }
-        bytes.resize(old + static_cast<size_t>(n));
-        if (n == 0) break;
-    }
-    // A gzip stream cut short reads as a clean end of data; zlib reports it only through gzerror.
-    int code = 0;
-    const char* msg = gzerror(f, &code);
-    const std::string message = msg ? msg : "";
-    gzclose(f);
-    CTK_CHECK(code == Z_OK || code == Z_STREAM_END, IOError, "cannot read '", path,
-              "': the gzip stream is truncated or corrupt (", message, ")");
-    return bytes;
-}
-
-std::string existing_or_gz(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::exists(path, ec)) return path;
-    if (std::filesystem::exists(path + ".gz", ec)) return path + ".gz";
-    return path;
-}
-
 namespace {
-
-// An IDX file read through zlib (gzip or plain) exactly as far as its header says: a header that
-// announces more than the file can hold is refused before anything is allocated, and data past what it
-// announces is an error, not inflated (a few megabytes of gzip can expand to gigabytes of zeros).
-class IdxReader {
+// A file read through zlib (gzip or plain, zlib reads plain files unchanged), a piece at a time: the IDX
+// readers take exactly what a header announces (a few megabytes of gzip can expand to gigabytes of
+// zeros), read_file_maybe_gz takes everything.
+class GzReader {
 public:
-    explicit IdxReader(const std::string& path) : path_(path) {
+    explicit GzReader(const std::string& path) : path_(path) {
         std::error_code ec;
         file_bytes_ = std::filesystem::file_size(path, ec);
         errno = 0;
@@ -69,9 +29,9 @@ public:
                   "': ", errno ? std::strerror(errno) : "zlib could not allocate its state");
         gzbuffer(f_, 1 << 20);
     }
-    ~IdxReader() { gzclose(f_); }
-    IdxReader(const IdxReader&) = delete;
-    IdxReader& operator=(const IdxReader&) = delete;
+    ~GzReader() { gzclose(f_); }
+    GzReader(const GzReader&) = delete;
+    GzReader& operator=(const GzReader&) = delete;
 
     // Up to `n` bytes (fewer only at the end of the data).
     size_t read(uint8_t* out, size_t n) {
@@ -109,9 +69,32 @@ private:
     uint64_t file_bytes_ = 0;
     gzFile f_ = nullptr;
 };
+}  // namespace
+
+std::vector<uint8_t> read_file_maybe_gz(const std::string& path) {
+    GzReader r(path);
+    std::vector<uint8_t> bytes;
+    // Blocks from 64 KiB doubling to 4 MiB: a small file is not read through megabytes of zeroed buffer.
+    for (size_t block = size_t(64) << 10;; block = std::min(block * 2, size_t(4) << 20)) {
+        const size_t old = bytes.size();
+        bytes.resize(old + block);
+        const size_t n = r.read(bytes.data() + old, block);
+        bytes.resize(old + n);
+        if (n < block) return bytes;
+    }
+}
+
+std::string existing_or_gz(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) return path;
+    if (std::filesystem::exists(path + ".gz", ec)) return path + ".gz";
+    return path;
+}
+
+namespace {
 
 // The announced payload: the product of `dims` bytes, checked against what the file can hold.
-size_t announced_bytes(const IdxReader& r, const std::string& path, std::initializer_list<uint64_t> dims,
+size_t announced_bytes(const GzReader& r, const std::string& path, std::initializer_list<uint64_t> dims,
                        const std::string& what) {
     uint64_t n = 1;
     bool overflow = false;
@@ -125,7 +108,7 @@ size_t announced_bytes(const IdxReader& r, const std::string& path, std::initial
 }  // namespace
 
 IdxImages read_idx_images(const std::string& path) {
-    IdxReader r(path);
+    GzReader r(path);
     uint8_t header[16];
     const size_t got = r.read(header, sizeof header);
     const uint32_t magic = got >= 4 ? load_be32(header) : 0;
@@ -152,7 +135,7 @@ IdxImages read_idx_images(const std::string& path) {
 }
 
 IdxLabels read_idx_labels(const std::string& path, int64_t num_classes) {
-    IdxReader r(path);
+    GzReader r(path);
     uint8_t header[8];
     const size_t got = r.read(header, sizeof header);
     const uint32_t magic = got >= 4 ? load_be32(header) : 0;

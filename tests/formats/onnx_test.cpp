@@ -675,7 +675,8 @@ TEST(OnnxHostile, AbsurdShapeValuesInTensors) {
         shape.set_name("shape"), shape.set_data_type(onnx::TensorProto::INT64), shape.add_dims(2);
         shape.add_int64_data(2), shape.add_int64_data(3);
         onnx::NodeProto& n = *g.add_node();
-        n.set_op_type("Expand"), n.set_name("expand"), n.add_input("x"), n.add_input("shape"), n.add_output("y");
+        n.set_op_type("Expand"), n.set_name("expand"), n.add_input("x"), n.add_input("shape"),
+            n.add_output("y");
         g.add_output()->set_name("y");
         protos.emplace_back("static_expand", proto);
     }
