@@ -159,6 +159,7 @@ private:
     std::vector<Variable> inputs_;                                // operands (primitive, block)
     std::vector<std::shared_ptr<detail::VariableData>> outputs_;  // owned outputs (primitive, block)
     std::vector<Variable> composite_outputs_;                     // composite: outputs of other Functions
+    std::vector<Variable> argument_order_;                        // composite: arguments listed first
     FunctionPtr block_root_;
     std::vector<std::pair<Variable, Variable>> block_map_;  // (placeholder inside, operand outside)
     // Compiled plans by requested outputs; the mutex lets several threads evaluate one Function.
@@ -176,6 +177,11 @@ FunctionPtr as_block(const FunctionPtr& composite,
                      const std::string& block_op_name, const std::string& block_name = "");
 // A Function from a Variable: its owner for outputs, otherwise a composite returning it.
 FunctionPtr as_function(const Variable& v);
+// A composite of f's outputs whose arguments() and placeholders() list `arguments` first, in this order,
+// then any others in graph order (CNTK's @Function: the arguments follow the Python signature, so that
+// f(a, b) and f.train((A, B)) bind by position). Clones and placeholder replacements keep the order.
+FunctionPtr with_argument_order(const FunctionPtr& f, const std::vector<Variable>& arguments,
+                                const std::string& name = "");
 
 // Gradients of padded frames are zero; values are as computed. Counters kept across a forward/backward.
 class BackPropState {

@@ -125,6 +125,8 @@ public:
 
     int64_t total_samples_delivered() const;
     int64_t sweeps_completed() const;
+    // True when neither max_samples nor max_sweeps bounds the source (it never runs dry).
+    bool repeats_forever() const;
 
     // Position (samples, sweep, position within the sweep) so a restored source delivers exactly the
     // minibatches an uninterrupted one would.

@@ -66,6 +66,8 @@ struct ConvolutionOptions {
     std::optional<double> init_bias{};
     Dims dilation{1};
     int64_t groups = 1;
+    // 1: x's first axis is the input channels (reduced over); 0: x has no channel axis (one channel).
+    int reduction_rank = 1;
     std::string name{};
 };
 // Convolution over the trailing filter_shape.size() axes of x [C, spatial...]; W is

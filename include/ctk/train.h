@@ -192,7 +192,8 @@ class StepGraph;
 class Trainer {
 public:
     // loss and metric are per-sample Functions (metric may be null); the Trainer sums them over the
-    // minibatch (padding excluded) as CNTK does. Every learner parameter must be a parameter of model.
+    // minibatch (padding excluded) as CNTK does. Every learner parameter must be a parameter of the loss's
+    // graph; model may be null (CNTK's Trainer(None, criterion, ...)).
     // With mixed_precision enabled, training steps run autocast()'s rewrite of the graph (parameters
     // stay f32 and are shared) and, for f16, scale the loss (see mixed_precision.h); reported losses
     // and metrics are the unscaled f32 sums, and test_minibatch evaluates the original graph. Unset:

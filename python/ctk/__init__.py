@@ -19,5 +19,8 @@ from .metrics import *  # noqa: F401,F403
 from .initializer import *  # noqa: F401,F403
 from .train import *  # noqa: F401,F403
 from ._ctk import Value, NDArrayView, set_fixed_random_seed, set_num_threads, num_threads  # noqa: F401
+from . import typing, function_api
+function_api.install()
+from .function_api import BlockFunction  # noqa: F401
 import sys as _sys
 _sys.modules[__name__ + '.train.training_session'] = train  # CNTK: from cntk.train.training_session import *

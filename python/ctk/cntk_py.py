@@ -1,2 +1,80 @@
-"""cntk.cntk_py: the few low-level functions CNTK scripts call directly (C.cntk_py.set_fixed_random_seed)."""
+"""cntk.cntk_py (and the top-level module _cntk_py): the low-level functions CNTK scripts and CNTK's own
+test configuration call directly, over ctk's equivalents. Switches for CNTK internals that ctk does not
+have (CPU-eval optimization, forward-value sharing, GPU allocation traces) are accepted and change
+nothing; each says so in its docstring."""
+import sys
+
+from . import _ctk
 from ._ctk import set_fixed_random_seed  # noqa: F401
+from .debugging import (force_deterministic_algorithms, set_computation_network_trace_level,  # noqa: F401
+                        set_checked_mode, get_checked_mode)
+
+# CNTK's special dimensions: inferred from the first input (InferredDimension) or free per minibatch.
+InferredDimension = -1
+FreeDimension = -3
+
+
+def reset_random_seed(value):
+    """Restarts the seeds drawn for initializers and random ops created without a seed from `value`
+    (CNTK's conftest calls it before each test so that results do not depend on test order)."""
+    _ctk.set_fixed_random_seed(int(value))
+
+
+def set_max_num_cpu_threads(num_threads):
+    """The threads of ctk's CPU kernels (oneDNN, OpenBLAS, ctk's own loops)."""
+    _ctk.set_num_threads(int(num_threads))
+
+
+def get_max_num_cpu_threads():
+    return _ctk.num_threads()
+
+
+def set_trace_level(level):
+    from .logging import set_trace_level as _set
+    _set(level)
+
+
+def get_trace_level():
+    from .logging import get_trace_level as _get
+    return _get()
+
+
+def always_allow_setting_default_device():
+    """CNTK let a process change its default device after first use only after this call; ctk always
+    lets it. Nothing to do."""
+
+
+def enable_synchronous_gpukernel_execution():
+    """Makes every GPU kernel launch synchronous (for debugging), as CUDA_LAUNCH_BLOCKING=1. ctk reads
+    CUDA_LAUNCH_BLOCKING when CUDA starts; set it in the environment before the first GPU call."""
+    import os
+    os.environ['CUDA_LAUNCH_BLOCKING'] = '1'
+
+
+def disable_forward_values_sharing():
+    """CNTK's switch off its reuse of forward-value buffers. ctk's executor frees values by liveness and
+    never aliases two live values: nothing to do."""
+
+
+def enable_cpueval_optimization():
+    """CNTK's fused CPU evaluation path (2.5+). ctk's CPU kernels have one path: nothing to do."""
+
+
+def disable_cpueval_optimization():
+    """See enable_cpueval_optimization: nothing to do."""
+
+
+def set_gpumemory_allocation_trace_level(level):
+    """CNTK's trace of GPU allocations. ctk's allocator reports its statistics through ctk.device instead;
+    a level above 0 notes that on stderr."""
+    if int(level) > 0:
+        print('ctk: set_gpumemory_allocation_trace_level: ctk prints no allocation trace; see '
+              'ctk.device memory statistics', file=sys.stderr)
+
+
+__all__ = ['set_fixed_random_seed', 'reset_random_seed', 'force_deterministic_algorithms',
+           'set_computation_network_trace_level', 'set_checked_mode', 'get_checked_mode', 'set_max_num_cpu_threads',
+           'get_max_num_cpu_threads', 'set_trace_level', 'get_trace_level', 'always_allow_setting_default_device',
+           'enable_synchronous_gpukernel_execution', 'disable_forward_values_sharing', 'enable_cpueval_optimization',
+           'disable_cpueval_optimization', 'set_gpumemory_allocation_trace_level', 'InferredDimension',
+           'FreeDimension']

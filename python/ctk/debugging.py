@@ -57,8 +57,71 @@ def set_computation_network_trace_level(level):
     _trace_level = level
 
 
+_checked_mode = False
+
+
+def set_checked_mode(enable):
+    """CNTK's checked mode: extra validation of values while evaluating. ctk validates shapes, dtypes
+    and data layouts always; checked mode is recorded (get_checked_mode) and changes nothing else."""
+    global _checked_mode
+    _checked_mode = bool(enable)
+
+
+def get_checked_mode():
+    return _checked_mode
+
+
+_node_timing = False
+
+
+def set_node_timing(enable):
+    """CNTK's per-node timing: on, every op's time is kept (ctk's op profile, the one start_profiler
+    uses) and Function.print_node_timing() / Trainer.print_node_timing() print it."""
+    global _node_timing
+    _node_timing = bool(enable)
+    if _node_timing:
+        _ctk._node_timing_start()
+    else:
+        _ctk._node_timing_stop()
+
+
+def print_node_timing():
+    """Prints the time per op since node timing was turned on (or last printed), then starts again."""
+    text = _ctk._node_timing_report()
+    print(text if text else 'ctk: no node timing: call cntk.debugging.set_node_timing(True) first')
+
+
+def dump_signature(root, tag=None):
+    """Prints the Function's signature in CNTK's form, e.g. 'Function(x: Tensor[13]) -> Tensor[10]'."""
+    text = str(root)
+    if tag is not None:
+        text = tag + ': ' + text.split(': ', 1)[-1] if root.name else tag + text
+    else:
+        text = 'Function' + text[text.index('('):]
+    print(text)
+
+
+def dump_function(root, tag=None):
+    """Prints every Function of the graph, one per line, with its inputs."""
+    from .logging import depth_first_search
+    from ._ctk import Function
+    print(tag or root.name or 'Function')
+    for f in depth_first_search(root, lambda n: isinstance(n, Function)):
+        print('  %s %s(%s) -> %s' % (f.uid, f.op_name, ', '.join(i.uid for i in f.inputs),
+                                    ', '.join(o.uid for o in f.outputs)))
+
+
+def debug_model(model, in_stream=sys.stdin, out_stream=sys.stdout, exit_func=sys.exit):
+    """CNTK's interactive node-by-node debugger (pdb-like, over the model's forward and backward) is not
+    part of ctk: the model's values and gradients are inspected with eval/forward/backward."""
+    raise NotImplementedError('debug_model: ctk has no interactive graph debugger; evaluate intermediate '
+                              'outputs with combine([...]).eval() or Function.forward/backward instead')
+
+
 # CNTK's module path cntk.debugging.profiler holds the profiler functions.
 profiler = sys.modules[__name__]
 
 __all__ = ['force_deterministic_algorithms', 'deterministic_algorithms_forced', 'start_profiler',
-           'enable_profiler', 'disable_profiler', 'stop_profiler', 'set_computation_network_trace_level']
+           'enable_profiler', 'disable_profiler', 'stop_profiler', 'set_computation_network_trace_level',
+           'set_checked_mode', 'get_checked_mode', 'set_node_timing', 'print_node_timing', 'dump_signature',
+           'dump_function', 'debug_model']

@@ -3,7 +3,8 @@ For is written in Python as in CNTK."""
 import inspect
 
 from ._ctk import Function, as_block, as_function, combine, placeholder
-from ._ctk.layers import (identity, default_options, Dense, Convolution, Convolution1D,  # noqa: F401
+from .default_options import default_options, default_options_for  # noqa: F401
+from ._ctk.layers import (identity, Dense, Convolution, Convolution1D,  # noqa: F401
                           Convolution2D, Convolution3D, MaxPooling, AveragePooling, GlobalMaxPooling,
                           GlobalAveragePooling, Dropout, BatchNormalization, LayerNormalization, Embedding,
                           Activation, Stabilizer, Label, Sequential, ResNetBlock, SequentialClique, LSTM, GRU,
@@ -109,7 +110,7 @@ def Delay(T=1, initial_state=0, name=''):
     return as_block(as_function(body), [(inner, placeholder())], 'Delay', name)
 
 
-__all__ = ['Delay', 'identity', 'default_options', 'Dense', 'Convolution', 'Convolution1D', 'Convolution2D',
+__all__ = ['Delay', 'identity', 'default_options', 'default_options_for', 'Dense', 'Convolution', 'Convolution1D', 'Convolution2D',
            'Convolution3D', 'MaxPooling', 'AveragePooling', 'GlobalMaxPooling', 'GlobalAveragePooling',
            'Dropout', 'BatchNormalization', 'LayerNormalization', 'Embedding', 'Activation', 'Stabilizer',
            'Label', 'Sequential', 'ResNetBlock', 'SequentialClique', 'For', 'LSTM', 'GRU', 'RNNStep',

@@ -16,3 +16,12 @@ def minibatch_size_schedule(schedule, epoch_size=1):
 
 
 __all__.append('minibatch_size_schedule')
+
+
+def _print_node_timing(self):
+    """CNTK's Trainer.print_node_timing: the time per op since cntk.debugging.set_node_timing(True)."""
+    from .debugging import print_node_timing
+    print_node_timing()
+
+
+Trainer.print_node_timing = _print_node_timing

@@ -103,6 +103,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
                     path = os.path.join(root, file)
                     with open(path, 'rb') as f:
                         add(os.path.relpath(path, tree), f.read())
+        # CNTK's native module name, which some scripts import at the top level.
+        with open(os.path.join(tree, '_cntk_py.py'), 'rb') as f:
+            add('_cntk_py.py', f.read())
         add(dist_info + '/METADATA', _metadata(version).encode())
         add(dist_info + '/WHEEL', ('Wheel-Version: 1.0\nGenerator: ctk_build_backend\n'
                                    'Root-Is-Purelib: false\nTag: {}\n').format(tag).encode())

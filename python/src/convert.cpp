@@ -360,6 +360,18 @@ std::vector<Variable> to_variables(const py::handle& obj) {
 ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f) {
     ValueMap map;
     if (arguments.is_none()) return map;
+    // CNTK's (arguments, seq_starts): per sequence, whether it starts in this minibatch or goes on from
+    // the previous one. Every sequence starting is the ordinary case; carrying recurrent state across
+    // minibatches is not something ctk's graph does, so that is refused rather than silently restarted.
+    if (py::isinstance<py::tuple>(arguments) && py::len(arguments) == 2 &&
+        py::isinstance<py::dict>(py::reinterpret_borrow<py::tuple>(arguments)[0])) {
+        const auto pair = py::reinterpret_borrow<py::tuple>(arguments);
+        for (const py::handle start : py::iter(pair[1]))
+            CTK_CHECK(py::cast<bool>(start), NotImplementedError,
+                      "seq_starts: a sequence that continues from the previous minibatch (seq_starts False) "
+                      "is not supported by ctk: pass whole sequences, each starting in its minibatch");
+        return argument_map(pair[0], f);
+    }
     if (py::isinstance<py::dict>(arguments)) {
         for (auto item : py::reinterpret_borrow<py::dict>(arguments)) {
             Variable var = to_variable(item.first);

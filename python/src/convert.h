@@ -73,3 +73,32 @@ void bind_layers_learners(py::module_& m);
 void bind_io_train(py::module_& m);
 
 }  // namespace ctk::python
+
+namespace pybind11::detail {
+
+// Every binding that takes a Variable also takes what CNTK's sanitize_input took for an operand: a
+// number, a NumPy array or a (nested) list or tuple, as a float32 constant (C.sqrt([0., 4.]).eval()).
+// Declared here, before any binding file converts a Variable, so that every file uses this caster.
+template <>
+class type_caster<ctk::Variable> : public type_caster_base<ctk::Variable> {
+public:
+    bool load(handle src, bool convert) {
+        if (type_caster_base<ctk::Variable>::load(src, convert)) return true;
+        if (!convert || src.is_none() || isinstance<str>(src) || isinstance<bytes>(src)) return false;
+        const bool data = isinstance<array>(src) || isinstance<list>(src) || isinstance<tuple>(src) ||
+                          isinstance<float_>(src) || isinstance<int_>(src) || hasattr(src, "__array__");
+        if (!data) return false;
+        try {
+            constant_ = ctk::python::to_variable(src);
+        } catch (...) {  // not numeric data (a list of Functions, say): let another overload take it
+            return false;
+        }
+        value = &constant_;
+        return true;
+    }
+
+private:
+    ctk::Variable constant_;
+};
+
+}  // namespace pybind11::detail

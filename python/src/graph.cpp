@@ -163,7 +163,7 @@ py::object eval(const FunctionPtr& f, const py::object& arguments, const py::obj
 // CNTK's Function.grad: wrt defaults to the arguments that need a gradient; one gradient (or one
 // fetched output) comes back as an array, several as a dict (CNTK's sanitize_variable_value_dict).
 py::object grad(const FunctionPtr& f, const py::object& at, const py::object& wrt, const py::object& outputs,
-                bool as_numpy, const py::object& device) {
+                bool as_numpy, const py::object& device, const py::object& grad_root) {
     std::vector<Variable> wrt_vars;
     if (wrt.is_none()) {
         for (const Variable& a : f->arguments())
@@ -178,11 +178,18 @@ py::object grad(const FunctionPtr& f, const py::object& at, const py::object& wr
     std::vector<Variable> outs = outputs_arg(outputs, f);
     ValueMap args = argument_map(at, f);
     const Device dev = device_from(device);
+    // The root: grad_root, else the Function's single output. One forward in training mode (as CNTK's
+    // Gradients) computes it and the requested outputs, so they agree with the gradients.
+    const Variable root = grad_root.is_none() ? f->output() : to_variable(grad_root);
     ValueMap grads, values;
+    for (const Variable& v : outs) values[v] = Value();
     {
         py::gil_scoped_release nogil;
-        grads = f->grad(args, wrt_vars, {}, dev);  // the root: the Function's single output, as CNTK
-        if (!outputs.is_none()) values = f->eval(args, outs, dev);
+        values[root] = Value();
+        auto state = f->forward(args, values, {root}, true, dev);
+        const Value& y = values.at(root);
+        Tensor ones = Tensor::ones(y.data().shape(), y.data().dtype(), y.data().device());
+        grads = f->backward(*state, {{root, Value(ones, y.layout())}}, wrt_vars);
     }
     auto single_or_dict = [as_numpy](const ValueMap& m, const std::vector<Variable>& order) -> py::object {
         if (order.size() != 1) return values_out(m, order, as_numpy);
@@ -415,6 +422,7 @@ void bind_graph(py::module_& m) {
         .def_property_readonly("uid", &Variable::uid)
         .def_property_readonly("dynamic_axes", [](const Variable& v) { return v.dynamic_axes(); })
         .def_property_readonly("is_input", &Variable::is_input)
+        .def_property_readonly("_shape_known", &Variable::shape_known)
         .def_property_readonly("is_output", &Variable::is_output)
         .def_property_readonly("is_parameter", &Variable::is_parameter)
         .def_property_readonly("is_constant", &Variable::is_constant)
@@ -471,7 +479,13 @@ void bind_graph(py::module_& m) {
         .def_property_readonly("shape", [](const Function& f) { return shape_tuple(f.output().shape()); })
         .def_property_readonly("dtype", [](const Function& f) { return numpy_dtype(f.output().dtype()); })
         .def_property_readonly("dynamic_axes", [](const Function& f) { return f.output().dynamic_axes(); })
-        .def_property_readonly("root_function", [](const FunctionPtr& f) { return f; })
+        // CNTK: the primitive at the root of a composite (its first output's owner); itself otherwise.
+        .def_property_readonly("root_function",
+                               [](const FunctionPtr& f) {
+                                   if (!f->is_composite()) return f;
+                                   FunctionPtr owner = f->outputs().front().owner();
+                                   return owner ? owner : f;
+                               })
         .def(
             "find_by_name",
             [](const Function& f, const std::string& name, int depth) {
@@ -562,10 +576,11 @@ void bind_graph(py::module_& m) {
         .def(
             "grad",
             [](const FunctionPtr& f, const py::object& at, const py::object& wrt, const py::object& outputs,
-               const py::object& device,
-               bool as_numpy) { return grad(f, at, wrt, outputs, as_numpy, device); },
+               const py::object& device, bool as_numpy, const py::object& grad_root) {
+                return grad(f, at, wrt, outputs, as_numpy, device, grad_root);
+            },
             py::arg("at"), py::arg("wrt") = py::none(), py::arg("outputs") = py::none(),
-            py::arg("device") = py::none(), py::arg("as_numpy") = true)
+            py::arg("device") = py::none(), py::arg("as_numpy") = true, py::arg("grad_root") = py::none())
         .def("__call__",
              [](const FunctionPtr& f, const py::args& args) -> py::object {
                  // Variables compose (CNTK's __call__); data evaluates, mapped to the arguments in order.
@@ -616,8 +631,23 @@ void bind_graph(py::module_& m) {
                 return load_model_from_python(model, format);
             },
             py::arg("model"), py::arg("device") = py::none(), py::arg("format") = ModelFormat::cntk_v2);
+    // CNTK's @Function / Function(python_function): built in Python (ctk.function_api).
+    fn.def(py::init(
+               [](const py::function& f, bool make_block, const py::object& op_name, const py::object& name) {
+                   return py::module_::import("ctk.function_api")
+                       .attr("function_from_python")(f, make_block, op_name, name)
+                       .cast<FunctionPtr>();
+               }),
+           py::arg("f"), py::arg("make_block") = false, py::arg("op_name") = py::none(),
+           py::arg("name") = py::none());
     def_operators(fn);
     py::implicitly_convertible<Function, Variable>();
+    m.def(
+        "_with_argument_order",
+        [](const FunctionPtr& f, const py::object& arguments, const std::string& name) {
+            return with_argument_order(f, to_variables(arguments), name);
+        },
+        py::arg("function"), py::arg("arguments"), py::arg("name") = "");
     py::class_<BackPropState, std::shared_ptr<BackPropState>>(m, "BackPropState")
         .def_property_readonly("is_training", &BackPropState::is_training);
 

@@ -158,6 +158,12 @@ void bind_io_train(py::module_& m) {
              })
         .def("__repr__", [](const StreamInformation& s) { return "StreamInformation('" + s.name + "')"; });
     py::class_<MinibatchData>(io, "MinibatchData")
+        // CNTK's MinibatchData(value, num_sequences, num_samples, sweep_end): what a source written in
+        // Python (MinibatchSourceFromData, UserMinibatchSource) delivers.
+        .def(py::init([](const Value& value, int64_t num_sequences, int64_t num_samples, bool sweep_end) {
+                 return MinibatchData{value, num_sequences, num_samples, sweep_end};
+             }),
+             arg("value"), arg("num_sequences"), arg("num_samples"), arg("sweep_end") = false)
         .def_readonly("data", &MinibatchData::data)
         .def_readonly("num_samples", &MinibatchData::num_samples)
         .def_readonly("num_sequences", &MinibatchData::num_sequences)
@@ -350,6 +356,14 @@ void bind_io_train(py::module_& m) {
                      auto t = criterion.cast<py::sequence>();
                      loss = as_function(to_variable(t[0]));
                      if (t.size() > 1 && !t[1].is_none()) metric = as_function(to_variable(t[1]));
+                 } else if (py::isinstance<Function>(criterion) &&
+                            criterion.cast<FunctionPtr>()->outputs().size() > 1) {
+                     // CNTK: a Function whose outputs are (loss, metric), e.g. combine([loss, metric]).
+                     const std::vector<Variable> outs = criterion.cast<FunctionPtr>()->outputs();
+                     CTK_CHECK(outs.size() == 2, ValueError, "Trainer: the criterion Function has ",
+                               outs.size(), " outputs; it must have 1 (loss) or 2 (loss, metric)");
+                     loss = as_function(outs[0]);
+                     metric = as_function(outs[1]);
                  } else {
                      loss = as_function(to_variable(criterion));
                  }

@@ -90,16 +90,34 @@ TrainingParameterSchedule schedule_arg(const py::object& v, std::optional<int64_
     return learning_parameter_schedule(v.cast<double>(), minibatch_size.value_or(0), epoch_size.value_or(0));
 }
 
-// A schedule from CNTK's forms: a number, a list of numbers, or a list of (count, value) pairs.
+// A schedule from CNTK's forms: a number, a list of numbers, or a list of (count, value) pairs, where
+// a lone number in a pair list counts once (CNTK's _prepare_training_parameter_list). A schedule passes
+// through; a number with an epoch size warns as CNTK did (the epoch size means nothing for it).
 template <typename ScalarFn, typename ListFn, typename PairsFn>
-TrainingParameterSchedule make_schedule(const py::object& s, ScalarFn scalar, ListFn list, PairsFn pairs) {
+TrainingParameterSchedule make_schedule(const py::object& s, const py::object& epoch, ScalarFn scalar,
+                                        ListFn list, PairsFn pairs) {
+    if (py::isinstance<TrainingParameterSchedule>(s)) return s.cast<TrainingParameterSchedule>();
     if (py::isinstance<py::list>(s) || py::isinstance<py::tuple>(s)) {
         py::sequence seq = s;
-        if (seq.size() > 0 && (py::isinstance<py::tuple>(seq[0]) || py::isinstance<py::list>(seq[0]))) {
-            return pairs(s.cast<std::vector<std::pair<int64_t, double>>>());
+        bool any_pair = false;
+        for (const py::handle item : seq) any_pair = any_pair || py::isinstance<py::sequence>(item);
+        if (!any_pair) return list(s.cast<std::vector<double>>());
+        std::vector<std::pair<int64_t, double>> counted;
+        for (const py::handle item : seq) {
+            if (py::isinstance<py::sequence>(item)) {
+                counted.push_back(item.cast<std::pair<int64_t, double>>());
+            } else {
+                counted.emplace_back(1, item.cast<double>());
+            }
         }
-        return list(s.cast<std::vector<double>>());
+        return pairs(std::move(counted));
     }
+    if (!py::isinstance<py::float_>(s) && !py::isinstance<py::int_>(s) && !py::hasattr(s, "__float__"))
+        CTK_THROW(ValueError, "schedule must be either a float or a list, not ",
+                  std::string(py::str(py::type::of(s).attr("__name__"))));
+    if (!epoch.is_none())
+        PyErr_WarnEx(PyExc_RuntimeWarning, "When providing the schedule as a number, epoch_size is ignored",
+                     1);
     return scalar(s.cast<double>());
 }
 
@@ -279,10 +297,10 @@ void bind_layers_learners(py::module_& m) {
                            const py::object& init, const py::object& pad, const py::object& strides,
                            const py::object& bias, const py::object& init_bias, int reduction_rank,
                            const py::object& dilation, int64_t groups, const std::string& name) {
-                CTK_CHECK(reduction_rank == 1, NotImplementedError, pyname, ": reduction_rank must be 1");
                 layers::ConvolutionOptions o =
                     conv_options(activation, init, pad, strides, bias, init_bias, dilation, name);
                 o.groups = groups;
+                o.reduction_rank = reduction_rank;
                 return make(dims_arg(filter_shape), num_filters, o);
             },
             arg("filter_shape"), arg("num_filters"), arg("activation") = U, arg("init") = U, arg("pad") = U,
@@ -304,16 +322,16 @@ void bind_layers_learners(py::module_& m) {
                            const py::object& sharing, const py::object& bias, const py::object& init_bias,
                            const py::object& output_shape, int64_t /*max_temp_mem_size_in_samples*/,
                            int reduction_rank, const py::object& dilation, const std::string& name) {
-                CTK_CHECK(reduction_rank == 1, NotImplementedError, pyname, ": reduction_rank must be 1");
                 CTK_CHECK(sharing.is_none() || is_unset(sharing) || sharing.cast<bool>(), NotImplementedError,
                           pyname, ": sharing=False is not supported");
                 const Dims filter = dims_arg(filter_shape);
                 CTK_CHECK(rank == 0 || static_cast<int>(filter.size()) == rank, ValueError, pyname,
                           ": filter_shape must have ", rank, " dims, got ", dims_to_string(filter));
-                return layers::ConvolutionTranspose(
-                    filter, num_filters,
-                    conv_options(activation, init, pad, strides, bias, init_bias, dilation, name),
-                    output_shape.is_none() ? Dims{} : dims_arg(output_shape));
+                layers::ConvolutionOptions o =
+                    conv_options(activation, init, pad, strides, bias, init_bias, dilation, name);
+                o.reduction_rank = reduction_rank;
+                return layers::ConvolutionTranspose(filter, num_filters, o,
+                                                    output_shape.is_none() ? Dims{} : dims_arg(output_shape));
             },
             arg("filter_shape"), arg("num_filters"), arg("activation") = U, arg("init") = U, arg("pad") = U,
             arg("strides") = 1, arg("sharing") = U, arg("bias") = U, arg("init_bias") = U,
@@ -450,9 +468,12 @@ void bind_layers_learners(py::module_& m) {
     // ---- learners ----
     py::module_ ln = m.def_submodule("learners", "cntk.learners");
     py::class_<TrainingParameterSchedule>(ln, "TrainingParameterSchedule")
+        // CNTK's schedule[n] looks n up in the schedule's own unit: samples, or sweeps for a schedule
+        // without an epoch size (momentum_schedule([(999, 0.99), (0, 0.88)])[999] is 0.88).
         .def(
-            "__call__", [](const TrainingParameterSchedule& s, int64_t n) { return s.at(n); }, arg("count"))
-        .def("__getitem__", [](const TrainingParameterSchedule& s, int64_t n) { return s.at(n); })
+            "__call__", [](const TrainingParameterSchedule& s, int64_t n) { return s.at(n, n); },
+            arg("count"))
+        .def("__getitem__", [](const TrainingParameterSchedule& s, int64_t n) { return s.at(n, n); })
         .def("at", &TrainingParameterSchedule::at, arg("samples_seen"), arg("sweeps_seen") = 0)
         .def_property_readonly("minibatch_size", &TrainingParameterSchedule::minibatch_size)
         .def_property_readonly("epoch_size", &TrainingParameterSchedule::epoch_size)
@@ -464,7 +485,7 @@ void bind_layers_learners(py::module_& m) {
             const int64_t m_ = mb.is_none() ? 0 : mb.cast<int64_t>(),
                           e = epoch.is_none() ? 0 : epoch.cast<int64_t>();
             return make_schedule(
-                s, [&](double v) { return learning_parameter_schedule(v, m_, e); },
+                s, epoch, [&](double v) { return learning_parameter_schedule(v, m_, e); },
                 [&](const std::vector<double>& v) { return learning_parameter_schedule(v, m_, e); },
                 [&](std::vector<std::pair<int64_t, double>> v) {
                     return learning_parameter_schedule(std::move(v), m_, e);
@@ -476,7 +497,7 @@ void bind_layers_learners(py::module_& m) {
         [](const py::object& s, const py::object& epoch) {
             const int64_t e = epoch.is_none() ? 0 : epoch.cast<int64_t>();
             return make_schedule(
-                s, [&](double v) { return learning_parameter_schedule_per_sample(v, e); },
+                s, epoch, [&](double v) { return learning_parameter_schedule_per_sample(v, e); },
                 [&](const std::vector<double>& v) { return learning_parameter_schedule_per_sample(v, e); },
                 [&](std::vector<std::pair<int64_t, double>> v) {
                     return learning_parameter_schedule(std::move(v), 1, e);
@@ -485,33 +506,46 @@ void bind_layers_learners(py::module_& m) {
         arg("schedule"), arg("epoch_size") = py::none());
     ln.def(
         "momentum_schedule",
-        [](const py::object& s, const py::object& mb, const py::object& epoch) {
+        [](const py::object& s, const py::object& epoch, const py::object& mb) {
             const int64_t m_ = mb.is_none() ? 0 : mb.cast<int64_t>(),
                           e = epoch.is_none() ? 0 : epoch.cast<int64_t>();
             return make_schedule(
-                s, [&](double v) { return momentum_schedule(v, m_, e); },
+                s, epoch, [&](double v) { return momentum_schedule(v, m_, e); },
                 [&](const std::vector<double>& v) { return momentum_schedule(v, m_, e); },
                 [&](std::vector<std::pair<int64_t, double>> v) {
-                    return TrainingParameterSchedule(std::move(v), e == 0 ? 1 : e, m_);
+                    return TrainingParameterSchedule(std::move(v), e, m_);
                 });
         },
-        arg("momentum"), arg("minibatch_size") = py::none(), arg("epoch_size") = py::none());
+        // CNTK's order: momentum_schedule([0.99, 0.9], 1000) changes the value every 1000 samples.
+        arg("momentum"), arg("epoch_size") = py::none(), arg("minibatch_size") = py::none());
     ln.def(
         "momentum_schedule_per_sample",
         [](const py::object& s, const py::object& epoch) {
             const int64_t e = epoch.is_none() ? 0 : epoch.cast<int64_t>();
             return make_schedule(
-                s, [&](double v) { return momentum_schedule_per_sample(v, e); },
+                s, epoch, [&](double v) { return momentum_schedule_per_sample(v, e); },
                 [&](const std::vector<double>& v) { return momentum_schedule(v, 1, e); },
                 [&](std::vector<std::pair<int64_t, double>> v) {
-                    return TrainingParameterSchedule(std::move(v), e == 0 ? 1 : e, 1);
+                    return TrainingParameterSchedule(std::move(v), e, 1);
                 });
         },
         arg("momentum"), arg("epoch_size") = py::none());
     ln.def(
         "momentum_as_time_constant_schedule",
-        [](double t, const py::object& epoch) {
-            return momentum_as_time_constant_schedule(t, epoch.is_none() ? 0 : epoch.cast<int64_t>());
+        [](const py::object& s, const py::object& epoch) {
+            const int64_t e = epoch.is_none() ? 0 : epoch.cast<int64_t>();
+            // A list of time constants: each becomes its per-sample momentum, as one number does.
+            auto per_sample = [](double t) { return momentum_as_time_constant_schedule(t).at(0); };
+            return make_schedule(
+                s, epoch, [&](double t) { return momentum_as_time_constant_schedule(t, e); },
+                [&](std::vector<double> v) {
+                    for (double& t : v) t = per_sample(t);
+                    return momentum_schedule(v, 1, e);
+                },
+                [&](std::vector<std::pair<int64_t, double>> v) {
+                    for (auto& entry : v) entry.second = per_sample(entry.second);
+                    return TrainingParameterSchedule(std::move(v), e, 1);
+                });
         },
         arg("momentum"), arg("epoch_size") = py::none());
     ln.def("set_default_unit_gain_value", &set_default_unit_gain_value, arg("value"));

@@ -53,4 +53,15 @@ PYBIND11_MODULE(_ctk, m) {
     m.def("_enable_profiler", &enable_profiler);
     m.def("_disable_profiler", &disable_profiler);
     m.def("_stop_profiler", &stop_profiler);
+    // CNTK's set_node_timing / print_node_timing over the same op profile.
+    m.def("_node_timing_start", [] {
+        reset_op_profile();
+        set_op_profile(true);
+    });
+    m.def("_node_timing_stop", [] { set_op_profile(false); });
+    m.def("_node_timing_report", [] {
+        std::string table = op_profile().empty() ? std::string() : op_profile_table(1);
+        reset_op_profile();
+        return table;
+    });
 }

@@ -696,7 +696,8 @@ ValueMap Function::grad(const ValueMap& arguments, const std::vector<Variable>& 
                         Device device) {
     Variable root = of.defined() ? of : output();
     ValueMap outs{{root, Value()}};
-    auto state = forward(arguments, outs, {root}, false, device);
+    // CNTK runs a gradient's forward in training mode (batch statistics, dropout), as a Trainer does.
+    auto state = forward(arguments, outs, {root}, true, device);
     const Value& y = outs.at(root);
     Tensor ones = Tensor::ones(y.data().shape(), y.data().dtype(), y.data().device());
     return backward(*state, {{root, Value(ones, y.layout())}}, wrt);

@@ -1,6 +1,8 @@
 // Functions: construction, shape inference, graph queries and editing (declared in ctk/function.h).
 // Execution lives in executor.cpp.
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <unordered_set>
 
 #include "graph/executor.h"
@@ -120,11 +122,27 @@ std::vector<Variable> Function::inputs() const {
     return inputs_;
 }
 
+namespace {
+// The declared argument order of a composite first (those still in the graph), then the rest.
+std::vector<Variable> in_declared_order(const std::vector<Variable>& declared, std::vector<Variable> found) {
+    if (declared.empty()) return found;
+    std::vector<Variable> out;
+    for (const Variable& d : declared) {
+        auto it = std::find(found.begin(), found.end(), d);
+        if (it == found.end()) continue;
+        out.push_back(d);
+        found.erase(it);
+    }
+    out.insert(out.end(), found.begin(), found.end());
+    return out;
+}
+}  // namespace
+
 std::vector<Variable> Function::arguments() const {
     std::vector<Variable> out;
     for (const Variable& v : leaves(*this, false))
         if (v.is_input() || v.is_placeholder()) out.push_back(v);
-    return out;
+    return in_declared_order(argument_order_, std::move(out));
 }
 std::vector<Variable> Function::parameters() const {
     return leaves_of_kind(*this, VariableKind::parameter);
@@ -133,7 +151,7 @@ std::vector<Variable> Function::constants() const {
     return leaves_of_kind(*this, VariableKind::constant);
 }
 std::vector<Variable> Function::placeholders() const {
-    return leaves_of_kind(*this, VariableKind::placeholder);
+    return in_declared_order(argument_order_, leaves_of_kind(*this, VariableKind::placeholder));
 }
 
 std::vector<FunctionPtr> Function::find_all_with_name(const std::string& name, bool nested) const {
@@ -225,6 +243,24 @@ std::string describe_inputs(const std::vector<Variable>& inputs) {
 }
 }  // namespace
 
+namespace {
+// CNTK's rule for constants among an op's operands: a floating constant whose dtype differs from the one
+// dtype of the other (non-constant) operands is converted to it, so that `x + 1` or a constant array
+// keeps working when x turns out float64 (a placeholder bound later, update_signature(np.float64)).
+void adopt_operand_dtype(std::vector<Variable>& inputs) {
+    std::optional<DataType> others;
+    for (const Variable& v : inputs) {
+        if (v.is_constant()) continue;
+        if (others && *others != v.dtype()) return;  // the op's own check names the mismatch
+        others = v.dtype();
+    }
+    if (!others || !is_floating(*others)) return;
+    for (Variable& v : inputs)
+        if (v.is_constant() && v.dtype() != *others && is_floating(v.dtype()))
+            v = constant(v.value().to(*others), v.name());
+}
+}  // namespace
+
 void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     if (f.kind_ == Function::Kind::composite) return;
     if (f.kind_ == Function::Kind::block) {
@@ -281,6 +317,11 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     bool known = true;
     for (const Variable& v : f.inputs_) known = known && v.shape_known();
     std::string where = std::string(def.cntk_name) + " '" + (f.name_.empty() ? f.uid_ : f.name_) + "'";
+    // Element-wise ops and products only: elsewhere a constant's own dtype can be meant (batch
+    // normalization's f32 statistics beside f16 data under mixed precision).
+    if (known && (is_elementwise_binary(f.op_) || f.op_ == PrimitiveOp::element_select ||
+                  f.op_ == PrimitiveOp::times || f.op_ == PrimitiveOp::transpose_times))
+        adopt_operand_dtype(f.inputs_);
     std::vector<Variable> known_inputs;
     for (const Variable& v : f.inputs_)
         if (v.shape_known()) known_inputs.push_back(v);
@@ -355,6 +396,9 @@ FunctionPtr FunctionAccess::make_primitive(PrimitiveOp op, std::vector<Variable>
 uint64_t& FunctionAccess::rng_offset(Function& f) {
     return f.rng_offset_;
 }
+std::vector<Variable>& FunctionAccess::argument_order(Function& f) {
+    return f.argument_order_;
+}
 
 }  // namespace detail
 
@@ -363,6 +407,14 @@ FunctionPtr combine(const std::vector<Variable>& outputs, const std::string& nam
     for (const Variable& v : outputs)
         CTK_CHECK(v.defined(), ValueError, "combine '", name, "': undefined Variable");
     return detail::FunctionAccess::make_composite(outputs, name);
+}
+
+FunctionPtr with_argument_order(const FunctionPtr& f, const std::vector<Variable>& arguments,
+                                const std::string& name) {
+    CTK_CHECK(f, ValueError, "with_argument_order: no Function given");
+    FunctionPtr c = detail::FunctionAccess::make_composite(f->outputs(), name.empty() ? f->name() : name);
+    detail::FunctionAccess::argument_order(*c) = arguments;
+    return c;
 }
 
 FunctionPtr as_function(const Variable& v) {
@@ -486,6 +538,9 @@ FunctionPtr FunctionAccess::clone(const Function& root, CloneMethod method, Vari
     std::vector<Variable> new_roots;
     for (const Variable& v : roots) new_roots.push_back(map.count(v) ? map.at(v) : v);
     FunctionPtr result = root.is_composite() ? make_composite(new_roots, root.name_) : new_roots[0].owner();
+    if (root.is_composite())
+        for (const Variable& a : root.argument_order_)
+            result->argument_order_.push_back(map.count(a) ? map.at(a) : a);
     if (!back_edges.empty()) {
         VariableMap close;
         for (const auto& [p, v] : back_edges) close.emplace(p, map.at(v));
@@ -526,11 +581,16 @@ FunctionPtr Function::replace_placeholders(const VariableMap& replacements) {
             if (g->is_block()) g->block_map_[i].second = ins[i];
         }
     }
-    if (is_composite())
+    if (is_composite()) {
         for (Variable& v : composite_outputs_) {
             auto it = replacements.find(v);
             if (it != replacements.end()) v = it->second;
         }
+        for (Variable& a : argument_order_) {
+            auto it = replacements.find(a);
+            if (it != replacements.end()) a = it->second;
+        }
+    }
     detail::bump_graph_generation();
     // The walk again, now through the new operands, re-inferring operands before users; a recurrent
     // loop needs more than one round (its far end is unknown in the first), so repeat until stable.

@@ -145,6 +145,7 @@ struct FunctionAccess {
     // The graph upstream of `f` rebuilt with `map` applied (old variable -> new); fills `map` as it goes.
     static FunctionPtr clone(const Function& f, CloneMethod method, VariableMap& map);
     static uint64_t& rng_offset(Function& f);
+    static std::vector<Variable>& argument_order(Function& f);
     static std::vector<Variable>& inputs(Function& f) { return f.inputs_; }
     static const std::vector<std::shared_ptr<VariableData>>& owned_outputs(const Function& f) {
         return f.outputs_;

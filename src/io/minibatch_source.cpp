@@ -294,6 +294,10 @@ int64_t MinibatchSource::sweeps_completed() const {
     return impl_->sweep;
 }
 
+bool MinibatchSource::repeats_forever() const {
+    return impl_->config.max_samples == kInfinitelyRepeat && impl_->config.max_sweeps == kInfinitelyRepeat;
+}
+
 Dictionary MinibatchSource::checkpoint_state() const {
     const Impl& m = *impl_;
     Dictionary d;

@@ -108,6 +108,10 @@ FunctionPtr convolution_layer(const Dims& filter_shape, int64_t num_filters, con
     CTK_CHECK(num_filters > 0, ValueError, where, ": num_filters must be > 0, got ", num_filters);
     CTK_CHECK(o.groups >= 1 && num_filters % o.groups == 0, ValueError, where, ": groups ", o.groups,
               " must divide num_filters ", num_filters);
+    CTK_CHECK(o.reduction_rank == 0 || o.reduction_rank == 1, ValueError, where,
+              ": reduction_rank must be 0 or 1, got ", o.reduction_rank);
+    CTK_CHECK(o.reduction_rank == 1 || o.groups == 1, ValueError, where,
+              ": groups need input channels (reduction_rank=1)");
     const size_t spatial = filter_shape.size();
     const ActivationFn act = option(o.activation, &LayerDefaults::activation, ActivationFn());
     Initializer w_init = option(o.init, &LayerDefaults::init, glorot_uniform());
@@ -123,7 +127,10 @@ FunctionPtr convolution_layer(const Dims& filter_shape, int64_t num_filters, con
     std::vector<bool> auto_padding(spatial + 1, pad);
     auto_padding[0] = false;
 
-    Dims w_shape = transpose ? Dims{kInferredDim, num_filters} : Dims{num_filters, kInferredDim};
+    // reduction_rank 0: one input channel, made by a unit axis in front of x's spatial axes.
+    const int64_t in_channels = o.reduction_rank == 0 ? 1 : kInferredDim;
+    const bool add_channel_axis = o.reduction_rank == 0;
+    Dims w_shape = transpose ? Dims{in_channels, num_filters} : Dims{num_filters, in_channels};
     w_shape.insert(w_shape.end(), filter_shape.begin(), filter_shape.end());
     Variable W = parameter(w_shape, w_init, DataType::f32, "W");
     Variable b;
@@ -134,7 +141,8 @@ FunctionPtr convolution_layer(const Dims& filter_shape, int64_t num_filters, con
                       DataType::f32, "b");
     }
     const int64_t groups = o.groups;
-    return make_layer(op_name, o.name, [=](const Variable& x) {
+    return make_layer(op_name, o.name, [=](const Variable& x_in) {
+        const Variable x = add_channel_axis ? Variable(expand_dims(x_in, 0)) : x_in;
         FunctionPtr r = transpose ? convolution_transpose(W, x, strides, auto_padding, output_shape, dilation)
                                   : convolution(W, x, strides, auto_padding, dilation, groups);
         if (b.defined()) r = plus(r, b);

@@ -90,7 +90,10 @@ void backward_binary(BackwardContext& c) {
             break;
         case OpKind::pow:
             ga = element_times(dy, element_times(b, ctk::pow(a, minus(b, scalar_like(1.0, b)))));
-            if (c.needs[1]) gb = element_times(element_times(dy, y), ctk::log(a));
+            // CNTK: d/d exponent is 0 where the base is <= 0 (log has no value there).
+            if (c.needs[1])
+                gb = element_select(greater(a, scalar_like(0.0, a)),
+                                    element_times(element_times(dy, y), ctk::log(a)), scalar_like(0.0, dy));
             break;
         case OpKind::element_max:
             ga = element_times(dy, greater_equal(a, b)), gb = element_times(dy, less(a, b));

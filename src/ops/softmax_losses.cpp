@@ -88,27 +88,27 @@ std::vector<OutputSpec> infer_ce(InferContext& c) {
     out[static_cast<size_t>(a)] = 1;
     return {{out, z.dtype(), loss_axes(c.inputs, c.where)}};
 }
+// CNTK 2.7 builds the loss as a block, ReduceLogSum(z) - ReduceSum(t * z): for targets that sum to 1 it is
+// -sum(t * log_softmax(z)); for others (all-zero rows, soft targets) it keeps CNTK's value, and the
+// gradients are the block's: dz = dy * (softmax(z) - t), dt = -dy * z.
 void forward_ce(ForwardContext& c) {
     const Tensor& z = c.inputs[0].data();
     Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), c.dyn_rank(0), c.input_vars[0].rank());
     const int ax =
         c.dyn_rank(0) + normalize_static_axis(c.attrs.get<Axis>("axis"), c.input_vars[0].rank(), c.where);
-    Tensor ls = log_softmax(z, ax);
-    c.outputs.push_back(Value(negate(reduce_sum(element_times(t, ls), {ax}, true))));
-    c.saved.push_back(ls);
+    Tensor lse = reduce_log_sum_exp(z, {ax}, true);
+    c.outputs.push_back(Value(minus(lse, reduce_sum(element_times(t, z), {ax}, true))));
+    c.saved.push_back(minus(z, lse));  // log_softmax(z)
+    c.saved.push_back(lse);
 }
 void backward_ce(BackwardContext& c) {
     Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), c.dyn_rank(0), c.input_vars[0].rank());
-    const int ax =
-        c.dyn_rank(0) + normalize_static_axis(c.attrs.get<Axis>("axis"), c.input_vars[0].rank(), c.where);
-    const Tensor& ls = c.saved[0];
+    const Tensor &ls = c.saved[0], &lse = c.saved[1];
     const Tensor& dy = c.output_grads[0];  // reduced axis kept: broadcasts along it
-    if (c.needs[0])
-        c.input_grads[0] =
-            element_times(dy, minus(element_times(ctk::exp(ls), reduce_sum(t, {ax}, true)), t));
-    if (c.needs[1])
-        c.input_grads[1] = reduce_to_operand(negate(element_times(dy, ls)), c.inputs[1].data(), c.dyn_rank(1),
-                                             c.dyn_rank(0), c.input_vars[0].rank());
+    if (c.needs[0]) c.input_grads[0] = element_times(dy, minus(ctk::exp(ls), t));
+    if (c.needs[1])  // z = log_softmax(z) + lse, so that backward need not keep the logits
+        c.input_grads[1] = reduce_to_operand(negate(element_times(dy, plus(ls, lse))), c.inputs[1].data(),
+                                             c.dyn_rank(1), c.dyn_rank(0), c.input_vars[0].rank());
 }
 
 // ---- classification_error ----
@@ -345,7 +345,7 @@ void register_loss_ops(OpTable& t) {
     t.add(PrimitiveOp::cross_entropy_with_softmax,
           OpDef{"CrossEntropyWithSoftmax", 2, 2, infer_ce, forward_ce, backward_ce});
     t.backward_reads(PrimitiveOp::cross_entropy_with_softmax,
-                     reads_input(1));  // the logits' log_softmax is saved
+                     reads_input(1));  // the logits' log_softmax and log-sum-exp are saved
     t.add(PrimitiveOp::classification_error,
           OpDef{"ClassificationError", 2, 2, infer_error, forward_error, nullptr});
     t.add(PrimitiveOp::squared_error,

@@ -41,6 +41,12 @@ TrainingSession::TrainingSession(std::shared_ptr<Trainer> trainer, std::shared_p
                   "training_session: minibatch sizes must be whole numbers > 0, got ", v);
     CTK_CHECK(!map_.empty(), ValueError, "training_session: model_inputs_to_streams is empty");
     CTK_CHECK(max_samples_ > 0, ValueError, "training_session: max_samples must be > 0");
+    // Only a cross-validation callback could stop such a run; without one it would never return.
+    CTK_CHECK(max_samples_ != kInfinitelyRepeat || !source_->repeats_forever() || (cv_ && cv_->callback),
+              ValueError,
+              "training_session: the minibatch source repeats forever (max_samples and max_sweeps are "
+              "INFINITELY_REPEAT) and no max_samples is given, so training would never end; give "
+              "training_session max_samples, or the source max_sweeps");
     if (checkpoint_)
         CTK_CHECK(!checkpoint_->filename.empty(), ValueError,
                   "training_session: the checkpoint filename is empty");

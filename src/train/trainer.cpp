@@ -111,7 +111,8 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::v
       mixed_(mixed_precision ? *mixed_precision : MixedPrecision::from_environment()),
       learners_(std::move(learners)),
       writers_(std::move(progress_writers)) {
-    CTK_CHECK(model_ && loss_, ValueError, "Trainer: the model and the loss function are required");
+    // The model may be absent (CNTK's Trainer(None, criterion, ...)): the loss graph holds the parameters.
+    CTK_CHECK(loss_, ValueError, "Trainer: the loss function is required");
     CTK_CHECK(!learners_.empty(), ValueError, "Trainer: at least one learner is required");
     aggregate_loss_ = reduce_sum(loss_->output(), {Axis::all_axes()}, true, "aggregateLoss");
     std::vector<Variable> outs{aggregate_loss_->output(), loss_->output()};

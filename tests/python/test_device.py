@@ -88,7 +88,7 @@ def test_gpu_training_matches_the_cpu():
 def test_info_reports_the_build_and_every_gpu_with_a_verdict():
     import ctk
     info = ctk.device.info()
-    assert info.build['version'] == C.__version__
+    assert info.build['version'] == C.__ctk_version__ == ctk.__version__
     assert info.build['build_target'] in ('CPU', 'GPU')
     assert 'OpenBLAS' in info.build['math_lib']
     report = str(info)

@@ -48,3 +48,27 @@ __all__ += ['as_composite']
 
 from .functions import UserFunction, user_function, output_variable  # noqa: E402,F401
 __all__ += ['UserFunction', 'user_function', 'output_variable']
+
+
+def input_variable(shape, dtype=None, needs_gradient=False, is_sparse=False, dynamic_axes=None, name=''):
+    """CNTK's input_variable: an input of the given sample shape (or a type, e.g. Tensor[13] or
+    Sequence[Tensor[13]], whose record fills the other arguments), with the batch axis (dynamic_axes:
+    others)."""
+    from ..typing import VariableType
+    if isinstance(shape, VariableType):
+        t = shape
+        shape = t.shape if t.shape is not None else (-1,)
+        dtype = dtype if dtype is not None else t.dtype
+        needs_gradient = needs_gradient or bool(t.needs_gradient)
+        is_sparse = is_sparse or bool(t.is_sparse)
+        dynamic_axes = dynamic_axes if dynamic_axes is not None else t.dynamic_axes
+    return _ctk.input_variable(shape, dtype=dtype, needs_gradient=needs_gradient, is_sparse=is_sparse,
+                              dynamic_axes=dynamic_axes, name=name)
+
+
+def input(shape, dtype=None, needs_gradient=False, is_sparse=False, dynamic_axes=None, name=''):
+    """CNTK's deprecated name of input_variable (still in CNTK 2.7's cntk.ops)."""
+    return input_variable(shape, dtype, needs_gradient, is_sparse, dynamic_axes, name)
+
+
+__all__ += ['input']

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cntk_math.h"
 #include "kernels/cpu/cpu_common.h"
 
 namespace ctk::cpu {
@@ -51,13 +52,13 @@ void unary_kernel(const KernelCall& call) {
         case OpKind::abs:
             return unary_loop<T>(out, x, [](C v) { return std::abs(v); });
         case OpKind::sqrt:
-            return unary_loop<T>(out, x, [](C v) { return std::sqrt(v); });
+            return unary_loop<T>(out, x, [](C v) { return cntk_math::sqrt_of(v); });
         case OpKind::square:
             return unary_loop<T>(out, x, [](C v) { return v * v; });
         case OpKind::exp:
             return unary_loop<T>(out, x, [](C v) { return std::exp(v); });
         case OpKind::log:
-            return unary_loop<T>(out, x, [](C v) { return std::log(v); });
+            return unary_loop<T>(out, x, [](C v) { return cntk_math::log_of(v); });
         case OpKind::floor:
             return unary_loop<T>(out, x, [](C v) { return std::floor(v); });
         case OpKind::ceil:
@@ -88,7 +89,7 @@ void unary_kernel(const KernelCall& call) {
         case OpKind::atanh:
             return unary_loop<T>(out, x, [](C v) { return std::atanh(v); });
         case OpKind::reciprocal:
-            return unary_loop<T>(out, x, [](C v) { return C(1) / v; });
+            return unary_loop<T>(out, x, [](C v) { return cntk_math::reciprocal_of(v); });
         case OpKind::sigmoid:
             return unary_loop<T>(out, x, [](C v) { return sigmoid_of(v); });
         case OpKind::relu:
@@ -164,7 +165,7 @@ void unary_backward_kernel(const KernelCall& call) {
         case OpKind::exp:
             return grad_loop<T>(call, [](C, C y, C g) { return y * g; });
         case OpKind::log:
-            return grad_loop<T>(call, [](C x, C, C g) { return g / x; });
+            return grad_loop<T>(call, [](C x, C, C g) { return cntk_math::log_grad(x, g); });
         case OpKind::floor:
         case OpKind::ceil:
         case OpKind::round:
@@ -265,9 +266,9 @@ void binary_kernel(const KernelCall& call) {
         case OpKind::element_times:
             return binary_loop<T>(out, a, b, [](C x, C y) { return x * y; });
         case OpKind::element_divide:
-            return binary_loop<T>(out, a, b, [](C x, C y) { return x / y; });
+            return binary_loop<T>(out, a, b, [](C x, C y) { return cntk_math::divide(x, y); });
         case OpKind::pow:
-            return binary_loop<T>(out, a, b, [](C x, C y) { return std::pow(x, y); });
+            return binary_loop<T>(out, a, b, [](C x, C y) { return cntk_math::pow_of(x, y); });
         case OpKind::element_max:  // NaN propagates, as in NumPy's maximum
             return binary_loop<T>(out, a, b, [](C x, C y) { return (x > y || x != x) ? x : y; });
         case OpKind::element_min:

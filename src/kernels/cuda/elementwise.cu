@@ -5,6 +5,7 @@
 #include <cfloat>
 
 #include "core/cuda/copy.h"
+#include "kernels/cntk_math.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/map.cuh"
 
@@ -27,13 +28,13 @@ __device__ __forceinline__ C unary_value(OpKind op, C v, C alpha, C beta) {
         case OpKind::abs:
             return fabs(v);
         case OpKind::sqrt:
-            return sqrt(v);
+            return cntk_math::sqrt_of(v);
         case OpKind::square:
             return v * v;
         case OpKind::exp:
             return exp(v);
         case OpKind::log:
-            return log(v);
+            return cntk_math::log_of(v);
         case OpKind::floor:
             return floor(v);
         case OpKind::ceil:
@@ -63,7 +64,7 @@ __device__ __forceinline__ C unary_value(OpKind op, C v, C alpha, C beta) {
         case OpKind::atanh:
             return atanh(v);
         case OpKind::reciprocal:
-            return C(1) / v;
+            return cntk_math::reciprocal_of(v);
         case OpKind::sigmoid:
             return sigmoid_of(v);
         case OpKind::relu:
@@ -104,7 +105,7 @@ __device__ __forceinline__ C unary_grad(OpKind op, C x, C y, C g, C alpha, C bet
         case OpKind::exp:
             return y * g;
         case OpKind::log:
-            return g / x;
+            return cntk_math::log_grad(x, g);
         case OpKind::floor:
         case OpKind::ceil:
         case OpKind::round:
@@ -172,9 +173,9 @@ __device__ __forceinline__ C binary_value(OpKind op, C x, C y) {
         case OpKind::element_times:
             return x * y;
         case OpKind::element_divide:
-            return x / y;
+            return cntk_math::divide(x, y);
         case OpKind::pow:
-            return pow(x, y);
+            return cntk_math::pow_of(x, y);
         case OpKind::element_max:
             return (x > y || x != x) ? x : y;  // NaN propagates
         case OpKind::element_min:

@@ -1,0 +1,4 @@
+"""cntk.io: readers and minibatch sources."""
+from ctk.io import *  # noqa: F401,F403
+from ctk.io import __all__  # noqa: F401
+from . import transforms  # noqa: E402,F401

@@ -1,0 +1,12 @@
+"""cntk.layers: the layers library (blocks, layers, higher-order layers, sequence layers), the type
+objects of cntk.layers.typing and default_options. Layers are Functions with placeholders: apply one
+with layer(x)."""
+from .blocks import *  # noqa: F401,F403
+from .layers import *  # noqa: F401,F403
+from .higher_order_layers import *  # noqa: F401,F403
+from .sequence import *  # noqa: F401,F403
+from .typing import *  # noqa: F401,F403
+from . import blocks, layers, higher_order_layers, sequence, typing  # noqa: F401
+from ctk.default_options import default_options, default_options_for  # noqa: F401
+from ctk.variables import Parameter, Constant  # noqa: F401  (CNTK's blocks re-exported them)
+from ctk._ctk import placeholder, Function  # noqa: F401

@@ -1,0 +1,199 @@
+# CNTK 2.7's semantics where plain math or another reading of its API would silently give other numbers:
+# Function.grad runs in training mode, momentum_schedule's second argument is the epoch size, the
+# cross_entropy_with_softmax block's gradients, CNTK's clipped log / sqrt / reciprocal / divide / pow,
+# and a training_session that could never end. Each test fails on a ctk that differs from CNTK.
+import warnings
+
+import numpy as np
+import pytest
+
+import cntk as C
+
+
+def test_grad_runs_in_training_mode_batch_norm_uses_batch_statistics():
+    # With batch statistics, sum_i BN(x)_i = N * bias whatever x is, so d(sum y)/dx = 0. With the running
+    # statistics (inference) it would be scale / sqrt(var + eps) = 1 / sqrt(1 + eps).
+    x = C.input_variable(3, needs_gradient=True)
+    y = C.layers.BatchNormalization()(x)
+    data = np.array([[1, 2, 3], [4, 0, -1], [2, 2, 7], [0.5, 1, 1]], np.float32)
+    g = y.grad({x: data})
+    np.testing.assert_allclose(g, np.zeros_like(data), atol=1e-4)
+
+
+def test_grad_runs_in_training_mode_dropout_drops():
+    x = C.input_variable(1000, needs_gradient=True)
+    y = C.dropout(x, 0.5, seed=1)
+    g = y.grad({x: np.ones((1, 1000), np.float32)})
+    # Dropout scales the kept units by 1 / (1 - rate): the gradient is 0 or 2, about half each.
+    assert set(np.unique(g)) <= {0.0, 2.0}
+    assert 300 < np.count_nonzero(g) < 700
+
+
+def test_grad_with_outputs_uses_the_same_training_forward():
+    x = C.input_variable(2, needs_gradient=True)
+    y = C.layers.BatchNormalization()(x)
+    data = np.array([[1, 2], [3, 6]], np.float32)
+    g, out = y.grad({x: data}, outputs=[y.output])
+    # Normalized with the batch's own mean and variance: +-1 per column (up to epsilon).
+    np.testing.assert_allclose(out, [[-1, -1], [1, 1]], atol=1e-3)
+    assert g.shape == data.shape
+
+
+def test_grad_root():
+    x = C.input_variable(2, needs_gradient=True)
+    h = C.square(x, name='h')
+    y = C.reduce_sum(h * 3)
+    g = y.grad({x: np.array([[1, 2]], np.float32)}, wrt=[x], grad_root=h.output)
+    np.testing.assert_allclose(g, [[2, 4]])
+
+
+def test_momentum_schedule_second_argument_is_the_epoch_size():
+    m = C.momentum_schedule([0.99, 0.9], 1000)
+    assert (m[0], m[999], m[1000], m[1001]) == pytest.approx((0.99, 0.99, 0.9, 0.9))
+    assert m.minibatch_size == 0  # applied per minibatch, as CNTK's default
+    m = C.momentum_schedule(0.9, minibatch_size=32)
+    assert m.minibatch_size == 32
+
+
+def test_schedule_pairs_count_in_the_schedules_unit():
+    # CNTK's docstring: without an epoch size the pairs count sweeps, and schedule[n] looks n up in them.
+    m = C.momentum_schedule([(999, 0.99), (888, 0.88), (0, 0.77)])
+    assert (m[0], m[998], m[999], m[999 + 888 - 1], m[999 + 888]) == pytest.approx(
+        (0.99, 0.99, 0.88, 0.88, 0.77))
+    s = C.learning_parameter_schedule([(12, 0.1), (15, 0.01), (1, 0.001)], epoch_size=100)
+    assert (s[0], s[1199], s[1200], s[2699], s[2700], s[5000]) == pytest.approx(
+        (0.1, 0.1, 0.01, 0.01, 0.001, 0.001))
+    # A lone number in a pair list counts once.
+    s = C.learning_parameter_schedule([0.5, (2, 0.25), 0.125], epoch_size=10)
+    assert (s[9], s[10], s[29], s[30]) == pytest.approx((0.5, 0.25, 0.25, 0.125))
+
+
+def test_momentum_as_time_constant_schedule_takes_lists():
+    m = C.momentum_as_time_constant_schedule([1100, 1500], 1000)
+    assert m[0] == pytest.approx(np.exp(-1 / 1100))
+    assert m[1000] == pytest.approx(np.exp(-1 / 1500))
+
+
+def test_a_number_with_an_epoch_size_warns_as_cntk():
+    with pytest.warns(RuntimeWarning, match='epoch_size is ignored'):
+        C.learning_parameter_schedule(0.1, epoch_size=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        C.learning_parameter_schedule(0.1)
+
+
+def test_a_schedule_of_a_string_is_a_value_error():
+    with pytest.raises(ValueError, match='float or a list'):
+        C.learning_parameter_schedule('0.1')
+
+
+def test_momentum_schedule_changes_the_training():
+    # The same two updates with momentum 0.5 then 0 (epoch size 1 sample) as computed by hand, unit gain:
+    # v1 = 0.5 * 0 + 0.5 * g = 0.5; p1 = -0.5; then momentum 0: v2 = g = 1; p2 = -1.5.
+    p = C.parameter(init=np.array([0.0], np.float32))
+    learner = C.momentum_sgd([p], C.learning_parameter_schedule(1.0), C.momentum_schedule([0.5, 0.0], 1))
+    learner.update({p: np.array([1.0], np.float32)}, 1)
+    np.testing.assert_allclose(p.value, [-0.5], rtol=1e-6)
+    learner.update({p: np.array([1.0], np.float32)}, 1)
+    np.testing.assert_allclose(p.value, [-1.5], rtol=1e-6)
+
+
+def _ce_and_grads(z, t):
+    zv = C.input_variable(z.shape[1:], needs_gradient=True)
+    tv = C.input_variable(t.shape[1:], needs_gradient=True)
+    ce = C.cross_entropy_with_softmax(zv, tv)
+    grads, value = ce.grad({zv: z, tv: t}, wrt=[zv, tv], outputs=[ce.output])
+    return value, grads[zv], grads[tv]
+
+
+@pytest.mark.parametrize('t', [[0., 0., 0., 1.], [0., 0., 0.5, 0.5], [0., 0.4, 0.3, 0.3]])
+def test_cross_entropy_with_softmax_gradients_as_cntk(t):
+    z = np.array([[1., 2., 3., 4.]], np.float32)
+    t = np.array([t], np.float32)
+    value, gz, gt = _ce_and_grads(z, t)
+    softmax = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    np.testing.assert_allclose(value.ravel(), [-(t * np.log(softmax)).sum()], rtol=1e-5)
+    np.testing.assert_allclose(gz, softmax - t, atol=1e-6)
+    # CNTK's block ReduceLogSum(z) - ReduceSum(t * z): d/dt = -z (not -log_softmax(z)).
+    np.testing.assert_allclose(gt, -z, rtol=1e-6)
+
+
+def test_cross_entropy_with_softmax_of_targets_not_summing_to_one():
+    z = np.array([[1., 2., 3.]], np.float32)
+    t = np.zeros((1, 3), np.float32)
+    value, gz, _ = _ce_and_grads(z, t)
+    lse = np.log(np.exp(z).sum())
+    np.testing.assert_allclose(value.ravel(), [lse], rtol=1e-6)
+    np.testing.assert_allclose(gz, np.exp(z - lse), rtol=1e-5)
+
+
+def test_numeric_conventions_forward():
+    np.testing.assert_allclose(C.log([0., -1., 1e-38, 1.]).eval(), [-85.1, -85.1, -85.1, 0.], rtol=1e-6)
+    np.testing.assert_array_equal(C.sqrt([-1., 0., 4.]).eval(), [0., 0., 2.])
+    np.testing.assert_array_equal(C.reciprocal([0., 2.]).eval(), [0., 0.5])
+    np.testing.assert_array_equal(C.element_divide([1., -3., 6.], [0., 0., 3.]).eval(), [0., 0., 2.])
+    pw = C.pow([0., 0., -2., -2., 3.], [-1., 0., 3., 0.5, 2.]).eval()
+    np.testing.assert_array_equal(pw[[0, 1, 2, 4]], [0., 1., -8., 9.])
+    assert np.isnan(pw[3])
+
+
+def test_numeric_conventions_in_float64():
+    x = C.input_variable(3, dtype=np.float64)
+    y = C.log(x) + C.sqrt(x) + C.reciprocal(x)
+    # CNTK's constant is the float -85.1f, in double too.
+    np.testing.assert_allclose(y.eval({x: np.array([[0., 1., 4.]])}),
+                               [[float(np.float32(-85.1)), 2., np.log(4) + 2.25]], rtol=1e-12)
+
+
+def test_numeric_conventions_backward():
+    x = C.input_variable(2, needs_gradient=True)
+    # log: g * exp(-log x), finite below 1e-37 where 1 / x is not.
+    g = C.log(x).grad({x: np.array([[0., 2.]], np.float32)})
+    assert np.isfinite(g).all() and g[0, 0] == pytest.approx(np.exp(85.1), rel=1e-5)
+    assert g[0, 1] == pytest.approx(0.5)
+    # reciprocal and divide: 0 where the denominator is 0.
+    g = C.reciprocal(x).grad({x: np.array([[0., 2.]], np.float32)})
+    np.testing.assert_allclose(g, [[0., -0.25]])
+    a = C.input_variable(2, needs_gradient=True)
+    q = C.element_divide(a, x)
+    grads = q.grad({a: np.array([[3., 3.]], np.float32), x: np.array([[0., 2.]], np.float32)}, wrt=[a, x])
+    np.testing.assert_allclose(grads[a], [[0., 0.5]])
+    np.testing.assert_allclose(grads[x], [[0., -0.75]])
+    # pow: d/d exponent is 0 where the base is <= 0.
+    e = C.input_variable(2, needs_gradient=True)
+    b = C.input_variable(2)
+    g = C.pow(b, e).grad({b: np.array([[-2., 2.]], np.float32), e: np.array([[2., 2.]], np.float32)}, wrt=[e])
+    np.testing.assert_allclose(g, [[0., 4 * np.log(2)]], rtol=1e-6)
+
+
+def test_ops_take_numpy_arrays_and_lists_as_operands():
+    np.testing.assert_allclose(C.sqrt([0., 4.]).eval(), [0., 2.])
+    np.testing.assert_allclose(C.exp(np.array([0., 1.])).eval(), [1., np.e], rtol=1e-6)
+    np.testing.assert_allclose(C.negate(3).eval(), -3)
+    np.testing.assert_allclose(C.reduce_sum([[1., 2.], [3., 4.]]).eval(), 10)
+    assert C.sqrt([0., 4.]).eval().dtype == np.float32
+    with pytest.raises(TypeError):
+        C.sqrt('abc')
+
+
+def _infinite_source(tmp_path):
+    path = tmp_path / 'data.ctf'
+    path.write_text(''.join('|x %d |y 1\n' % i for i in range(4)))
+    return C.io.MinibatchSource(C.io.CTFDeserializer(str(path), C.io.StreamDefs(
+        x=C.io.StreamDef(field='x', shape=1), y=C.io.StreamDef(field='y', shape=1))))
+
+
+def test_training_session_that_could_never_end_is_a_value_error(tmp_path):
+    source = _infinite_source(tmp_path)
+    x = C.input_variable(1)
+    y = C.input_variable(1)
+    z = C.layers.Dense(1)(x)
+    loss = C.squared_error(z, y)
+    trainer = C.Trainer(z, (loss, loss), [C.sgd(z.parameters, 0.01)])
+    with pytest.raises(ValueError, match='never end'):
+        C.training_session(trainer=trainer, mb_source=source, mb_size=2,
+                           model_inputs_to_streams={x: source.streams.x, y: source.streams.y})
+    # With a sample limit it trains and returns.
+    C.training_session(trainer=trainer, mb_source=source, mb_size=2, max_samples=8,
+                       model_inputs_to_streams={x: source.streams.x, y: source.streams.y}).train()
+    assert trainer.total_number_of_samples_seen == 8
