@@ -16,7 +16,16 @@ namespace ctk {
 class SequenceLayout {
 public:
     explicit SequenceLayout(std::vector<int64_t> lengths);
+    // `continues[i]`: sequence i goes on from the sequence in the same place of the previous minibatch
+    // given to the same Function (CNTK's seq_starts[i] = False): a past_value at its first frames reads
+    // the previous minibatch's last frames instead of the initial state (truncated back-propagation
+    // through time: no gradient flows back into the previous minibatch).
+    SequenceLayout(std::vector<int64_t> lengths, std::vector<bool> continues);
     int64_t num_sequences() const { return static_cast<int64_t>(lengths_.size()); }
+    bool continues(int64_t i) const { return !continues_.empty() && continues_[static_cast<size_t>(i)]; }
+    // Whether the caller said where sequences start (seq_starts given, even all True): the delays then
+    // keep their last frames for a minibatch that may continue these sequences.
+    bool has_start_flags() const { return !continues_.empty(); }
     int64_t max_length() const { return max_length_; }
     const std::vector<int64_t>& lengths() const { return lengths_; }
     int64_t num_frames() const { return frames_; }  // real frames, padding excluded
@@ -28,6 +37,7 @@ public:
 
 private:
     std::vector<int64_t> lengths_;
+    std::vector<bool> continues_;  // empty: no seq_starts given (every sequence starts here)
     int64_t max_length_ = 0;
     int64_t frames_ = 0;
     mutable std::vector<Tensor> masks_;  // cache
@@ -78,6 +88,8 @@ public:
     // The same value on `device` (itself when already there): dense data, or one-hot indices (the dense
     // rows are rebuilt there when read), with the same layout.
     Value to(Device device) const;
+    // The same data (dense or one-hot) with another layout of the same frames.
+    Value with_layout(std::shared_ptr<const SequenceLayout> layout) const;
 
 private:
     struct OneHot;

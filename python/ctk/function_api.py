@@ -265,5 +265,6 @@ def install():
     Function.train = _train
     Function.test = _test
     Function.print_node_timing = lambda self: _print_node_timing()
+    Function.save_model = lambda self, filename: self.save(filename)  # CNTK 2.0's name of save
     Variable.type = property(variable_type)
     Variable._Type = VariableType

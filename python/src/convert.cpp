@@ -360,17 +360,30 @@ std::vector<Variable> to_variables(const py::handle& obj) {
 ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f) {
     ValueMap map;
     if (arguments.is_none()) return map;
-    // CNTK's (arguments, seq_starts): per sequence, whether it starts in this minibatch or goes on from
-    // the previous one. Every sequence starting is the ordinary case; carrying recurrent state across
-    // minibatches is not something ctk's graph does, so that is refused rather than silently restarted.
-    if (py::isinstance<py::tuple>(arguments) && py::len(arguments) == 2 &&
-        py::isinstance<py::dict>(py::reinterpret_borrow<py::tuple>(arguments)[0])) {
+    // CNTK's (arguments, seq_starts): per sequence, True where it starts in this minibatch, False where it
+    // goes on from the sequence in the same place of the previous minibatch given to this Function (its
+    // past_values read that minibatch's last frames; see SequenceLayout).
+    if (py::isinstance<py::tuple>(arguments) && py::len(arguments) == 2) {
         const auto pair = py::reinterpret_borrow<py::tuple>(arguments);
-        for (const py::handle start : py::iter(pair[1]))
-            CTK_CHECK(py::cast<bool>(start), NotImplementedError,
-                      "seq_starts: a sequence that continues from the previous minibatch (seq_starts False) "
-                      "is not supported by ctk: pass whole sequences, each starting in its minibatch");
-        return argument_map(pair[0], f);
+        bool flags = py::isinstance<py::list>(pair[1]) || py::isinstance<py::tuple>(pair[1]);
+        if (flags)
+            for (const py::handle b : pair[1])  // Python or NumPy booleans
+                flags = flags && (py::isinstance<py::bool_>(b) ||
+                                  std::string(py::str(py::type::of(b).attr("__name__"))) == "bool_");
+        if (flags) {
+            std::vector<bool> continues;
+            for (const py::handle b : pair[1]) continues.push_back(!py::cast<bool>(b));
+            ValueMap inner = argument_map(pair[0], f);
+            for (auto& [var, value] : inner) {
+                if (!value.has_layout()) continue;
+                CTK_CHECK(value.layout()->num_sequences() == static_cast<int64_t>(continues.size()),
+                          ValueError, "seq_starts: ", continues.size(), " flags for ",
+                          value.layout()->num_sequences(), " sequences of ", var.to_string());
+                value =
+                    value.with_layout(std::make_shared<SequenceLayout>(value.layout()->lengths(), continues));
+            }
+            return inner;
+        }
     }
     if (py::isinstance<py::dict>(arguments)) {
         for (auto item : py::reinterpret_borrow<py::dict>(arguments)) {

@@ -37,7 +37,12 @@ struct Plan {
     std::vector<bool> read_by_backward;            // per slot: some backward rule reads its value
     uint64_t generation = 0;                       // graph_generation() when built
     bool has_side_effects = false;                 // some step commits a side effect (assign)
-    int slot(const Variable& v) const;             // -1 when the variable is not part of this plan
+    // Per step, for a past_value given sequences with seq_starts: its input's last `offset` frames per
+    // sequence [sequences, offset, sample...] from the latest forward, which a following minibatch's
+    // continuing sequences read (CNTK's state carried across minibatches). Empty until then.
+    // Evaluating one Function with continuing sequences from several threads at once is not supported.
+    mutable std::vector<Tensor> delay_carry;
+    int slot(const Variable& v) const;  // -1 when the variable is not part of this plan
 };
 
 std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs);

@@ -25,6 +25,13 @@ SequenceLayout::SequenceLayout(std::vector<int64_t> lengths) : lengths_(std::mov
     }
 }
 
+SequenceLayout::SequenceLayout(std::vector<int64_t> lengths, std::vector<bool> continues)
+    : SequenceLayout(std::move(lengths)) {
+    CTK_CHECK(continues.size() == lengths_.size(), ValueError, "SequenceLayout: ", continues.size(),
+              " continuation flags (seq_starts) for ", lengths_.size(), " sequences");
+    continues_ = std::move(continues);
+}
+
 Tensor SequenceLayout::mask(DataType dtype, Device device) const {
     for (const Tensor& m : masks_)
         if (m.dtype() == dtype && m.device() == device) return m;
@@ -164,6 +171,14 @@ Value Value::to(Device device) const {
     v.one_hot_->indices = one_hot_->indices.to(device);
     v.one_hot_->num_classes = one_hot_->num_classes;
     v.one_hot_->dtype = one_hot_->dtype;
+    return v;
+}
+
+Value Value::with_layout(std::shared_ptr<const SequenceLayout> layout) const {
+    CTK_CHECK(!layout_ || !layout || (layout->lengths() == layout_->lengths()), ValueError,
+              "Value::with_layout: the new layout has other sequence lengths");
+    Value v = *this;
+    v.layout_ = std::move(layout);
     return v;
 }
 

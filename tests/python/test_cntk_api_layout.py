@@ -222,8 +222,54 @@ def test_minibatch_with_seq_starts():
     trainer = C.Trainer(z, (C.squared_error(z, y), None), [C.sgd(z.parameters, 0.1)])
     data = {x: [np.ones((3, 2), np.float32), np.ones((1, 2), np.float32)], y: np.zeros((2, 2), np.float32)}
     assert trainer.train_minibatch((data, [True, True]))
-    with pytest.raises(NotImplementedError, match='seq_starts'):
-        trainer.train_minibatch((data, [True, False]))
+    with pytest.raises(ValueError, match='2 sequences'):
+        trainer.train_minibatch((data, [True]))
+
+
+def test_past_value_continues_a_sequence_across_minibatches():
+    # CNTK's seq_starts False: the sequence goes on from the previous minibatch given to the Function.
+    x = C.sequence.input_variable(1)
+    y = C.sequence.past_value(x, initial_state=-1.0)
+    a = np.array([[1.], [2.], [3.]], np.float32)
+    b = np.array([[4.], [5.]], np.float32)
+    np.testing.assert_array_equal(y.eval(([a], [True]))[0].ravel(), [-1, 1, 2])
+    np.testing.assert_array_equal(y.eval(([b], [False]))[0].ravel(), [3, 4])
+    np.testing.assert_array_equal(y.eval(([b], [True]))[0].ravel(), [-1, 4])
+    # Two steps back reach into the previous minibatch too, and through a short one.
+    y2 = C.sequence.past_value(x, initial_state=0.0, time_step=2)
+    y2.eval(([a], [True]))
+    np.testing.assert_array_equal(y2.eval(([b[:1]], [False]))[0].ravel(), [2])
+    np.testing.assert_array_equal(y2.eval(([b], [False]))[0].ravel(), [3, 4])
+
+
+def test_a_recurrence_split_over_minibatches_equals_the_whole_sequence():
+    x = C.sequence.input_variable(3)
+    model = C.layers.Recurrence(C.layers.LSTM(4, init=C.glorot_uniform(seed=2)))
+    z = model(x)
+    seq = np.random.RandomState(3).rand(7, 3).astype(np.float32)
+    whole = z.eval([seq])[0]
+    first = z.eval(([seq[:4]], [True]))[0]
+    rest = z.eval(([seq[4:]], [False]))[0]
+    np.testing.assert_allclose(np.concatenate([first, rest]), whole, rtol=1e-5, atol=1e-6)
+
+
+def test_continuing_sequences_get_no_gradient_from_the_previous_minibatch():
+    x = C.sequence.input_variable(1, needs_gradient=True)
+    init = C.parameter(shape=(1,), init=0.5)
+    y = C.sequence.reduce_sum(C.sequence.past_value(x, initial_state=init))
+    y.eval(([np.ones((2, 1), np.float32)], [True]))
+    # A continuing sequence's first frame is the carried one: the initial state gets no gradient.
+    g = y.grad(([np.ones((2, 1), np.float32)], [False]), wrt=[init])
+    np.testing.assert_array_equal(g, [0.])
+    g = y.grad(([np.ones((2, 1), np.float32)], [True]), wrt=[init])
+    np.testing.assert_array_equal(g, [1.])
+
+
+def test_a_continuing_sequence_without_a_previous_minibatch_is_an_error():
+    x = C.sequence.input_variable(1)
+    y = C.sequence.past_value(x)
+    with pytest.raises(ValueError, match='continues the previous minibatch'):
+        y.eval(([np.ones((2, 1), np.float32)], [False]))
 
 
 def test_convolution_reduction_rank_zero():
