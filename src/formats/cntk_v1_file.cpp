@@ -258,6 +258,8 @@ const std::set<std::string>& payload_free_ops() {
                                               "SquareError",
                                               "CrossEntropyWithSoftmax",
                                               "ClassificationError",
+                                              "ErrorPrediction",
+                                              "Logistic",
                                               "PerDimMeanVarNormalization"};
     return ops;
 }
@@ -343,23 +345,49 @@ void read_payload(ByteReader& r, Node& n, uint64_t version) {
     }
     if (op == "BatchNormalization") {
         BatchNormSettings& b = n.bn;
-        b.spatial = r.boolean("spatial");
-        b.normalization_time_constant = r.f64("normalizationTimeConstant");
-        b.blend_time_constant = r.f64("blendTimeConstant");
-        b.image_layout = r.i32("image layout");
-        if (version >= 19) {
-            r.boolean("runCountIsZero");
-        } else if (version >= 13) {
-            b.sample_count = r.u64("run sample count");
-            b.has_sample_count = true;
+        uint64_t minibatch_count = 0;
+        if (version >= 6) {
+            b.spatial = r.boolean("spatial");
+            b.normalization_time_constant = r.f64("normalizationTimeConstant");
+            b.blend_time_constant = r.f64("blendTimeConstant");
+            b.image_layout = r.i32("image layout");
+            if (version >= 19) {
+                r.boolean("runCountIsZero");
+            } else if (version >= 13) {
+                b.sample_count = r.u64("run sample count");
+                b.has_sample_count = true;
+            } else {
+                minibatch_count = r.u64("run minibatch count");
+            }
+            b.epsilon = r.f64("epsilon");
+            r.boolean("useCntkEngine");
         } else {
-            // Before 13 the node kept a minibatch count and a running inverse std deviation; CNTK converts
-            // both approximately. ctk does not guess.
-            CTK_THROW(NotImplementedError, "CNTK v1 model '", r.path(), "': BatchNormalization '", n.name,
-                      "' uses the pre-version-13 layout (inverse std deviation), which ctk does not read");
+            // The node's own version pair (0x00010001..0x00010004), then the fields that version had.
+            const size_t at = r.pos();
+            const int32_t written = r.i32("batch norm version written"), readable = r.i32("batch norm version readable");
+            if (readable > written || written < 0x00010001 || readable > 0x00010004)
+                r.fail(detail::concat("BatchNormalization '", n.name, "' has node version ", written, "/", readable),
+                       at);
+            r.boolean("eval");
+            b.spatial = r.boolean("spatial");
+            b.normalization_time_constant = r.f64(written >= 0x00010004 ? "normalizationTimeConstant" : "expAvgFactor");
+            if (written < 0x00010004) b.normalization_time_constant = 0;  // an old factor, not a time constant
+            if (written >= 0x00010002) {
+                b.image_layout = r.i32("image layout");
+                minibatch_count = r.u64("run minibatch count");
+            }
+            if (written >= 0x00010003) {
+                b.epsilon = r.f64("epsilon");
+                r.boolean("useCntkEngine");
+            }
         }
-        b.epsilon = r.f64("epsilon");
-        r.boolean("useCntkEngine");
+        if (version < 13) {
+            // CNTK approximates the samples seen as 16 per minibatch, and the variance from the stored
+            // inverse standard deviation (BatchNormalizationNode::Load and Validate).
+            b.sample_count = 16 * minibatch_count;
+            b.has_sample_count = true;
+            b.inverse_std_dev = true;
+        }
         return;
     }
     CTK_THROW(NotImplementedError, "CNTK v1 model '", r.path(), "': node type '", op, "' (node '", n.name,

@@ -35,6 +35,8 @@ struct BatchNormSettings {
     int32_t image_layout = 1;
     uint64_t sample_count = 0;  // before version 19 the running count lived in the node
     bool has_sample_count = false;
+    // Before version 13 the fifth input held the running inverse standard deviation, not the variance.
+    bool inverse_std_dev = false;
 };
 
 struct Node {

@@ -8,6 +8,7 @@
 
 #include "ctk/error.h"
 #include "ctk/graph_ops.h"
+#include "ctk/ops.h"
 #include "ctk/model.h"
 #include "formats/cntk_v1_file.h"
 
@@ -145,7 +146,14 @@ private:
             arity(n, 2, 2);
             return squared_error(in(n, 1), in(n, 0), n.name);
         }
-        if (op == "ClassificationError") {
+        // Logistic(labels, prediction[, weight]): binary cross entropy summed over the sample.
+        if (op == "Logistic") {
+            arity(n, 2, 3);
+            return n.inputs.size() == 3 ? weighted_binary_cross_entropy(in(n, 1), in(n, 0), in(n, 2), n.name)
+                                        : binary_cross_entropy(in(n, 1), in(n, 0), n.name);
+        }
+        // ErrorPrediction is the older name of ClassificationError (the same node class).
+        if (op == "ClassificationError" || op == "ErrorPrediction") {
             arity(n, 2, 3);
             int64_t top_n = 1;
             if (n.inputs.size() == 3) top_n = top_n_value(n);
@@ -316,7 +324,17 @@ private:
         if (std::isnan(b.normalization_time_constant)) corrupt(n, "a NaN normalization time constant");
         // The blend time constant only mixes batch and running statistics in training; ctk's op does not
         // take one, so inference is exact and training from a loaded model uses batch statistics.
-        return batch_normalization(in(n, 0), in(n, 1), in(n, 2), in(n, 3), in(n, 4), count, b.spatial,
+        Variable variance = in(n, 4);
+        if (b.inverse_std_dev) {
+            // CNTK's conversion of the old inverse standard deviation isd: variance = 1 / isd^2 + epsilon
+            // (CNTK adds epsilon where the exact inverse would subtract it; ctk reads the file as CNTK did).
+            const Node& v = in_node(n, 4);
+            if (v.op != "LearnableParameter") unsupported(n, "an inverse std deviation that is not a parameter");
+            const Tensor isd = variance.value().to(DataType::f64);
+            const Tensor var = plus(reciprocal(square(isd)), Tensor::scalar(b.epsilon, DataType::f64));
+            variance = constant(var.to(variance.dtype()), variance.name());
+        }
+        return batch_normalization(in(n, 0), in(n, 1), in(n, 2), in(n, 3), variance, count, b.spatial,
                                    b.normalization_time_constant, 0.0, b.epsilon, n.name);
     }
 

@@ -114,7 +114,6 @@ bool all_finite(const Tensor& t) {
 
 TEST(CntkV1, OneHiddenStructureAndValues) {
     const std::string path = test::cntk_testdata("models-v1/01_OneHidden.dnn");
-    if (path.empty()) GTEST_SKIP() << "shared test data (models-v1/01_OneHidden.dnn) not found";
     const std::string bytes = test::read_file_bytes(path);
     EXPECT_EQ(detect_model_format(path), ModelFormat::cntk_v1);
 
@@ -163,7 +162,6 @@ TEST(CntkV1, OneHiddenStructureAndValues) {
 
 TEST(CntkV1, OneHiddenEvaluatesLikeAFloat64Reference) {
     const std::string path = test::cntk_testdata("models-v1/01_OneHidden.dnn");
-    if (path.empty()) GTEST_SKIP() << "shared test data (models-v1/01_OneHidden.dnn) not found";
     const std::string bytes = test::read_file_bytes(path);
     std::map<std::string, std::vector<double>> w;
     for (const RawParam& p : scan_parameters(bytes)) {
@@ -230,7 +228,6 @@ TEST(CntkV1, OneHiddenEvaluatesLikeAFloat64Reference) {
 
 TEST(CntkV1, ResNet20StructureAndValues) {
     const std::string path = test::cntk_testdata("models-v1/ResNet20_CIFAR10_DataAug.dnn");
-    if (path.empty()) GTEST_SKIP() << "shared test data (models-v1/ResNet20_CIFAR10_DataAug.dnn) not found";
     const std::string bytes = test::read_file_bytes(path);
     FunctionPtr f = load_cntk_v1_model(path);
     // The criterion, evaluation and output nodes, then top5Errs, which no group names and nothing consumes.
@@ -270,7 +267,6 @@ TEST(CntkV1, ResNet20StructureAndValues) {
 
 TEST(CntkV1, ResNet20Evaluates) {
     const std::string path = test::cntk_testdata("models-v1/ResNet20_CIFAR10_DataAug.dnn");
-    if (path.empty()) GTEST_SKIP() << "shared test data (models-v1/ResNet20_CIFAR10_DataAug.dnn) not found";
     FunctionPtr f = load_cntk_v1_model(path);
     auto args = by_name(f->arguments());
     const Tensor x = random_tensor({2, 1, 3, 32, 32}, 11, 0.0, 255.0);
@@ -305,7 +301,6 @@ std::string write_variant(const std::string& dir, const std::string& bytes, cons
 
 TEST(CntkV1, ErrorsNameTheFileTheOffsetAndTheNode) {
     const std::string path = test::cntk_testdata("models-v1/01_OneHidden.dnn");
-    if (path.empty()) GTEST_SKIP() << "shared test data (models-v1/01_OneHidden.dnn) not found";
     const std::string bytes = test::read_file_bytes(path);
     const std::string dir = test::temp_dir("cntk_v1_errors");
 
@@ -361,7 +356,6 @@ TEST(CntkV1, ErrorsNameTheFileTheOffsetAndTheNode) {
 // and ol.W value blocks) get most of the mutations.
 TEST(CntkV1, MutatedFilesLoadOrThrow) {
     const std::string path = test::cntk_testdata("models-v1/01_OneHidden.dnn");
-    if (path.empty()) GTEST_SKIP() << "shared test data (models-v1/01_OneHidden.dnn) not found";
     const std::string bytes = test::read_file_bytes(path);
     const std::string dir = test::temp_dir("cntk_v1_fuzz");
     const std::string file = dir + "/mutant.dnn";

@@ -9,9 +9,11 @@
 
 namespace ctk::test {
 
+// The repository carries the files (tests/data/cntk): one missing is a broken checkout, not a skip.
 std::string cntk_testdata(const std::string& relative) {
     const std::string path = std::string(CTK_CNTK_TESTDATA) + "/" + relative;
-    return std::filesystem::exists(path) ? path : std::string();
+    if (!std::filesystem::exists(path)) throw std::runtime_error("test data " + path + " is missing");
+    return path;
 }
 
 std::string read_file_bytes(const std::string& path) {

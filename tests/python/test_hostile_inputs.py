@@ -97,16 +97,14 @@ def test_names_that_are_not_utf8_in_model_files_load_as_text(tmp_path):
     assert [a.name for a in loaded.arguments] == ['x\\xffn']
     np.testing.assert_allclose(loaded.eval({loaded.arguments[0]: np.ones((1, 3), np.float32)}),
                                z.eval({x: np.ones((1, 3), np.float32)}), rtol=1e-6)
-    # CNTK v1 names are UTF-16: a lone surrogate becomes U+FFFD (here in the name of a node that ctk's v1
-    # reader names in its error).
+    # CNTK v1 names are UTF-16: a lone surrogate becomes U+FFFD (here in the name of an output).
     v1 = os.path.join(os.path.dirname(__file__), '..', 'fuzz', 'seeds', 'cntk_v1', 'MC.dnn')
     data = open(v1, 'rb').read()
     errs = 'errs'.encode('utf-16-le')
     assert errs in data
     path = tmp_path / 'names.dnn'
     path.write_bytes(data.replace(errs, b'e\x00\x00\xd8r\x00s\x00'))
-    with pytest.raises(NotImplementedError, match="node 'e\ufffdrs'"):
-        C.load_model(str(path))
+    assert 'e\ufffdrs' in [o.name for o in C.load_model(str(path)).outputs]
 
 
 def test_integer_arguments_take_what_python_takes_for_integers():
