@@ -5,7 +5,7 @@
 
 namespace ctk::test {
 
-// The path of a real CNTK file under ../shared/testdata/cntk, or "" when the shared folder is absent.
+// The path of a real CNTK file under tests/data/cntk (std::runtime_error when it is missing).
 std::string cntk_testdata(const std::string& relative);
 std::string read_file_bytes(const std::string& path);
 void write_file_bytes(const std::string& path, const std::string& bytes);
