@@ -260,6 +260,13 @@ const std::set<std::string>& payload_free_ops() {
                                               "ClassificationError",
                                               "ErrorPrediction",
                                               "Logistic",
+                                              "Pass",
+                                              "Hardmax",
+                                              "Cosine",
+                                              "Sin",
+                                              "LogPlus",
+                                              "Clip",
+                                              "StableSigmoid",
                                               "PerDimMeanVarNormalization"};
     return ops;
 }
@@ -343,6 +350,68 @@ void read_payload(ByteReader& r, Node& n, uint64_t version) {
         }
         return;
     }
+    if (op == "TransposeDimensions" || op == "Transpose") {
+        if (version >= 3) {
+            n.axis1 = r.i32("transpose axis 1");
+            n.axis2 = r.i32("transpose axis 2");
+        }
+        // Version 25 added a permutation after two zero axes; its layout is not known well enough to read.
+        if (n.axis1 == 0 && n.axis2 == 0)
+            CTK_THROW(NotImplementedError, "CNTK v1 model '", r.path(), "': TransposeDimensions '", n.name,
+                      "' stores a permutation (model version 25+), which ctk's v1 reader does not read");
+        return;
+    }
+    if (op == "RowStack") {
+        if (version >= 3) n.axis1 = r.i32("splice axis");
+        return;
+    }
+    if (op == "Slice" || op == "RowSlice") {
+        const size_t at = r.pos();
+        const int32_t count = version >= 22 ? r.i32("slice axis count") : 1;
+        if (count < 1 || count > 64) r.fail(detail::concat("Slice '", n.name, "' has ", count, " axes"), at);
+        for (int32_t i = 0; i < count; ++i) {
+            Node::SliceAxis a;
+            a.begin = static_cast<int64_t>(r.u64("slice begin"));
+            a.end = a.begin + static_cast<int64_t>(r.u64("slice length"));
+            if (version >= 3) a.axis = r.i32("slice axis");
+            n.slices.push_back(a);
+        }
+        return;
+    }
+    if (op == "Reshape") {
+        n.reshape_begin = r.i32("reshape begin axis");
+        n.reshape_end = r.i32("reshape end axis");
+        const size_t at = r.pos();
+        n.reshape_dims = r.tensor_shape("reshape shape");
+        // One dim may be 0: CNTK infers it from the operand's size.
+        ColDims known;
+        for (int64_t d : n.reshape_dims)
+            if (d != 0) known.push_back(d);
+        if (n.reshape_dims.size() - known.size() > 1)
+            r.fail(
+                detail::concat("reshape shape of node '", n.name, "' has more than one dimension to infer"),
+                at);
+        check_shape(r, known, n, "reshape shape", at);
+        return;
+    }
+    if (op == "PastValue" || op == "FutureValue") {
+        n.time_step = r.i32("time step");
+        if (version > 3) {
+            r.tensor_shape("delay shape");
+        } else {
+            r.u64("delay rows");
+            r.u64("delay cols");
+        }
+        if (version >= 2)
+            n.initial_value = n.precision == "double" ? r.f64("initial value") : r.f32("initial value");
+        return;
+    }
+    if (op == "Dropout") {
+        // The seed and offset of CNTK's random stream; inference does not drop.
+        r.u64("dropout seed");
+        r.u64("dropout offset");
+        return;
+    }
     if (op == "BatchNormalization") {
         BatchNormSettings& b = n.bn;
         uint64_t minibatch_count = 0;
@@ -364,14 +433,18 @@ void read_payload(ByteReader& r, Node& n, uint64_t version) {
         } else {
             // The node's own version pair (0x00010001..0x00010004), then the fields that version had.
             const size_t at = r.pos();
-            const int32_t written = r.i32("batch norm version written"), readable = r.i32("batch norm version readable");
+            const int32_t written = r.i32("batch norm version written"),
+                          readable = r.i32("batch norm version readable");
             if (readable > written || written < 0x00010001 || readable > 0x00010004)
-                r.fail(detail::concat("BatchNormalization '", n.name, "' has node version ", written, "/", readable),
+                r.fail(detail::concat("BatchNormalization '", n.name, "' has node version ", written, "/",
+                                      readable),
                        at);
             r.boolean("eval");
             b.spatial = r.boolean("spatial");
-            b.normalization_time_constant = r.f64(written >= 0x00010004 ? "normalizationTimeConstant" : "expAvgFactor");
-            if (written < 0x00010004) b.normalization_time_constant = 0;  // an old factor, not a time constant
+            b.normalization_time_constant =
+                r.f64(written >= 0x00010004 ? "normalizationTimeConstant" : "expAvgFactor");
+            if (written < 0x00010004)
+                b.normalization_time_constant = 0;  // an old factor, not a time constant
             if (written >= 0x00010002) {
                 b.image_layout = r.i32("image layout");
                 minibatch_count = r.u64("run minibatch count");

@@ -56,6 +56,20 @@ struct Node {
     int32_t infer_input_rank = -1;
     ConvGeometry conv;
     BatchNormSettings bn;
+    // TransposeDimensions: the two swapped axes; RowStack: axis1 is the splice axis (1-based, column-major)
+    int32_t axis1 = 1, axis2 = 2;
+    // Slice: per axis (1-based, column-major) begin and end (end <= 0 counts from the end, as CNTK's node)
+    struct SliceAxis {
+        int64_t begin = 0, end = 0;
+        int32_t axis = 1;
+    };
+    std::vector<SliceAxis> slices;
+    // Reshape: the replaced column-major axes [begin, end) (0: open) and their new dims
+    int32_t reshape_begin = 0, reshape_end = 0;
+    ColDims reshape_dims;
+    // PastValue / FutureValue: the time step and the initial value of the first (last) frames
+    int32_t time_step = 1;
+    double initial_value = 0.1;
 
     std::vector<size_t> inputs;  // indices into Network::nodes, from the BRelation section
 };

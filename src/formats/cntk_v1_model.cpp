@@ -8,8 +8,8 @@
 
 #include "ctk/error.h"
 #include "ctk/graph_ops.h"
-#include "ctk/ops.h"
 #include "ctk/model.h"
+#include "ctk/ops.h"
 #include "formats/cntk_v1_file.h"
 
 namespace ctk {
@@ -60,21 +60,33 @@ public:
             }
             if (state[i] == 1)
                 CTK_THROW(IOError, "CNTK v1 model '", net_.path, "': node '", net_.nodes[i].name,
-                          "' depends on itself (recurrent loops need PastValue/FutureValue, which ctk does "
-                          "not read)");
+                          "' depends on itself without a PastValue or FutureValue in the loop");
             state[i] = 1;
             stack.push_back({i, true});
+            // A delay's operand may come later in a recurrent loop: it is bound after the loop is built.
+            const bool delay = is_delay(net_.nodes[i].op);
             for (auto it = net_.nodes[i].inputs.rbegin(); it != net_.nodes[i].inputs.rend(); ++it) {
+                if (delay && it == net_.nodes[i].inputs.rend() - 1) continue;
                 if (state[*it] == 1)
                     CTK_THROW(IOError, "CNTK v1 model '", net_.path, "': node '", net_.nodes[i].name,
                               "' is part of a cycle through '", net_.nodes[*it].name, "'");
                 if (state[*it] == 0) stack.push_back({*it, false});
             }
         }
+        // Close the loops: each delay's operand, converted now, replaces its placeholder.
+        while (!open_loops_.empty()) {
+            auto [delay, hole] = open_loops_.back();
+            open_loops_.pop_back();
+            const size_t operand = net_.nodes[delay].inputs[0];
+            get(operand);
+            vars_[delay].owner()->replace_placeholders({{hole, vars_[operand]}});
+        }
         return vars_[root];
     }
 
 private:
+    static bool is_delay(const std::string& op) { return op == "PastValue" || op == "FutureValue"; }
+
     [[noreturn]] void corrupt(const Node& n, const std::string& what) const {
         CTK_THROW(IOError, "CNTK v1 model '", net_.path, "': node '", n.name, "' (", n.op, ", byte offset ",
                   n.offset, "): ", what);
@@ -164,6 +176,63 @@ private:
             return element_times(minus(in(n, 0), in(n, 1)), in(n, 2), n.name);
         }
         if (op == "Times") return make_times(n);
+        if (op == "TransposeDimensions" || op == "Transpose") {
+            arity(n, 1, 1);
+            const Variable& x = in(n, 0);
+            return swapaxes(x, row_major_axis(n, x, n.axis1), row_major_axis(n, x, n.axis2), n.name);
+        }
+        if (op == "RowStack") {
+            arity(n, 1, 64);
+            std::vector<Variable> parts;
+            for (size_t k = 0; k < n.inputs.size(); ++k) parts.push_back(in(n, k));
+            const int axis = row_major_axis(n, parts[0], n.axis1);
+            // CNTK's RowStack broadcasts an operand's dims of 1 along the other axes (a [1 x 1 x C] block
+            // of zeros spliced to a [H x W x C] image pads its channels).
+            Dims target = parts[0].shape();
+            for (const Variable& p : parts) {
+                if (!p.shape_known() || p.rank() != static_cast<int>(target.size())) continue;
+                for (size_t a = 0; a < target.size(); ++a) target[a] = std::max(target[a], p.shape()[a]);
+            }
+            for (Variable& p : parts) {
+                if (!p.shape_known() || p.rank() != static_cast<int>(target.size())) continue;
+                Dims want = target;
+                want[static_cast<size_t>(axis)] = p.shape()[static_cast<size_t>(axis)];
+                if (want != p.shape()) p = plus(p, constant(want, 0.0, p.dtype()));
+            }
+            return splice(parts, Axis(axis), n.name);
+        }
+        if (op == "Slice" || op == "RowSlice") return make_slice(n);
+        if (op == "Reshape") return make_reshape(n);
+        if (op == "PastValue" || op == "FutureValue") {
+            arity(n, 1, 2);
+            if (n.time_step < 1) corrupt(n, detail::concat("time step ", n.time_step));
+            Variable x = in(n, 0);
+            if (state_[n.inputs[0]] != 2) {  // inside a recurrent loop: bound when the loop closes
+                x = placeholder(n.name + ".operand");
+                open_loops_.push_back({index, x});
+            }
+            const DataType dtype = n.precision == "double" ? DataType::f64 : DataType::f32;
+            const Variable init = n.inputs.size() == 2 ? in(n, 1) : constant(n.initial_value, dtype);
+            return op == "PastValue" ? sequence::past_value(x, init, n.time_step, n.name)
+                                     : sequence::future_value(x, init, n.time_step, n.name);
+        }
+        // The dropout rate is not in the file (CNTK's SGD set it); evaluation passes the data through.
+        if (op == "Dropout" || op == "Pass") {
+            arity(n, 1, 1);
+            return alias(in(n, 0), n.name);
+        }
+        if (op == "Hardmax") {
+            arity(n, 1, 1);  // over the whole sample, as Softmax
+            return hardmax(in(n, 0), std::nullopt, n.name);
+        }
+        if (op == "LogPlus") {
+            arity(n, 2, 2);
+            return log_add_exp(in(n, 0), in(n, 1), n.name);
+        }
+        if (op == "Clip") {  // Clip(min, max, x) with tensor bounds
+            arity(n, 3, 3);
+            return element_max(element_min(in(n, 2), in(n, 1)), in(n, 0), n.name);
+        }
         if (op == "Convolution") return make_convolution(n);
         if (op == "Pooling") return make_pooling(n);
         if (op == "BatchNormalization") return make_batch_norm(n);
@@ -187,6 +256,9 @@ private:
         if (op == "Negate") return negate(one(), n.name);
         if (op == "Reciprocal") return reciprocal(one(), n.name);
         if (op == "Floor") return floor(one(), n.name);
+        if (op == "Cosine") return cos(one(), n.name);
+        if (op == "Sin") return sin(one(), n.name);
+        if (op == "StableSigmoid") return sigmoid(one(), n.name);
         return nullptr;
     }
     FunctionPtr binary_op(const Node& n) const {
@@ -222,6 +294,47 @@ private:
         if (!(v >= 1 && v <= 1e6) || v != std::floor(v))
             corrupt(n, detail::concat("top-N value ", v, " is not a positive integer"));
         return static_cast<int64_t>(v);
+    }
+
+    // A v1 axis (1-based, column-major, over the sample) as ctk's static axis (0-based, row-major).
+    int row_major_axis(const Node& n, const Variable& x, int32_t v1_axis) const {
+        if (!x.shape_known()) unsupported(n, "an operand whose shape is not known when the file is read");
+        if (v1_axis < 1 || v1_axis > x.rank())
+            corrupt(n, detail::concat("axis ", v1_axis, " for operand ", x.to_string()));
+        return x.rank() - v1_axis;
+    }
+
+    Variable make_slice(const Node& n) {
+        arity(n, 1, 1);
+        const Variable& x = in(n, 0);
+        std::vector<Axis> axes;
+        Dims begin, end;
+        for (const Node::SliceAxis& a : n.slices) {
+            const int ax = row_major_axis(n, x, a.axis);
+            const int64_t dim = x.shape()[static_cast<size_t>(ax)];
+            // CNTK's SliceNode: a negative begin and an end <= 0 count from the end of the axis.
+            const int64_t b = a.begin < 0 ? a.begin + dim : a.begin, e = a.end <= 0 ? a.end + dim : a.end;
+            if (b < 0 || e > dim || b >= e)
+                corrupt(n, detail::concat("slice [", a.begin, ", ", a.end, ") of axis ", a.axis, " of ",
+                                          x.to_string()));
+            axes.push_back(Axis(ax));
+            begin.push_back(b);
+            end.push_back(e);
+        }
+        return slice(x, axes, begin, end, {}, n.name);
+    }
+
+    Variable make_reshape(const Node& n) {
+        arity(n, 1, 1);
+        const Variable& x = in(n, 0);
+        if (!x.shape_known()) unsupported(n, "an operand whose shape is not known when the file is read");
+        const int r = x.rank();
+        const int b = n.reshape_begin, e = n.reshape_end == 0 ? r : n.reshape_end;
+        if (b < 0 || e < b || e > r) corrupt(n, detail::concat("axes [", b, ", ", e, ") of ", x.to_string()));
+        Dims dims = row_major(n.reshape_dims);
+        for (int64_t& d : dims)
+            if (d == 0) d = -1;  // CNTK: one dim of 0 is inferred
+        return reshape(x, dims, r - e, r - b, n.name);
     }
 
     Variable make_times(const Node& n) {
@@ -329,7 +442,8 @@ private:
             // CNTK's conversion of the old inverse standard deviation isd: variance = 1 / isd^2 + epsilon
             // (CNTK adds epsilon where the exact inverse would subtract it; ctk reads the file as CNTK did).
             const Node& v = in_node(n, 4);
-            if (v.op != "LearnableParameter") unsupported(n, "an inverse std deviation that is not a parameter");
+            if (v.op != "LearnableParameter")
+                unsupported(n, "an inverse std deviation that is not a parameter");
             const Tensor isd = variance.value().to(DataType::f64);
             const Tensor var = plus(reciprocal(square(isd)), Tensor::scalar(b.epsilon, DataType::f64));
             variance = constant(var.to(variance.dtype()), variance.name());
@@ -340,6 +454,7 @@ private:
 
     const Network& net_;
     std::vector<Variable> vars_;
+    std::vector<std::pair<size_t, Variable>> open_loops_;  // (delay node, placeholder for its operand)
     std::vector<uint8_t> state_;
     std::set<size_t> keep_rank_;
 };
