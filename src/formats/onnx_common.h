@@ -13,7 +13,7 @@ namespace ctk::detail::onnx_io {
 
 inline constexpr int64_t kExportOpset = 17;
 inline constexpr int64_t kExportIrVersion = 8;
-inline constexpr int64_t kMinImportOpset = 13;
+inline constexpr int64_t kMinImportOpset = 7;
 inline constexpr int64_t kMaxImportOpset = 17;
 
 // The ctk dtype that holds an ONNX element type. Booleans become f32 0/1 (ctk's logic ops compute on

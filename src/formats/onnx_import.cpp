@@ -226,6 +226,7 @@ FunctionPtr Importer::run() {
     CTK_CHECK(opset >= kMinImportOpset && opset <= kMaxImportOpset, NotImplementedError, where,
               ": ai.onnx opset ", opset, " is not supported (ctk reads opsets ", kMinImportOpset, " to ",
               kMaxImportOpset, ")");
+    opset_ = opset;
     const onnx::GraphProto& g = model_.graph();
     for (const auto& t : g.initializer()) inits_[t.name()] = &t;
     for (const auto& t : g.sparse_initializer()) {

@@ -119,6 +119,7 @@ public:
     std::unordered_map<std::string, Variable> batch_broadcast_;
     std::unordered_map<std::string, Dims> broadcast_samples_;
     Importer* parent_ = nullptr;  // the graph enclosing a Scan body
+    int64_t opset_ = 0;           // the model's ai.onnx opset: some ops read attributes before a version
     bool frame_ = false;          // a Scan body: a sequence value stands for one frame, [batch, sample...]
 };
 
@@ -129,6 +130,9 @@ double attr_f(const NodeCtx& c, const char* key, double fallback);
 std::string attr_s(const NodeCtx& c, const char* key, const std::string& fallback);
 std::optional<Dims> attr_ints(const NodeCtx& c, const char* key);
 [[noreturn]] void unsupported(const NodeCtx& c, const std::string& why);
+// An operand that ONNX moved from an attribute to input i at opset `since` (ReduceSum's and Squeeze's
+// axes, Slice's starts, Pad's pads, TopK's k, ...): the attribute `key` in older models. nullopt: absent.
+std::optional<Dims> ints_input_or_attr(NodeCtx& c, int i, const char* key, int64_t since);
 // The number of ONNX dims that a value's dynamic axes take, and its ONNX rank. Inside a Scan body a
 // frame of a sequence ([#, *] in ctk) is [batch, sample...] in ONNX: the sequence axis takes no dim.
 int dyn_of(const NodeCtx& c, const Variable& v);

@@ -129,14 +129,16 @@ std::vector<Variable> conv_transpose_node(NodeCtx& c) {
               ValueError, c.where, ": attributes do not match ", sp, " spatial axes");
     Dims full, begin, end;
     std::vector<Axis> axes;
+    std::vector<std::pair<int64_t, int64_t>> grow(sp + 1, {0, 0});  // zeros added per static axis
     for (size_t i = 0; i < sp; ++i) {
         const int64_t ext = (ws[i + 2] - 1) * dil[i] + 1;
         const int64_t in = xs[i + 1];
         int64_t lo = 0, hi = 0, op = out_pad[i];
         if (out_shape) {
+            // A negative total (output_shape past the full output) pads the output with zeros.
             const int64_t total = strides[i] * (in - 1) + op + ext - (*out_shape)[i];
-            CTK_CHECK(total >= 0, ValueError, c.where, ": output_shape larger than the full output");
-            lo = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+            const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor, as ONNX's reference
+            lo = auto_pad == "SAME_UPPER" ? half : total - half;
             hi = total - lo;
         } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
             const int64_t total = std::max<int64_t>(0, strides[i] * (in - 1) + op + ext - in * strides[i]);
@@ -149,6 +151,11 @@ std::vector<Variable> conv_transpose_node(NodeCtx& c) {
         if (op < 0 || op >= std::max(strides[i], dil[i])) unsupported(c, "output_padding out of range");
         const int64_t f = strides[i] * (in - 1) + ext + op;
         full.push_back(f);
+        if (lo < 0 || hi < 0) {
+            grow[i + 1] = {std::max<int64_t>(0, -lo), std::max<int64_t>(0, -hi)};
+            lo = std::max<int64_t>(0, lo);
+            hi = std::max<int64_t>(0, hi);
+        }
         if (lo != 0 || hi != 0) {
             CTK_CHECK(lo >= 0 && hi >= 0 && lo + hi < f, ValueError, c.where, ": invalid pads");
             axes.emplace_back(static_cast<int>(i + 1));
@@ -159,6 +166,8 @@ std::vector<Variable> conv_transpose_node(NodeCtx& c) {
     Variable y = with_batch(c, x, [&](const Variable& xb) {
         Variable out = convolution_transpose(w, xb, strides, {false}, full, dil);
         if (!axes.empty()) out = slice(out, axes, begin, end);
+        if (std::any_of(grow.begin(), grow.end(), [](const auto& g) { return g.first || g.second; }))
+            out = pad(out, grow);
         if (c.im.has_input(c, 2)) {
             Dims bs{ws[1]};
             bs.resize(sp + 1, 1);
@@ -221,6 +230,9 @@ std::vector<Variable> pool_node(NodeCtx& c, bool is_max) {
 
 std::vector<Variable> batch_norm_node(NodeCtx& c) {
     if (attr_i(c, "training_mode", 0) != 0) unsupported(c, "training_mode 1");
+    // Opsets 7 and 8 had `spatial` (default 1); 0 meant statistics per element, another layout.
+    if (c.im.opset_ < 9 && attr_i(c, "spatial", 1) == 0)
+        unsupported(c, "spatial 0 (per-activation statistics)");
     for (int i = 1; i < c.node.output_size(); ++i)
         if (!c.node.output(i).empty()) unsupported(c, "the running-statistics outputs");
     Variable x = c.im.in(c, 0);

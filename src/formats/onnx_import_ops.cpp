@@ -35,6 +35,12 @@ std::optional<Dims> attr_ints(const NodeCtx& c, const char* key) {
     return Dims(a->ints().begin(), a->ints().end());
 }
 
+std::optional<Dims> ints_input_or_attr(NodeCtx& c, int i, const char* key, int64_t since) {
+    if (c.im.opset_ < since) return attr_ints(c, key);
+    if (!c.im.has_input(c, i)) return std::nullopt;
+    return c.im.const_ints(c, i);
+}
+
 [[noreturn]] void unsupported(const NodeCtx& c, const std::string& why) {
     CTK_THROW(NotImplementedError, c.where, ": ", why);
 }
@@ -150,7 +156,7 @@ std::vector<Variable> reduce_node(NodeCtx& c, const char* kind) {
     const bool keep = attr_i(c, "keepdims", 1) != 0;
     std::optional<Dims> axes;
     if (std::string(kind) == "ReduceSum") {
-        if (c.im.has_input(c, 1)) axes = c.im.const_ints(c, 1);
+        axes = ints_input_or_attr(c, 1, "axes", 13);
     } else {
         axes = attr_ints(c, "axes");
     }
@@ -305,10 +311,12 @@ std::vector<Variable> reshape_node(NodeCtx& c) {
 
 std::vector<Variable> slice_node(NodeCtx& c) {
     Variable x = c.im.in(c, 0);
-    const Dims starts = c.im.const_ints(c, 1), ends = c.im.const_ints(c, 2);
-    Dims axes, steps;
-    if (c.im.has_input(c, 3)) axes = c.im.const_ints(c, 3);
-    if (c.im.has_input(c, 4)) steps = c.im.const_ints(c, 4);
+    const auto given_starts = ints_input_or_attr(c, 1, "starts", 10),
+               given_ends = ints_input_or_attr(c, 2, "ends", 10);
+    CTK_CHECK(given_starts && given_ends, IOError, c.where, ": starts or ends are missing");
+    const Dims starts = *given_starts, ends = *given_ends;
+    Dims axes = ints_input_or_attr(c, 3, "axes", 10).value_or(Dims{}), steps;
+    if (c.im.opset_ >= 10 && c.im.has_input(c, 4)) steps = c.im.const_ints(c, 4);
     if (axes.empty())
         for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
     if (steps.empty()) steps.assign(starts.size(), 1);
@@ -492,8 +500,13 @@ std::map<std::string, Handler> make_handlers() {
         Variable x = c.im.in(c, 0);
         const double inf = std::numeric_limits<double>::infinity();
         double lo = -inf, hi = inf;
-        if (auto t = c.im.const_value(c, 1)) lo = t->to_vector<double>().at(0);
-        if (auto t = c.im.const_value(c, 2)) hi = t->to_vector<double>().at(0);
+        if (c.im.opset_ < 11) {  // attributes, defaulting to float's range
+            lo = attr_f(c, "min", -std::numeric_limits<float>::max());
+            hi = attr_f(c, "max", std::numeric_limits<float>::max());
+        } else {
+            if (auto t = c.im.const_value(c, 1)) lo = t->to_vector<double>().at(0);
+            if (auto t = c.im.const_value(c, 2)) hi = t->to_vector<double>().at(0);
+        }
         if (lo > hi) unsupported(c, "min > max");
         const DataType d = x.dtype();
         return {back_to(clip(as_float(x), lo, hi, c.name), d)};
@@ -546,8 +559,8 @@ std::map<std::string, Handler> make_handlers() {
         Variable x = c.im.in(c, 0);
         const Dims& s = x.shape();
         std::vector<bool> drop(s.size(), false);
-        if (c.im.has_input(c, 1)) {
-            for (int64_t a : c.im.const_ints(c, 1)) {
+        if (const auto axes = ints_input_or_attr(c, 1, "axes", 13)) {
+            for (int64_t a : *axes) {
                 const int k = static_axis(c, x, a);
                 CTK_CHECK(s[static_cast<size_t>(k)] == 1, ShapeError, c.where, ": axis ", a, " is not 1");
                 drop[static_cast<size_t>(k)] = true;
@@ -562,7 +575,9 @@ std::map<std::string, Handler> make_handlers() {
     };
     h["Unsqueeze"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable x = c.im.in(c, 0);
-        const Dims axes = c.im.const_ints(c, 1);
+        const auto given = ints_input_or_attr(c, 1, "axes", 13);
+        CTK_CHECK(given.has_value(), IOError, c.where, ": the axes are missing");
+        const Dims axes = *given;
         const int extra = static_cast<int>(axes.size());
         const int out_rank = x.rank() + extra;
         std::vector<bool> ones(static_cast<size_t>(out_rank), false);
@@ -621,10 +636,19 @@ std::map<std::string, Handler> make_handlers() {
         const std::string n = name;
         h[n] = [n](NodeCtx& c) -> std::vector<Variable> {
             Variable x = c.im.in(c, 0);
-            const Axis a(static_axis(c, x, attr_i(c, "axis", -1)));
-            if (n == "Softmax") return {softmax(x, a, c.name)};
-            if (n == "LogSoftmax") return {log_softmax(x, a, c.name)};
-            return {hardmax(x, a, c.name)};
+            auto apply = [&](const Variable& v, const Axis& a, const std::string& name) -> Variable {
+                if (n == "Softmax") return softmax(v, a, name);
+                if (n == "LogSoftmax") return log_softmax(v, a, name);
+                return hardmax(v, a, name);
+            };
+            if (c.im.opset_ >= 13) return {apply(x, Axis(static_axis(c, x, attr_i(c, "axis", -1))), c.name)};
+            // Before opset 13 the input is seen as 2-D, [dims before axis, dims from axis on] (axis default
+            // 1), and normalized over the second: the trailing static axes flattened into one.
+            const int a = static_axis(c, x, attr_i(c, "axis", 1));
+            if (a == x.rank() - 1) return {apply(x, Axis(a), c.name)};
+            Variable flat = reshape(x, {-1}, a, x.rank());
+            return {reshape(apply(flat, Axis(a), ""), Dims(x.shape().begin() + a, x.shape().end()), a, a + 1,
+                            c.name)};
         };
     }
     for (const char* name : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
@@ -669,9 +693,12 @@ std::map<std::string, Handler> make_handlers() {
                     : mode == "reflect" ? PadMode::reflect
                                         : PadMode::symmetric;
         if (m == PadMode::symmetric) unsupported(c, "pad mode '" + mode + "'");
-        const Dims pads = c.im.const_ints(c, 1);
-        double value = 0.0;
-        if (auto t = c.im.const_value(c, 2); t && t->numel() > 0) value = t->to_vector<double>()[0];
+        const auto given = ints_input_or_attr(c, 1, "pads", 11);
+        CTK_CHECK(given.has_value(), IOError, c.where, ": the pads are missing");
+        const Dims pads = *given;
+        double value = c.im.opset_ < 11 ? attr_f(c, "value", 0.0) : 0.0;
+        if (c.im.opset_ >= 11)
+            if (auto t = c.im.const_value(c, 2); t && t->numel() > 0) value = t->to_vector<double>()[0];
         const int r = onnx_rank(c, x), dyn = dyn_of(c, x);
         Dims axes;
         if (c.im.has_input(c, 3)) {
@@ -699,8 +726,8 @@ std::map<std::string, Handler> make_handlers() {
     h["Slice"] = slice_node;
     h["TopK"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable x = c.im.in(c, 0);
-        const Dims k = c.im.const_ints(c, 1);
-        CTK_CHECK(k.size() == 1, ValueError, c.where, ": K must hold one value");
+        const Dims k = c.im.opset_ < 10 ? Dims{attr_i(c, "k", -1)} : c.im.const_ints(c, 1);
+        CTK_CHECK(k.size() == 1 && k[0] >= 0, ValueError, c.where, ": K must hold one value");
         const int a = static_axis(c, x, attr_i(c, "axis", -1));
         const bool largest = attr_i(c, "largest", 1) != 0;
         const DataType d = x.dtype();

@@ -41,6 +41,8 @@ void Importer::expand_to_batch(NodeCtx& c) {
 }
 
 std::vector<Variable> Importer::scan_node(NodeCtx& c) {
+    // Scan before opset 9 had a sequence_lens input and a batch axis in its body: another op.
+    if (opset_ < 9) unsupported(c, "Scan of opset 8 (sequence_lens and a batch axis in the body)");
     const onnx::AttributeProto* body_attr = find_attr(c, "body");
     CTK_CHECK(body_attr != nullptr && body_attr->has_g(), IOError, c.where, ": needs a body graph");
     const onnx::GraphProto& body = body_attr->g();
@@ -83,6 +85,7 @@ std::vector<Variable> Importer::scan_node(NodeCtx& c) {
     }
     Importer sub(model_, source_);
     sub.parent_ = this;
+    sub.opset_ = opset_;
     sub.frame_ = true;
     for (const auto& t : body.initializer()) sub.inits_[t.name()] = &t;
     std::vector<Variable> holders;

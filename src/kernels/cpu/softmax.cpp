@@ -17,9 +17,12 @@ struct Lines {
 Lines lines_of(const Shape& s, int axis) {
     Lines l;
     for (int i = 0; i < s.rank(); ++i) {
-        if (i < axis) l.outer *= s[i];
-        else if (i == axis) l.n = s[i];
-        else l.inner *= s[i];
+        if (i < axis)
+            l.outer *= s[i];
+        else if (i == axis)
+            l.n = s[i];
+        else
+            l.inner *= s[i];
     }
     return l;
 }
@@ -33,14 +36,15 @@ void for_lines(const KernelCall& call, Fn fn) {
     const Tensor& out = call.outputs[0];
     if (out.numel() == 0) return;
     Lines l = lines_of(out.shape(), axis);
-    parallel_for(0, l.outer * l.inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(l.n, 1)), [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-            int64_t off = (t / l.inner) * l.n * l.inner + t % l.inner;
-            std::array<const T*, NIn> p;
-            for (int k = 0; k < NIn; ++k) p[k] = in[k].template data<T>() + off;
-            fn(p, out.data<T>() + off, l.n, l.inner);
-        }
-    });
+    parallel_for(0, l.outer * l.inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(l.n, 1)),
+                 [&](int64_t b, int64_t e) {
+                     for (int64_t t = b; t < e; ++t) {
+                         int64_t off = (t / l.inner) * l.n * l.inner + t % l.inner;
+                         std::array<const T*, NIn> p;
+                         for (int k = 0; k < NIn; ++k) p[k] = in[k].template data<T>() + off;
+                         fn(p, out.data<T>() + off, l.n, l.inner);
+                     }
+                 });
 }
 
 template <typename T>
@@ -58,8 +62,9 @@ void softmax_kernel(const KernelCall& call) {
             if (!log_form) y[i * s] = store<T>(e);
         }
         if (log_form) {
-            C shift = m + static_cast<C>(std::log(sum));
-            for (int64_t i = 0; i < n; ++i) y[i * s] = store<T>(load(x[0][i * s]) - shift);
+            // (x - m) - log(sum), not x - (m + log(sum)): for large x, m + log(sum) rounds away the log.
+            const C log_sum = static_cast<C>(std::log(sum));
+            for (int64_t i = 0; i < n; ++i) y[i * s] = store<T>((load(x[0][i * s]) - m) - log_sum);
         } else {
             C inv = static_cast<C>(1.0 / sum);
             for (int64_t i = 0; i < n; ++i) y[i * s] = store<T>(load(y[i * s]) * inv);

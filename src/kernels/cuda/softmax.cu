@@ -34,8 +34,9 @@ __global__ void softmax_rows(const D* x, D* y, int64_t n, bool log_form) {
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += exp(to_comp(p[j]) - m);
     s = block_reduce(s, SumOp(), shared);
     if (log_form) {
-        const C shift = m + log(s);
-        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) q[j] = from_comp<D>(to_comp(p[j]) - shift);
+        const C log_sum = log(s);  // (x - m) - log(sum), as the CPU kernel, for large x
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+            q[j] = from_comp<D>((to_comp(p[j]) - m) - log_sum);
     } else {
         const C inv = C(1) / s;
         for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
