@@ -156,6 +156,14 @@ std::vector<Variable> pool_node(NodeCtx& c, bool is_max);
 std::vector<Variable> batch_norm_node(NodeCtx& c);
 std::vector<Variable> global_pool_node(NodeCtx& c, bool is_max);
 
+// Handlers of onnx_import_losses.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss,
+// LayerNormalization, Mod, Trilu.
+std::vector<Variable> nll_loss_node(NodeCtx& c);
+std::vector<Variable> softmax_cross_entropy_loss_node(NodeCtx& c);
+std::vector<Variable> layer_norm_node(NodeCtx& c);
+std::vector<Variable> mod_node(NodeCtx& c);
+std::vector<Variable> trilu_node(NodeCtx& c);
+
 // Every op handler by ONNX op type (onnx_import_ops.cpp); Constant, Shape and the run-time-shape forms
 // of Concat and Slice are handled by the Importer itself.
 std::map<std::string, Handler> make_handlers();

@@ -678,6 +678,11 @@ std::map<std::string, Handler> make_handlers() {
         return {alias(c.im.in(c, 0), c.name)};
     };
     h["BatchNormalization"] = batch_norm_node;
+    h["NegativeLogLikelihoodLoss"] = nll_loss_node;
+    h["SoftmaxCrossEntropyLoss"] = softmax_cross_entropy_loss_node;
+    h["LayerNormalization"] = layer_norm_node;
+    h["Mod"] = mod_node;
+    h["Trilu"] = trilu_node;
     h["Conv"] = conv_node;
     h["ConvTranspose"] = conv_transpose_node;
     h["MaxPool"] = [](NodeCtx& c) { return pool_node(c, true); };
