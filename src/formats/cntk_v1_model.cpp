@@ -80,6 +80,7 @@ public:
             const size_t operand = net_.nodes[delay].inputs[0];
             get(operand);
             vars_[delay].owner()->replace_placeholders({{hole, vars_[operand]}});
+            closed_loops_ = true;
         }
         return vars_[root];
     }
@@ -455,6 +456,9 @@ private:
     const Network& net_;
     std::vector<Variable> vars_;
     std::vector<std::pair<size_t, Variable>> open_loops_;  // (delay node, placeholder for its operand)
+
+public:
+    bool closed_loops_ = false;  // the nodes after a loop were built before its shapes were known
     std::vector<uint8_t> state_;
     std::set<size_t> keep_rank_;
 };
@@ -487,7 +491,10 @@ FunctionPtr load_cntk_v1_model(const std::string& path) {
     GraphBuilder builder(net);
     std::vector<Variable> outputs;
     for (size_t i : roots) outputs.push_back(builder.get(i));
-    return combine(outputs, "");
+    FunctionPtr model = combine(outputs, "");
+    // Closing a loop re-infers upstream of it; what consumes the loop's output is re-inferred here.
+    if (builder.closed_loops_) model->replace_placeholders({});
+    return model;
 }
 
 }  // namespace ctk

@@ -77,10 +77,15 @@ def test_delays_with_time_step_and_initial_value(tmp_path, op):
 
 def test_a_recurrent_loop_through_past_value(tmp_path):
     # h = x + PastValue(h): a running sum, with the PastValue node written before its operand (a loop).
-    nodes = [x_node((1,)), ('PastValue', 'p', i32(1) + shape([1]) + f32(0.0), ['h']), ('Plus', 'h', b'', ['x', 'p'])]
+    # A node after the loop (Negate) was built before the loop's shapes were known: it is re-inferred.
+    nodes = [x_node((1,)), ('PastValue', 'p', i32(1) + shape([1]) + f32(0.0), ['h']), ('Plus', 'h', b'', ['x', 'p']),
+             ('Negate', 'n', b'', ['h'])]
     m, x, out = load(tmp_path, nodes, 'h')
     seq = np.array([[1.], [2.], [3.], [4.]], np.float32)
     np.testing.assert_array_equal(C.combine([out]).eval({x: [seq]})[0].ravel(), [1, 3, 6, 10])
+    m, x, out = load(tmp_path, nodes, 'n', name='after.dnn')
+    assert out.shape == (1,)
+    np.testing.assert_array_equal(C.combine([out]).eval({x: [seq]})[0].ravel(), [-1, -3, -6, -10])
 
 
 def test_payload_free_nodes(tmp_path):
