@@ -16,6 +16,8 @@ import cntk as C, ctk, numpy as np
 assert ctk.__file__.startswith('$tmp/prefix/'), ctk.__file__
 x = C.input_variable(3)
 np.testing.assert_allclose(C.relu(x).eval({x: np.array([[-1, 0, 2]], np.float32)}), [[0, 0, 2]])
+import cntk.layers.typing, cntk.train.training_session, cntk.internal.utils, _cntk_py
+assert _cntk_py.__file__.startswith('$tmp/prefix/'), _cntk_py.__file__
 print('cmake --install: ok', ctk.__version__)
 ")
 
@@ -25,6 +27,8 @@ CTK_BUILD_DIR="$build" "$tmp/venv/bin/python" -m pip install --no-index --quiet 
 (cd "$tmp" && "$tmp/venv/bin/python" -c "
 import cntk as C, ctk
 assert ctk.__file__.startswith('$tmp/venv/'), ctk.__file__
+import cntk.layers.typing, cntk.io.transforms, _cntk_py
+assert _cntk_py.__file__.startswith('$tmp/venv/'), _cntk_py.__file__
 print('pip install .: ok', C.__version__)
 ")
 "$tmp/venv/bin/python" -m pip uninstall --yes --quiet ctk
