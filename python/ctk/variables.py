@@ -26,4 +26,22 @@ class Constant(metaclass=_KindCheck):
         return _constant(value=value, shape=shape, dtype=dtype, device=device, name=name)
 
 
-__all__ = ['Variable', 'Parameter', 'Constant']
+class Record(dict):
+    """CNTK's Record: a dict whose entries are also attributes (Record(loss=..., metric=...).loss)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+    def updated_with(self, **kwargs):
+        d = dict(self)
+        d.update(kwargs)
+        return type(self)(**d)
+
+
+__all__ = ['Variable', 'Parameter', 'Constant', 'Record']
