@@ -244,96 +244,6 @@ int64_t delay_offset(const Step& step) {
     return step.fn->attributes().get<int64_t>("offset");
 }
 
-// ---- CNTK's seq_starts: a past_value's state carried from one minibatch to the next ----
-
-// The carry a continuing sequence i reads, checked: the previous minibatch of this Function must have
-// had a sequence i with the same sample shape.
-const Tensor& checked_carry(const Plan& plan, size_t step, const SequenceLayout& layout, const Tensor& y,
-                            const std::string& where) {
-    static const Tensor kNone;
-    const Tensor& carry = step < plan.delay_carry.size() ? plan.delay_carry[step] : kNone;
-    for (int64_t i = 0; i < layout.num_sequences(); ++i) {
-        if (!layout.continues(i)) continue;
-        CTK_CHECK(carry.defined() && i < carry.dim(0), ValueError, where, ": sequence ", i,
-                  " continues the previous minibatch (seq_starts False), but the previous minibatch given to "
-                  "this Function had ",
-                  carry.defined() ? carry.dim(0) : 0, " sequences with seq_starts");
-        CTK_CHECK(
-            carry.rank() == y.rank() && std::equal(carry.shape().dims().begin() + 2,
-                                                   carry.shape().dims().end(), y.shape().dims().begin() + 2),
-            ShapeError, where, ": the carried frames ", carry.shape().to_string(),
-            " do not fit this minibatch's ", y.shape().to_string());
-    }
-    return carry;
-}
-
-// Frames t < offset of a past_value's output y [N, T, sample...] for the continuing sequences: the
-// previous minibatch's last frames instead of the initial state.
-void apply_delay_carry(const Plan& plan, size_t step, const SequenceLayout& layout, int64_t k, Tensor& y,
-                       const std::string& where) {
-    const Tensor& carry = checked_carry(plan, step, layout, y, where);
-    const int64_t m = std::min(k, y.dim(1));
-    for (int64_t i = 0; i < layout.num_sequences(); ++i)
-        if (layout.continues(i))
-            y.slice(0, i, i + 1).slice(1, 0, m).copy_from(carry.slice(0, i, i + 1).slice(1, 0, m));
-}
-
-// The carry for the next minibatch: per sequence, the last k frames of x [N, T, sample...]; a sequence
-// shorter than k goes on into the previous carry (when it continued) or the initial state `init`
-// [N, 1, sample...].
-Tensor next_delay_carry(const Plan& plan, size_t step, const Value& x, int64_t k, const Tensor& init) {
-    const SequenceLayout& layout = *x.layout();
-    static const Tensor kNone;
-    const Tensor& previous = step < plan.delay_carry.size() ? plan.delay_carry[step] : kNone;
-    const Tensor xd = x.data().contiguous();
-    const int64_t n = xd.dim(0), frames = xd.dim(1);
-    Dims sample(xd.shape().dims().begin() + 2, xd.shape().dims().end());
-    auto rows = [&](const Tensor& t, int64_t count) {
-        Dims d{count};
-        d.insert(d.end(), sample.begin(), sample.end());
-        return t.contiguous().reshape(d);
-    };
-    std::vector<Tensor> table{rows(xd, n * frames)};
-    const bool with_previous = previous.defined() && previous.rank() == xd.rank();
-    const int64_t previous_rows = with_previous ? previous.dim(0) * previous.dim(1) : 0;
-    if (with_previous) table.push_back(rows(previous, previous_rows));
-    table.push_back(rows(init.broadcast_to(Shape([&] {
-        Dims d{n, 1};
-        d.insert(d.end(), sample.begin(), sample.end());
-        return d;
-    }())),
-                         n));
-    std::vector<int64_t> index;
-    for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < k; ++j) {
-            const int64_t src = layout.lengths()[static_cast<size_t>(i)] - k + j;
-            if (src >= 0)
-                index.push_back(i * frames + src);
-            else if (layout.continues(i) && with_previous && i < previous.dim(0) && k + src >= 0)
-                index.push_back(n * frames + i * previous.dim(1) + (previous.dim(1) + src));
-            else
-                index.push_back(n * frames + previous_rows + i);
-        }
-    Tensor idx = Tensor::from_vector(index, Shape{static_cast<int64_t>(index.size())}).to(xd.device());
-    Dims out{n, k};
-    out.insert(out.end(), sample.begin(), sample.end());
-    return gather(table.size() == 1 ? table[0] : concat(table, 0), idx, 0).reshape(out);
-}
-
-// After a forward step: a past_value given sequences with seq_starts keeps its input's last frames.
-void record_delay_carry(const Plan& plan, size_t step_index, const std::vector<Value>& values) {
-    const Step& step = plan.steps[step_index];
-    if (step.fn->op() != PrimitiveOp::past_value) return;
-    const Value& x = values[static_cast<size_t>(step.in[0])];
-    if (!x.defined() || !x.has_layout() || !x.layout()->has_start_flags()) return;
-    if (plan.delay_carry.size() != plan.steps.size()) plan.delay_carry.resize(plan.steps.size());
-    Dims frame_dims = x.data().shape().dims();
-    frame_dims[1] = 1;
-    const Tensor init =
-        detail::delay_initial_frame(step.in_vars[1], values[static_cast<size_t>(step.in[1])], frame_dims);
-    plan.delay_carry[step_index] = next_delay_carry(plan, step_index, x, delay_offset(step), init);
-}
-
 void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& values,
                       std::vector<std::vector<std::vector<Tensor>>>& saved, bool training, bool keep,
                       Device device) {
@@ -365,7 +275,7 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
                     y.copy_from(init);
                     if (src < 0 && step.fn->op() == PrimitiveOp::past_value && lf.layout &&
                         lf.layout->has_start_flags()) {
-                        const Tensor& carry = checked_carry(plan, si, *lf.layout, y, step.where);
+                        const Tensor& carry = detail::checked_carry(plan, si, *lf.layout, y, step.where);
                         for (int64_t q = 0; q < lf.n; ++q)
                             if (lf.layout->continues(q) && off + src >= 0)
                                 y.slice(0, q, q + 1)
@@ -473,7 +383,7 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
             detail::OpProfileScope profiled("recurrent loop", "forward", device);
             run_loop_forward(plan, loop, values, state->saved_, is_training, keep_all, device);
             unit_end = static_cast<size_t>(loop.first + loop.count);
-            for (size_t k = i; k < unit_end; ++k) record_delay_carry(plan, k, values);
+            for (size_t k = i; k < unit_end; ++k) detail::record_delay_carry(plan, k, values);
             for (size_t k = i; k < unit_end; ++k)
                 for (int s : plan.steps[k].out) live += detail::bytes_of(values[static_cast<size_t>(s)]);
         } else {
@@ -499,8 +409,8 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
             if (step.fn->op() == PrimitiveOp::past_value && ins[0].has_layout() &&
                 ins[0].layout()->has_start_flags()) {
                 Tensor y = outs[0].data();
-                apply_delay_carry(plan, i, *ins[0].layout(), delay_offset(step), y, step.where);
-                record_delay_carry(plan, i, values);
+                detail::apply_delay_carry(plan, i, *ins[0].layout(), delay_offset(step), y, step.where);
+                detail::record_delay_carry(plan, i, values);
             }
             for (size_t k = 0; k < outs.size(); ++k) {
                 const Variable& ov = plan.slot_vars[static_cast<size_t>(step.out[k])];
@@ -577,16 +487,6 @@ namespace {
 
 // Backward through one recurrent loop, frame by frame in the reverse of the forward order.
 // `zero_padded(slot)` gives a value with padded frames zeroed; padded frames get no gradient.
-// g [N, ...] with the rows of continuing sequences zeroed (CNTK's truncated back-propagation: the
-// gradient of a frame carried in from the previous minibatch goes nowhere).
-Tensor without_continuing(const Tensor& g, const SequenceLayout* layout) {
-    if (!layout || !layout->has_start_flags()) return g;
-    Tensor out = g.clone();
-    for (int64_t i = 0; i < layout->num_sequences(); ++i)
-        if (layout->continues(i)) out.slice(0, i, i + 1).fill(0.0);
-    return out;
-}
-
 template <typename ZeroPadded>
 void run_loop_backward(const Plan& plan, const Loop& loop, const std::vector<Value>& values,
                        std::vector<Tensor>& grads, const std::vector<bool>& leads,
@@ -622,8 +522,8 @@ void run_loop_backward(const Plan& plan, const Loop& loop, const std::vector<Val
                     to_x = masked(g, valid);
                     to_init = minus(g, to_x);
                 } else if (src < 0) {
-                    to_init =
-                        without_continuing(g, layout);  // truncated: nothing flows to a previous minibatch
+                    to_init = detail::without_continuing(
+                        g, layout);  // truncated: nothing flows to a previous minibatch
                 }
                 if (src >= 0 && src < frames && leads[static_cast<size_t>(xs)])
                     accumulate_frame(grads[static_cast<size_t>(xs)], values[static_cast<size_t>(xs)], src,

@@ -46,6 +46,17 @@ struct Plan {
 };
 
 std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs);
+
+// CNTK's seq_starts (delay_carry.cpp). The carry a continuing sequence reads, checked against this
+// minibatch's output y of the past_value at `step`; the first `k` frames of y for the continuing
+// sequences; after a forward step, the carry kept for the next minibatch; g's rows of continuing
+// sequences zeroed (their gradient reaches no previous minibatch).
+const Tensor& checked_carry(const Plan& plan, size_t step, const SequenceLayout& layout, const Tensor& y,
+                            const std::string& where);
+void apply_delay_carry(const Plan& plan, size_t step, const SequenceLayout& layout, int64_t k, Tensor& y,
+                       const std::string& where);
+void record_delay_carry(const Plan& plan, size_t step_index, const std::vector<Value>& values);
+Tensor without_continuing(const Tensor& g, const SequenceLayout* layout);
 bool is_delay(PrimitiveOp op);
 
 // Test hook: a forward that keeps state for backward replaces every value backward does not read
