@@ -209,6 +209,17 @@ void register_times_ops(OpTable& t) {
 
 FunctionPtr times(const Variable& x, const Variable& w, int output_rank, int infer_input_rank_to_map,
                   const std::string& name) {
+    // CNTK also takes times(M, x) with a static M [A..., K...] and a batched x [K...]: M applied to each
+    // sample, [A...]. That is x times M's transpose [K..., A...] in ctk's (data, weight) order.
+    if (x.dynamic_axes().empty() && !w.dynamic_axes().empty() && x.shape_known() && w.shape_known() &&
+        !x.has_inferred_dims() && w.rank() >= 1 && x.rank() > w.rank() &&
+        std::equal(w.shape().begin(), w.shape().end(), x.shape().end() - w.rank())) {
+        const int a = x.rank() - w.rank();
+        std::vector<int> perm;
+        for (int i = a; i < x.rank(); ++i) perm.push_back(i);
+        for (int i = 0; i < a; ++i) perm.push_back(i);
+        return times(w, transpose(x, perm), a, infer_input_rank_to_map, name);
+    }
     return detail::FunctionAccess::make_primitive(
         PrimitiveOp::times, {x, w},
         Attributes{{"outputRank", int64_t(output_rank)},

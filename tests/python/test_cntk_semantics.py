@@ -197,3 +197,17 @@ def test_training_session_that_could_never_end_is_a_value_error(tmp_path):
     C.training_session(trainer=trainer, mb_source=source, mb_size=2, max_samples=8,
                        model_inputs_to_streams={x: source.streams.x, y: source.streams.y}).train()
     assert trainer.total_number_of_samples_seen == 8
+
+
+def test_times_of_a_static_matrix_and_a_batched_vector():
+    # CNTK takes times(M, x): M applied to each sample of x.
+    x = C.input_variable(3, needs_gradient=True)
+    M = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = C.times(M, x)
+    assert y.shape == (2,)
+    data = np.array([[1, 2, 3], [0, -1, 4]], np.float32)
+    np.testing.assert_allclose(y.eval({x: data}), data @ M.T)
+    np.testing.assert_allclose(y.grad({x: data}), np.ones((2, 2)) @ M)
+    # A rank-3 static left: [A..., K] with K the sample.
+    M3 = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    np.testing.assert_allclose(C.times(M3, x).eval({x: data}), np.einsum('abk,nk->nab', M3, data))
