@@ -24,7 +24,9 @@ def _as_step_function(step_function):
     turned into a block whose operands are its arguments in order (CNTK's Function(lambda))."""
     if isinstance(step_function, Function):
         return step_function
-    names = list(inspect.signature(step_function).parameters)
+    # The positional parameters without defaults (CNTK's rule): C.plus(a, b, *more, name='') is binary.
+    names = [p.name for p in inspect.signature(step_function).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
     args = [placeholder(name=n) for n in names]
     out = step_function(*args)
     if isinstance(out, (tuple, list)):

@@ -27,6 +27,13 @@ class UnitType(enum.Enum):
     sample = 'sample'
 
 
+def training_parameter_schedule(schedule, unit=UnitType.minibatch, epoch_size=None):
+    """CNTK's deprecated training_parameter_schedule: per-minibatch (default) or per-sample values."""
+    if unit == UnitType.sample:
+        return learning_parameter_schedule_per_sample(schedule, epoch_size=epoch_size)
+    return learning_parameter_schedule(schedule, epoch_size=epoch_size)
+
+
 def learning_rate_schedule(lr, unit, epoch_size=None):
     """CNTK's deprecated learning_rate_schedule: a per-sample or per-minibatch rate schedule."""
     if unit == UnitType.sample:
@@ -35,6 +42,7 @@ def learning_rate_schedule(lr, unit, epoch_size=None):
 
 
 __all__ = ['Learner', 'UserLearner', 'TrainingParameterSchedule', 'UnitType', 'IGNORE', 'learning_rate_schedule',
+           'training_parameter_schedule',
            'learning_parameter_schedule', 'learning_parameter_schedule_per_sample', 'momentum_schedule',
            'momentum_schedule_per_sample', 'momentum_as_time_constant_schedule',
            'set_default_unit_gain_value', 'default_unit_gain_value', 'sgd', 'momentum_sgd', 'nesterov',

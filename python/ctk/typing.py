@@ -67,10 +67,12 @@ class VariableType(dict):
 
 
 def sanitize_type(t):
-    """A VariableType from what a signature may hold: a type, a scalar type (float, np.float32,
-    np.float64: a scalar of that dtype) or None (left as is)."""
+    """A VariableType from what a signature may hold: a type, a bare shape (an int or tuple: Tensor[shape]),
+    a scalar type (float, np.float32, np.float64: a scalar of that dtype) or None (left as is)."""
     if t is None or isinstance(t, VariableType):
         return t
+    if isinstance(t, (int, tuple, list)):  # a bare shape: a data tensor of that sample shape
+        return Tensor[tuple(t) if isinstance(t, (tuple, list)) else (t,)]
     if t in (float, np.float32, np.float64):
         return VariableType(shape=(), dtype=np.float64 if t is np.float64 else np.float32,
                             dynamic_axes=[Axis.default_batch_axis()])

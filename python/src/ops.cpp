@@ -288,6 +288,7 @@ void bind_ops(py::module_& m) {
         .value("MAX", PoolingType::max)
         .value("AVERAGE", PoolingType::average);
     m.attr("MAX_POOLING") = PoolingType::max;
+    m.attr("MAX_UNPOOLING") = PoolingType::max;  // CNTK's name for unpooling's type
     m.attr("AVG_POOLING") = PoolingType::average;
     m.def(
         "pooling",

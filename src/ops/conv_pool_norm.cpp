@@ -529,9 +529,24 @@ Dims as_dims(const std::vector<bool>& b) {
 }
 }  // namespace
 
-FunctionPtr convolution(const Variable& w, const Variable& x, const Dims& strides,
+namespace {
+// CNTK also takes a kernel with as many axes as x, [C, k...] for x [C, spatial...]: one output channel,
+// the kernel spanning the input channels. ctk's kernels name the output channels: [1, C, k...]
+// (convolution_transpose: [C, 1, k...]), which gives CNTK's result shape [1, spatial...].
+Variable with_channel_axes(const Variable& w, const Variable& x, bool transpose) {
+    if (!w.shape_known() || !x.shape_known() || w.has_inferred_dims() || w.rank() != x.rank() ||
+        w.rank() < 2 || w.shape()[0] != x.shape()[0])
+        return w;
+    Dims dims = w.shape();
+    dims.insert(dims.begin() + (transpose ? 1 : 0), 1);
+    return reshape(w, dims);
+}
+}  // namespace
+
+FunctionPtr convolution(const Variable& w_in, const Variable& x, const Dims& strides,
                         const std::vector<bool>& auto_padding, const Dims& dilation, int64_t groups,
                         const std::string& name) {
+    const Variable w = with_channel_axes(w_in, x, false);
     return detail::FunctionAccess::make_primitive(PrimitiveOp::convolution, {w, x},
                                                   Attributes{{"strides", strides},
                                                              {"autoPadding", as_dims(auto_padding)},
@@ -540,9 +555,10 @@ FunctionPtr convolution(const Variable& w, const Variable& x, const Dims& stride
                                                   name);
 }
 
-FunctionPtr convolution_transpose(const Variable& w, const Variable& x, const Dims& strides,
+FunctionPtr convolution_transpose(const Variable& w_in, const Variable& x, const Dims& strides,
                                   const std::vector<bool>& auto_padding, const Dims& output_shape,
                                   const Dims& dilation, const std::string& name) {
+    const Variable w = with_channel_axes(w_in, x, true);
     return detail::FunctionAccess::make_primitive(PrimitiveOp::convolution_transpose, {w, x},
                                                   Attributes{{"strides", strides},
                                                              {"autoPadding", as_dims(auto_padding)},

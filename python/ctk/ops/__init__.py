@@ -72,3 +72,29 @@ def input(shape, dtype=None, needs_gradient=False, is_sparse=False, dynamic_axes
 
 
 __all__ += ['input']
+
+
+def _operand_list(args):
+    """CNTK's n-ary ops take the operands as arguments or as one list."""
+    return list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+
+
+def sum(*operands, name=''):  # noqa: A001 (CNTK's name)
+    """CNTK's sum: the element-wise sum of the operands (given as arguments or as one list)."""
+    return _ctk.sum(*_operand_list(operands), name=name)
+
+
+def clip(x, min_value, max_value, name=''):
+    """CNTK's clip: x bounded by min_value and max_value, numbers or tensors (element-wise bounds)."""
+    import numbers
+    if isinstance(min_value, numbers.Number) and isinstance(max_value, numbers.Number):
+        return _ctk.clip(x, float(min_value), float(max_value), name=name)
+    return _ctk.element_max(_ctk.element_min(x, max_value), min_value, name=name)
+
+
+def softplus(x, steepness=1, name=''):
+    """CNTK's softplus: log(1 + exp(steepness * x)) / steepness."""
+    if steepness == 1:
+        return _ctk.softplus(x, name=name)
+    s = float(steepness)
+    return _ctk.element_divide(_ctk.softplus(_ctk.element_times(x, s)), s, name=name)
