@@ -33,7 +33,7 @@ int run_eval(int argc, char** argv);
 constexpr Subcommand kSubcommands[] = {
     {"info", "the build banner, the GPUs, and whether this build runs on them (and the fix if not)",
      run_info},
-    {"data", "prepare data sets (`ctk data mnist IN_DIR OUT_DIR`: IDX files to CNTK text format)", run_data},
+    {"data", "prepare data sets (`ctk data mnist|cifar10 IN_DIR OUT_DIR`: to CNTK text format)", run_data},
     {"convert", "convert a model between CNTK v2, CNTK v1 (read only) and ONNX", run_convert},
     {"eval", "evaluate a model on a CNTK text format file and print its outputs", run_eval},
 };
@@ -66,26 +66,33 @@ int run_info(int argc, char** argv) {
 }
 
 constexpr const char* kDataUsage =
-    "usage: ctk data mnist IN_DIR OUT_DIR\n\n"
-    "Converts the MNIST (or Fashion-MNIST) IDX files in IN_DIR -- train-images-idx3-ubyte,\n"
+    "usage: ctk data mnist IN_DIR OUT_DIR\n"
+    "       ctk data cifar10 IN_DIR OUT_DIR\n\n"
+    "mnist: converts the MNIST (or Fashion-MNIST) IDX files in IN_DIR -- train-images-idx3-ubyte,\n"
     "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz --\n"
     "into CNTK's text format: OUT_DIR/Train-28x28_cntk_text.txt and OUT_DIR/Test-28x28_cntk_text.txt,\n"
-    "lines \"|labels 0 0 0 1 0 0 0 0 0 0 |features 0 0 ... 255\" as CNTK's install_mnist.py writes them.\n";
+    "lines \"|labels 0 0 0 1 0 0 0 0 0 0 |features 0 0 ... 255\" as CNTK's install_mnist.py writes them.\n"
+    "cifar10: converts CIFAR-10's binary batches in IN_DIR -- data_batch_1.bin .. data_batch_5.bin and\n"
+    "test_batch.bin, plain or .gz -- into OUT_DIR/Train_cntk_text.txt and OUT_DIR/Test_cntk_text.txt\n"
+    "(3072 pixel values per line, the red, green and blue planes), the files ConvNet_CIFAR10.py reads.\n";
 
 int run_data(int argc, char** argv) {
     if (argc >= 1 && is_help(argv[0])) {
         std::fputs(kDataUsage, stdout);
         return 0;
     }
-    if (argc != 3 || std::string_view(argv[0]) != "mnist") {
-        std::fputs(argc >= 1 && std::string_view(argv[0]) != "mnist" ? "ctk data: unknown data set\n"
-                                                                     : "ctk data: wrong arguments\n",
+    const bool known =
+        argc >= 1 && (std::string_view(argv[0]) == "mnist" || std::string_view(argv[0]) == "cifar10");
+    if (argc != 3 || !known) {
+        std::fputs(argc >= 1 && !known ? "ctk data: unknown data set\n" : "ctk data: wrong arguments\n",
                    stderr);
         std::fputs(kDataUsage, stderr);
         return 2;
     }
     const auto start = std::chrono::steady_clock::now();
-    const auto [train, test] = ctk::convert_mnist_to_ctf(argv[1], argv[2]);
+    const auto [train, test] = std::string_view(argv[0]) == "mnist"
+                                   ? ctk::convert_mnist_to_ctf(argv[1], argv[2])
+                                   : ctk::convert_cifar10_to_ctf(argv[1], argv[2]);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("Wrote %lld training and %lld test samples to %s (%.1f s)\n", static_cast<long long>(train),
                 static_cast<long long>(test), argv[2], seconds);

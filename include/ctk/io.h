@@ -143,5 +143,10 @@ private:
 // install_mnist.py writes them). Reads train-images-idx3-ubyte / t10k-images-idx3-ubyte (and labels)
 // from in_dir, gzipped (.gz) or not. Returns the number of (train, test) samples written.
 std::pair<int64_t, int64_t> convert_mnist_to_ctf(const std::string& in_dir, const std::string& out_dir);
+// The CNTK CIFAR-10 text files from CIFAR-10's binary batches: `Train_cntk_text.txt` (data_batch_1.bin
+// .. data_batch_5.bin) and `Test_cntk_text.txt` (test_batch.bin) in out_dir, lines "|labels <10 one-hot>
+// |features <3072 integers>" (the red, green and blue planes), the layout ConvNet_CIFAR10.py reads.
+// Files may be gzipped (.gz). Returns the number of (train, test) samples written.
+std::pair<int64_t, int64_t> convert_cifar10_to_ctf(const std::string& in_dir, const std::string& out_dir);
 
 }  // namespace ctk
