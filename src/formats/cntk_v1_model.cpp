@@ -79,7 +79,15 @@ public:
             open_loops_.pop_back();
             const size_t operand = net_.nodes[delay].inputs[0];
             get(operand);
-            vars_[delay].owner()->replace_placeholders({{hole, vars_[operand]}});
+            // Through the operand's graph when the delay is upstream of it (a loop: the back edge is then
+            // kept weak, not as a reference cycle); else through the delay's own graph.
+            const Variable& bound = vars_[operand];
+            FunctionPtr root = vars_[delay].owner();
+            if (FunctionPtr owner = bound.owner()) {
+                const std::vector<Variable> holes = combine({bound})->placeholders();
+                if (std::find(holes.begin(), holes.end(), hole) != holes.end()) root = owner;
+            }
+            root->replace_placeholders({{hole, bound}});
             closed_loops_ = true;
         }
         return vars_[root];
