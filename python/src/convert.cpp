@@ -304,15 +304,20 @@ Value value_for(const Variable& var, const py::handle& data) {
             }
         } else {
             Tensor t = tensor_from_numpy(data, dtype);
+            // CNTK also takes one array [length, sample...] as one sequence.
+            if (t.rank() == sample_rank + 1) return Value::from_sequences({t});
             CTK_CHECK(t.rank() == sample_rank + 2, ValueError, "data of shape ", t.shape().to_string(),
                       " for sequence input ", var.to_string(),
-                      ": pass a list of sequences, or an array [batch, length, sample...]");
+                      ": pass a list of sequences, an array [batch, length, sample...] or one sequence "
+                      "[length, sample...]");
             for (int64_t i = 0; i < t.dim(0); ++i) sequences.push_back(t.select(0, i));
         }
         return Value::from_sequences(sequences);
     }
     Tensor t = tensor_from_numpy(data, dtype);
     if (var.has_batch_axis() && t.rank() == sample_rank) t = t.expand_dims(0);  // one sample
+    // CNTK's [batch, 1, sample...]: every sample a sequence of one, for an input without a sequence axis.
+    if (var.has_batch_axis() && t.rank() == sample_rank + 2 && t.dim(1) == 1) t = t.select(1, 0);
     return Value(t);
 }
 

@@ -211,3 +211,12 @@ def test_times_of_a_static_matrix_and_a_batched_vector():
     # A rank-3 static left: [A..., K] with K the sample.
     M3 = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
     np.testing.assert_allclose(C.times(M3, x).eval({x: data}), np.einsum('abk,nk->nab', M3, data))
+
+
+def test_data_layouts_cntk_accepted():
+    # [batch, 1, sample] for an input without a sequence axis; one [length, sample] array for a sequence.
+    x = C.input_variable(2)
+    np.testing.assert_allclose(C.negate(x).eval({x: np.ones((3, 1, 2), np.float32)}), -np.ones((3, 2)))
+    s = C.sequence.input_variable(2)
+    out = C.sequence.reduce_sum(s).eval({s: np.arange(6, dtype=np.float32).reshape(3, 2)})
+    np.testing.assert_allclose(out, [[6., 9.]])
