@@ -77,7 +77,8 @@ void bind_io_train(py::module_& m);
 namespace pybind11::detail {
 
 // Every binding that takes a Variable also takes what CNTK's sanitize_input took for an operand: a
-// number, a NumPy array or a (nested) list or tuple, as a float32 constant (C.sqrt([0., 4.]).eval()).
+// number, a NumPy array or a (nested) list or tuple, as a float32 constant (C.sqrt([0., 4.]).eval();
+// CNTK's unary ops cast even float64 arrays so; its binary ops keep float64, see ops.cpp's operands()).
 // Declared here, before any binding file converts a Variable, so that every file uses this caster.
 template <>
 class type_caster<ctk::Variable> : public type_caster_base<ctk::Variable> {

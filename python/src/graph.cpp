@@ -703,8 +703,9 @@ void bind_graph(py::module_& m) {
                 if (shape.is_none()) return constant(value.cast<double>(), dt, name);
                 return constant(dims_arg(shape), value.cast<double>(), dt, name);
             }
+            // CNTK: a NumPy array keeps its dtype, a list is float32 unless a dtype is given.
             std::optional<DataType> want;
-            if (!dtype.is_none()) want = dt;
+            if (!dtype.is_none() || !py::isinstance<py::array>(value)) want = dt;
             return constant(tensor_from_numpy(value, want), name);
         },
         py::arg("value") = py::none(), py::arg("shape") = py::none(), py::arg("dtype") = py::none(),

@@ -7,15 +7,23 @@ namespace ctk::python {
 
 namespace {
 
-// Two operands with the dtype of whichever is a graph node.
+// Two operands with the dtype of whichever is a graph node; with none, CNTK's get_data_type: float64
+// when one is a float64 NumPy array, else float32 (lists and numbers).
 std::pair<Variable, Variable> operands(const py::handle& a, const py::handle& b) {
     DataType dt = DataType::f32;
+    bool node = false;
     for (const py::handle& h : {a, b}) {
         if (py::isinstance<Variable>(h) || py::isinstance<Function>(h)) {
             dt = to_variable(h).dtype();
+            node = true;
             break;
         }
     }
+    if (!node)
+        for (const py::handle& h : {a, b})
+            if (py::isinstance<py::array>(h) &&
+                py::reinterpret_borrow<py::array>(h).dtype().is(py::dtype::of<double>()))
+                dt = DataType::f64;
     return {to_variable(a, dt), to_variable(b, dt)};
 }
 

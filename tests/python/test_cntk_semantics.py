@@ -220,3 +220,15 @@ def test_data_layouts_cntk_accepted():
     s = C.sequence.input_variable(2)
     out = C.sequence.reduce_sum(s).eval({s: np.arange(6, dtype=np.float32).reshape(3, 2)})
     np.testing.assert_allclose(out, [[6., 9.]])
+
+
+def test_dtype_promotion_as_cntk():
+    # Lists are float32; a float64 NumPy array keeps float64 in constants and binary ops (CNTK's
+    # get_data_type) but unary ops cast their operand to float32 (CNTK's sanitize_input).
+    assert C.constant([[1., 2.]]).dtype == np.float32
+    assert C.constant(np.array([1., 2.])).dtype == np.float64
+    assert C.times(np.ones((2, 2)), np.ones((2, 2))).eval().dtype == np.float64
+    assert C.plus([1.], [2.]).eval().dtype == np.float32
+    assert C.sin(np.array([0.5])).eval().dtype == np.float32
+    x = C.input_variable(2, dtype=np.float64)
+    assert (x + np.ones(2, np.float32)).dtype == np.float64  # a graph operand decides
