@@ -4,12 +4,42 @@ import inspect
 
 from ._ctk import Function, as_block, as_function, combine, placeholder
 from .default_options import default_options, default_options_for  # noqa: F401
+from ._ctk.layers import Sequential as _Sequential
 from ._ctk.layers import (identity, Dense, Convolution, Convolution1D,  # noqa: F401
                           Convolution2D, Convolution3D, MaxPooling, AveragePooling, GlobalMaxPooling,
                           GlobalAveragePooling, Dropout, BatchNormalization, LayerNormalization, Embedding,
-                          Activation, Stabilizer, Label, Sequential, ResNetBlock, SequentialClique, LSTM, GRU,
+                          Activation, Stabilizer, Label, ResNetBlock, SequentialClique, LSTM, GRU,
                           RNNStep, _recurrence, _recurrence_from, ConvolutionTranspose, ConvolutionTranspose1D,
                           ConvolutionTranspose2D, ConvolutionTranspose3D, MaxUnpooling)
+
+
+def _has_fork(layers):
+    return any(isinstance(l, tuple) or (isinstance(l, list) and _has_fork(l)) for l in layers)
+
+
+def Sequential(layers, name=''):
+    """CNTK's Sequential: the layers applied in turn; a nested list is a Sequential, a tuple applies each of
+    its layers to the same input and passes all their outputs on (CNTK's fork, e.g. `(Delay(-1),
+    Delay(0), Delay(1))` then `splice`), and a layer with several outputs passes them all as arguments."""
+    layers = list(layers) if isinstance(layers, (list, tuple)) else [layers]
+    if not _has_fork(layers):
+        return _Sequential(layers, name)
+    x = placeholder(name='x')
+
+    def apply(layer, args):
+        if isinstance(layer, list):
+            layer = Sequential(layer)
+        if isinstance(layer, tuple):
+            return [out for branch in layer for out in apply(branch, args)]
+        y = layer(*args)
+        if isinstance(y, Function):
+            return list(y.outputs)
+        return list(y) if isinstance(y, (tuple, list)) else [y]
+
+    outs = [x]
+    for layer in layers:
+        outs = apply(layer, outs)
+    return as_block(combine(outs), [(x, placeholder())], 'Sequential', name)
 
 
 def For(what_range, constructor, name=''):

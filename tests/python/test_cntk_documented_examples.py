@@ -220,3 +220,12 @@ def test_recurrence_of_plus_is_a_running_sum():
     close(r.eval([np.array([[1.], [2.], [3.]], np.float32)])[0], [[1.], [3.], [6.]])
     f = C.layers.Fold(C.plus)(x)
     close(f.eval([np.array([[1.], [2.], [3.]], np.float32)]), [[6.]])
+
+
+def test_sequential_with_a_fork_makes_trigrams():
+    # CNTK's Delay example: a tuple in Sequential applies each layer to the same input; splice joins them.
+    from cntk.layers.typing import Tensor, Sequence
+    x = C.input_variable(**Sequence[Tensor[2]])
+    x0 = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+    trigram = C.layers.Sequential([tuple(C.layers.Delay(T) for T in (-1, 0, 1)), C.splice])
+    close(trigram(x)(x0)[0], [[2, 3, 0, 1, 0, 0], [4, 5, 2, 3, 0, 1], [0, 0, 4, 5, 2, 3]])
