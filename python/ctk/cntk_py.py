@@ -5,7 +5,7 @@ nothing; each says so in its docstring."""
 import sys
 
 from . import _ctk
-from ._ctk import set_fixed_random_seed  # noqa: F401
+from ._ctk import set_fixed_random_seed, constant_initializer  # noqa: F401
 from .debugging import (force_deterministic_algorithms, set_computation_network_trace_level,  # noqa: F401
                         set_checked_mode, get_checked_mode)
 
@@ -76,5 +76,6 @@ __all__ = ['set_fixed_random_seed', 'reset_random_seed', 'force_deterministic_al
            'set_computation_network_trace_level', 'set_checked_mode', 'get_checked_mode', 'set_max_num_cpu_threads',
            'get_max_num_cpu_threads', 'set_trace_level', 'get_trace_level', 'always_allow_setting_default_device',
            'enable_synchronous_gpukernel_execution', 'disable_forward_values_sharing', 'enable_cpueval_optimization',
-           'disable_cpueval_optimization', 'set_gpumemory_allocation_trace_level', 'InferredDimension',
+           'disable_cpueval_optimization', 'set_gpumemory_allocation_trace_level', 'constant_initializer',
+           'InferredDimension',
            'FreeDimension']

@@ -389,6 +389,8 @@ void bind_graph(py::module_& m) {
     m.attr("InferredDimension") = kInferredDim;  // CNTK's C.InferredDimension and C.FreeDimension
     m.attr("FreeDimension") = kFreeDim;
     m.attr("SentinelValueForAutoSelectRandomSeed") = kSeed;
+    // CNTK's native constant_initializer (imported from _cntk_py by CNTK's own examples).
+    m.def("constant_initializer", &constant_initializer, py::arg("value") = 0.0);
     m.def("uniform", &uniform, py::arg("scale"), py::arg("seed") = kSeed);
     m.def("normal", &normal, py::arg("scale"), py::arg("output_rank") = kRank, py::arg("filter_rank") = kRank,
           py::arg("seed") = kSeed);
