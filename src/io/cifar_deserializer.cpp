@@ -10,8 +10,8 @@
 namespace ctk {
 namespace {
 
-constexpr int64_t kPixels = 3 * 32 * 32;
-constexpr int64_t kRecord = 1 + kPixels;
+constexpr int64_t kPixels = detail::kCifarPixels;
+constexpr int64_t kRecord = detail::kCifarRecord;
 constexpr int64_t kClasses = 10;
 constexpr int64_t kRecordsPerChunk = 10000;
 
@@ -19,16 +19,7 @@ class Cifar10Deserializer final : public Deserializer {
 public:
     explicit Cifar10Deserializer(const std::vector<std::string>& paths) : paths_(paths) {
         CTK_CHECK(!paths.empty(), ValueError, "cifar10_binary_deserializer: no files given");
-        for (const std::string& path : paths) {
-            std::vector<uint8_t> bytes = detail::read_file_maybe_gz(path);
-            CTK_CHECK(!bytes.empty() && bytes.size() % kRecord == 0, IOError, "'", path, "' holds ",
-                      bytes.size(), " bytes, not a whole number of ", kRecord,
-                      "-byte CIFAR-10 records (truncated?)");
-            for (size_t r = 0; r < bytes.size(); r += kRecord)
-                CTK_CHECK(bytes[r] < kClasses, IOError, "'", path, "': record ", r / kRecord, " has label ",
-                          int(bytes[r]), "; CIFAR-10 labels are 0..9");
-            records_.insert(records_.end(), bytes.begin(), bytes.end());
-        }
+        records_ = detail::read_cifar10_records(paths);
         count_ = static_cast<int64_t>(records_.size()) / kRecord;
         StreamDef features{"features", "features", {3, 32, 32}, false, false};
         StreamDef labels{"labels", "labels", {kClasses}, false, false};

@@ -56,28 +56,16 @@ int64_t convert_mnist_one(const std::string& in_dir, const std::string& images, 
     return img.count;
 }
 
-// CIFAR-10's binary records: a label byte, then 3072 pixel bytes (3 planes of 32 x 32).
-constexpr int64_t kCifarPixels = 3 * 32 * 32;
-constexpr int64_t kCifarRecord = 1 + kCifarPixels;
-
 int64_t convert_cifar_files(const std::string& in_dir, const std::vector<std::string>& names,
                             const std::string& out_path) {
-    std::vector<uint8_t> records;
-    for (const std::string& name : names) {
-        const std::string path = detail::existing_or_gz(in_dir + "/" + name);
-        std::vector<uint8_t> bytes = detail::read_file_maybe_gz(path);
-        CTK_CHECK(!bytes.empty() && bytes.size() % kCifarRecord == 0, IOError, "'", path, "' holds ",
-                  bytes.size(), " bytes, not a whole number of ", kCifarRecord,
-                  "-byte CIFAR-10 records (truncated?)");
-        for (size_t r = 0; r < bytes.size(); r += kCifarRecord)
-            CTK_CHECK(bytes[r] < kClasses, IOError, "'", path, "': record ", r / kCifarRecord, " has label ",
-                      int(bytes[r]), "; CIFAR-10 labels are 0..9");
-        records.insert(records.end(), bytes.begin(), bytes.end());
-    }
-    const int64_t count = static_cast<int64_t>(records.size()) / kCifarRecord;
+    std::vector<std::string> paths;
+    for (const std::string& name : names) paths.push_back(detail::existing_or_gz(in_dir + "/" + name));
+    const std::vector<uint8_t> records = detail::read_cifar10_records(paths);
+    const int64_t count = static_cast<int64_t>(records.size()) / detail::kCifarRecord;
     write_ctf_images(
-        out_path, count, kCifarPixels, [&](int64_t i) { return records[size_t(i * kCifarRecord)]; },
-        [&](int64_t i) { return records.data() + i * kCifarRecord + 1; });
+        out_path, count, detail::kCifarPixels,
+        [&](int64_t i) { return records[size_t(i * detail::kCifarRecord)]; },
+        [&](int64_t i) { return records.data() + i * detail::kCifarRecord + 1; });
     return count;
 }
 

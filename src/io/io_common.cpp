@@ -196,4 +196,19 @@ std::vector<std::vector<SequenceData>> one_sample_sequences(const Tensor& featur
     return out;
 }
 
+std::vector<uint8_t> read_cifar10_records(const std::vector<std::string>& paths) {
+    std::vector<uint8_t> records;
+    for (const std::string& path : paths) {
+        std::vector<uint8_t> bytes = read_file_maybe_gz(path);
+        CTK_CHECK(!bytes.empty() && bytes.size() % kCifarRecord == 0, IOError, "'", path, "' holds ",
+                  bytes.size(), " bytes, not a whole number of ", kCifarRecord,
+                  "-byte CIFAR-10 records (truncated?)");
+        for (size_t r = 0; r < bytes.size(); r += kCifarRecord)
+            CTK_CHECK(bytes[r] < 10, IOError, "'", path, "': record ", r / kCifarRecord, " has label ",
+                      int(bytes[r]), "; CIFAR-10 labels are 0..9");
+        records.insert(records.end(), bytes.begin(), bytes.end());
+    }
+    return records;
+}
+
 }  // namespace ctk::detail

@@ -19,6 +19,12 @@ std::vector<uint8_t> read_file_maybe_gz(const std::string& path);
 // `path` if it exists, else `path + ".gz"` if that exists, else `path` (so the error names it).
 std::string existing_or_gz(const std::string& path);
 
+// CIFAR-10's binary batches: one label byte (0..9) and 3072 pixel bytes (3 planes of 32 x 32) a record.
+inline constexpr int64_t kCifarPixels = 3 * 32 * 32;
+inline constexpr int64_t kCifarRecord = 1 + kCifarPixels;
+// The records of the files in turn, checked: whole records, labels below 10 (IOError naming the file).
+std::vector<uint8_t> read_cifar10_records(const std::vector<std::string>& paths);
+
 inline uint32_t load_be32(const uint8_t* p) {
     return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
