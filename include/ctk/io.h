@@ -1,7 +1,7 @@
 // CNTK's readers: deserializers (CTF text, MNIST IDX, CIFAR-10 binary) feeding a MinibatchSource that
 // randomizes chunks and sequences within a window, counts sweeps and samples, prefetches the next
 // minibatch on a worker thread, and saves and restores its position in checkpoints.
-// See ../shared/reference/cntk-anatomy.md §4. Every error names the file, and for text the line and column.
+// See docs/training.md. Every error names the file, and for text the line and column.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // over the minibatch; a learning rate applies per minibatch (no reference size), or per `minibatch_size`
 // samples (the reference size it was tuned for, 1 for per-sample rates) and is then scaled to the actual
 // minibatch; momentum is unit-gain by default and is raised to actualMB/R with a reference size R;
-// schedules advance in samples, `epoch_size` samples per entry. See ../shared/reference/cntk-anatomy.md §3.
+// schedules advance in samples, `epoch_size` samples per entry. See docs/training.md.
 #pragma once
 
 #include <cmath>

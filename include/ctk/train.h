@@ -1,6 +1,6 @@
 // Training as CNTK users know it: Trainer (one minibatch at a time), Evaluator, training_session (the
 // loop with checkpoints, cross-validation and a final test), progress writers with CNTK's exact log
-// lines, and checkpoints that restore a run bit-identically. See ../shared/reference/cntk-anatomy.md §5.
+// lines, and checkpoints that restore a run bit-identically. See docs/training.md.
 #pragma once
 
 #include <chrono>

@@ -7,7 +7,7 @@ import functools
 import numpy as np
 
 from . import _ctk
-from .typing import VariableType, python_function_arguments
+from .typing import VariableType, python_function_arguments, required_positional_parameters
 
 
 # ---- swig_helper ----
@@ -170,10 +170,8 @@ def get_data_type(*args):
 
 def get_python_function_arguments(f):
     """(parameter names without defaults, annotations) of a Python function, as CNTK's helper."""
-    names, annotations = python_function_arguments(f)
-    import inspect
-    names = [p.name for p in inspect.signature(f).parameters.values() if p.default is inspect.Parameter.empty]
-    return names, annotations
+    _, annotations = python_function_arguments(f)
+    return required_positional_parameters(f), annotations
 
 
 def map_function_arguments(params, params_dict, *args, **kwargs):

@@ -3,6 +3,7 @@ For is written in Python as in CNTK."""
 import inspect
 
 from ._ctk import Function, as_block, as_function, combine, placeholder
+from .typing import required_positional_parameters
 from .default_options import default_options, default_options_for  # noqa: F401
 from ._ctk.layers import Sequential as _Sequential
 from ._ctk.layers import (identity, Dense, Convolution, Convolution1D,  # noqa: F401
@@ -54,9 +55,7 @@ def _as_step_function(step_function):
     turned into a block whose operands are its arguments in order (CNTK's Function(lambda))."""
     if isinstance(step_function, Function):
         return step_function
-    # The positional parameters without defaults (CNTK's rule): C.plus(a, b, *more, name='') is binary.
-    names = [p.name for p in inspect.signature(step_function).parameters.values()
-             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    names = required_positional_parameters(step_function)  # C.plus(a, b, *more, name='') is binary
     args = [placeholder(name=n) for n in names]
     out = step_function(*args)
     if isinstance(out, (tuple, list)):

@@ -142,6 +142,13 @@ def python_function_arguments(f):
     return names, {n: a for n, a in getattr(f, '__annotations__', {}).items() if n in names}
 
 
+def required_positional_parameters(f):
+    """The names of f's positional parameters without defaults (CNTK's rule for how many arguments a
+    Python function takes: C.plus(a, b, *more, name='') takes two)."""
+    return [p.name for p in inspect.signature(f).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+
+
 def map_function_arguments(names, *args, **kwargs):
     """{name: value} for positional args (in order) and keyword args, as a Python call would bind them;
     TypeError for a count that differs, an unknown name or one given twice."""

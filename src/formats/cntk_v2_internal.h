@@ -177,18 +177,23 @@ struct DictReader {
     }
 };
 
-// ---- one op, both ways (cntk_v2_ops.cpp) ----
+// ---- one op, both ways (save: cntk_v2_ops.cpp, load: cntk_v2_load_ops.cpp) ----
 // A ctk primitive as CNTK writes it: the op number, the operands in CNTK's order and the attributes.
 struct SavedOp {
     uint64_t op = 0;
     std::vector<Variable> inputs;  // CNTK's operand order
     proto::Dictionary attributes;
 };
-SavedOp save_op(const Function& f);
+SavedOp save_op(const Function& f);  // cntk_v2_ops.cpp
+// A possibly negative static axis as 0..rank-1.
+inline int normalized(int axis, int rank) {
+    return axis < 0 ? axis + rank : axis;
+}
 // ReduceElements' attributes for ctk's reduce attributes with CNTK's reduction `name`.
 proto::Dictionary reduce_attributes(const Attributes& a, const std::string& name);
 // The ctk Function for a CNTK primitive (operands in CNTK's order); throws NotImplementedError naming the
 // op number for ops ctk does not read.
+// cntk_v2_load_ops.cpp
 FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r, const std::string& name);
 // A loaded primitive: the attributes of `r` that no read asked for travel with it (kUnknownAttributesKey).
 FunctionPtr make_loaded_op(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs,

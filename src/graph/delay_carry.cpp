@@ -58,36 +58,43 @@ Tensor next_delay_carry(const Plan& plan, size_t step, const Value& x, int64_t k
         d.insert(d.end(), sample.begin(), sample.end());
         return t.contiguous().reshape(d);
     };
-    std::vector<Tensor> table{rows(xd, n * frames)};
+    // Rows of x [N * T, sample...], then (only for sequences shorter than k) the previous carry's and the
+    // initial state's rows after them.
     const bool with_previous = previous.defined() && previous.rank() == xd.rank();
     const int64_t previous_rows = with_previous ? previous.dim(0) * previous.dim(1) : 0;
-    if (with_previous) table.push_back(rows(previous, previous_rows));
-    table.push_back(rows(init.broadcast_to(Shape([&] {
-        Dims d{n, 1};
-        d.insert(d.end(), sample.begin(), sample.end());
-        return d;
-    }())),
-                         n));
     std::vector<int64_t> index;
+    bool beyond_x = false;
     for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < k; ++j) {
             const int64_t src = layout.lengths()[static_cast<size_t>(i)] - k + j;
-            if (src >= 0)
+            if (src >= 0) {
                 index.push_back(i * frames + src);
-            else if (layout.continues(i) && with_previous && i < previous.dim(0) && k + src >= 0)
+                continue;
+            }
+            beyond_x = true;
+            if (layout.continues(i) && with_previous && i < previous.dim(0) && k + src >= 0)
                 index.push_back(n * frames + i * previous.dim(1) + (previous.dim(1) + src));
             else
                 index.push_back(n * frames + previous_rows + i);
         }
+    Tensor table = rows(xd, n * frames);
+    if (beyond_x) {
+        std::vector<Tensor> parts{table};
+        if (with_previous) parts.push_back(rows(previous, previous_rows));
+        Dims init_dims{n, 1};
+        init_dims.insert(init_dims.end(), sample.begin(), sample.end());
+        parts.push_back(rows(init.broadcast_to(Shape(init_dims)), n));
+        table = ctk::concat(parts, 0);
+    }
     Tensor idx = Tensor::from_vector(index, Shape{static_cast<int64_t>(index.size())}).to(xd.device());
     Dims out{n, k};
     out.insert(out.end(), sample.begin(), sample.end());
-    return ctk::gather(table.size() == 1 ? table[0] : ctk::concat(table, 0), idx, 0).reshape(out);
+    return ctk::gather(table, idx, 0).reshape(out);
 }
 
-// After a forward step: a past_value given sequences with seq_starts keeps its input's last frames.
 }  // namespace
 
+// After a forward step: a past_value given sequences with seq_starts keeps its input's last frames.
 void record_delay_carry(const Plan& plan, size_t step_index, const std::vector<Value>& values) {
     const Step& step = plan.steps[step_index];
     if (step.fn->op() != PrimitiveOp::past_value) return;
