@@ -7,6 +7,7 @@
 // file throws IOError naming the file and what is wrong, never crashes or allocates unbounded memory.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -43,7 +44,12 @@ void save_cntk_v2_model(const FunctionPtr& model, const std::string& path);
 std::string serialize_cntk_v2_model(const FunctionPtr& model);
 FunctionPtr deserialize_cntk_v2_model(const std::string& bytes, const std::string& source = "<buffer>");
 FunctionPtr load_cntk_v1_model(const std::string& path);
-FunctionPtr load_onnx_model(const std::string& path);
-void save_onnx_model(const FunctionPtr& model, const std::string& path);
+// ONNX opsets 1 to 17 are read. ctk's graphs have static shapes, so an operand that sets a shape (a
+// Reshape target, Slice's starts, TopK's k, ...) must be a constant; a model that takes one as a graph
+// input is read with that input fixed: `fixed_inputs` maps input names to their values, and those inputs
+// become constants (ValueError for a name that is no graph input or a value of another shape).
+FunctionPtr load_onnx_model(const std::string& path, const std::map<std::string, Tensor>& fixed_inputs = {});
+// Writes ai.onnx opset `opset` (13 to 17), checked by ONNX's own checker before it is written.
+void save_onnx_model(const FunctionPtr& model, const std::string& path, int64_t opset = 17);
 
 }  // namespace ctk

@@ -36,6 +36,7 @@ namespace ctk {
     X(tanh, ScalarAttrs)         \
     X(asinh, ScalarAttrs)        \
     X(atanh, ScalarAttrs)        \
+    X(erf, ScalarAttrs)          \
     X(reciprocal, ScalarAttrs)   \
     X(sigmoid, ScalarAttrs)      \
     X(relu, ScalarAttrs)         \
@@ -126,7 +127,7 @@ inline constexpr int kNumUnaryOps = 0 CTK_UNARY_OPS(CTK_OP_COUNT_ONE);
 inline constexpr int kNumBinaryOps = 0 CTK_BINARY_OPS(CTK_OP_COUNT_ONE);
 #undef CTK_OP_COUNT_ONE
 // Adding an op? Add its kernel(s), its op-harness case, and bump this count.
-static_assert(kNumOps == 88, "op list changed: update the kernel tables and the op harness");
+static_assert(kNumOps == 89, "op list changed: update the kernel tables and the op harness");
 
 const char* op_name(OpKind op);
 bool is_unary(OpKind op);

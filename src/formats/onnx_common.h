@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
 
+#include <map>
 #include <string>
 
 #include "ctk/error.h"
@@ -11,9 +12,13 @@
 
 namespace ctk::detail::onnx_io {
 
-inline constexpr int64_t kExportOpset = 17;
+// Export writes opsets 13 to 17 (17 unless asked); import reads 1 to 17. Below 7, a model is read when
+// each of its ops is defined at its opset as at opset 7 (ONNX's schema registry says), since ctk
+// implements the opset-7 forms and later.
+inline constexpr int64_t kMinExportOpset = 13;
+inline constexpr int64_t kMaxExportOpset = 17;
 inline constexpr int64_t kExportIrVersion = 8;
-inline constexpr int64_t kMinImportOpset = 7;
+inline constexpr int64_t kMinImportOpset = 1;
 inline constexpr int64_t kMaxImportOpset = 17;
 
 // The ctk dtype that holds an ONNX element type. Booleans become f32 0/1 (ctk's logic ops compute on
@@ -35,7 +40,9 @@ inline int64_t checked_mul(int64_t a, int64_t b, const std::string& where) {
 }
 
 // The graph of a model: export builds a ModelProto, import reads one.
-void export_model(const FunctionPtr& model, onnx::ModelProto& out);
-FunctionPtr import_model(const onnx::ModelProto& model, const std::string& source);
+void export_model(const FunctionPtr& model, onnx::ModelProto& out, int64_t opset);
+// `fixed_inputs`: graph inputs read as constants with these values (see load_onnx_model).
+FunctionPtr import_model(const onnx::ModelProto& model, const std::string& source,
+                         const std::map<std::string, Tensor>& fixed_inputs);
 
 }  // namespace ctk::detail::onnx_io

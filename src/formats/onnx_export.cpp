@@ -1,7 +1,7 @@
 // ONNX export: walks the graph upstream of a model's outputs (blocks inlined, placeholders resolved to
-// the block operands they stand for) and writes one ONNX node group per ctk primitive at opset 17.
-// Dynamic axes become leading symbolic dims ("batch", "sequence"), so ctk's static axis a is ONNX axis
-// a + (number of dynamic axes).
+// the block operands they stand for) and writes one ONNX node group per ctk primitive at opset 17 (or 13 to
+// 16, on request). Dynamic axes become leading symbolic dims ("batch", "sequence"), so ctk's static axis a is
+// ONNX axis a + (number of dynamic axes).
 #include <cmath>
 
 #include "formats/onnx_export_internal.h"
@@ -47,6 +47,8 @@ const char* unary_onnx_name(PrimitiveOp op) {
             return "Asinh";
         case PrimitiveOp::atanh:
             return "Atanh";
+        case PrimitiveOp::erf:
+            return "Erf";
         case PrimitiveOp::reciprocal:
             return "Reciprocal";
         case PrimitiveOp::sigmoid:
@@ -633,17 +635,17 @@ void Exporter::export_conv_like(const Function& f, const std::vector<std::string
 
 namespace ctk::detail::onnx_io {
 
-void export_model(const FunctionPtr& model, onnx::ModelProto& out) {
+void export_model(const FunctionPtr& model, onnx::ModelProto& out, int64_t opset_version) {
     out.set_ir_version(kExportIrVersion);
     out.set_producer_name("ctk");
     out.set_producer_version("2.7");
     out.set_model_version(1);
     auto* opset = out.add_opset_import();
     opset->set_domain("");
-    opset->set_version(kExportOpset);
+    opset->set_version(opset_version);
     onnx::GraphProto& g = *out.mutable_graph();
     g.set_name(model->name().empty() ? "ctk_model" : model->name());
-    exporter::Exporter e(g);
+    exporter::Exporter e(g, opset_version);
     e.find_loops(model->outputs());
     for (const Variable& v : model->outputs()) {
         std::string name = e.value(v, 0);

@@ -20,7 +20,7 @@ using TP = onnx::TensorProto;
 
 class Exporter {
 public:
-    explicit Exporter(onnx::GraphProto& g) : top_g_(&g), g_(&g), names_(&top_names_) {
+    Exporter(onnx::GraphProto& g, int64_t opset) : opset_(opset), top_g_(&g), g_(&g), names_(&top_names_) {
         scopes_.emplace_back();
     }
 
@@ -98,6 +98,7 @@ public:
     void finish_loops();
 
 private:
+    int64_t opset_;  // the ai.onnx opset written
     onnx::GraphProto* top_g_;
     onnx::GraphProto* g_;  // the graph nodes go to: the model's, or a loop body's
     std::map<Key, std::string> top_names_;
@@ -172,6 +173,18 @@ private:
         return n;
     }
     // A one-output node with a fresh output name; returns the name.
+    // Dims [start, end) of x's shape: Shape's start and end attributes came with opset 15; a Slice of
+    // the whole shape before that.
+    std::string shape_range(const std::string& x, int64_t start, int64_t end, const std::string& base) {
+        onnx::NodeProto* n = nullptr;
+        std::string s = emit("Shape", {x}, base, &n);
+        if (opset_ >= 15) {
+            attr_i(n, "start", start);
+            attr_i(n, "end", end);
+            return s;
+        }
+        return emit("Slice", {s, const_i64({start}), const_i64({end})}, base);
+    }
     std::string emit(const std::string& op, const std::vector<std::string>& ins, const std::string& base,
                      onnx::NodeProto** out = nullptr) {
         std::string o = fresh(base);
@@ -245,9 +258,7 @@ private:
     std::string split_frames(const std::string& y, const std::string& like, const Dims& sample,
                              const std::string& base) {
         onnx::NodeProto* n;
-        std::string lead = emit("Shape", {like}, base, &n);
-        attr_i(n, "start", 0);
-        attr_i(n, "end", 2);
+        std::string lead = shape_range(like, 0, 2, base);
         std::string target = emit("Concat", {lead, const_i64(sample)}, base, &n);
         attr_i(n, "axis", 0);
         return emit("Reshape", {y, target}, base);

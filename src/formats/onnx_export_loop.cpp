@@ -170,9 +170,7 @@ void Exporter::export_loop(Loop& loop) {
     // Initial states: [batch, sample...], the batch dim read from the first scanned sequence.
     const std::string base = name_of(first);
     onnx::NodeProto* n = nullptr;
-    const std::string batch = emit("Shape", {loop.scan_inputs.front()}, base, &n);
-    attr_i(n, "start", 0);
-    attr_i(n, "end", 1);
+    const std::string batch = shape_range(loop.scan_inputs.front(), 0, 1, base);
     std::vector<std::string> ins, outs;
     for (const auto& [d, scope] : loop.delays) {
         const Variable init = d.owner()->inputs()[1];

@@ -6,6 +6,8 @@
 // Conv on sequences), values are "merged": ctk keeps both axes and only per-frame ops may use them.
 // Initializers become parameters (constants when they are integers or feed shape-like operands). Unsupported
 // ops throw NotImplementedError naming the op type and the node.
+#include <onnx/defs/schema.h>
+
 #include <algorithm>
 
 #include "formats/onnx_import_internal.h"
@@ -82,6 +84,45 @@ SymShape Importer::slice_shape(NodeCtx& c) {
     return SymShape(p->begin() + lo, p->begin() + hi);
 }
 
+// A node whose operands are all constants (Constant nodes, Shape results of static values, fixed
+// inputs, integer initializers, earlier folds) gets its small results evaluated now, so that shape
+// arithmetic (Size, Sub, Concat, ... feeding a Reshape or ConstantOfShape) gives the constants those
+// operands must be. Floating initializers are parameters and are never folded into constants.
+void Importer::fold_constants(const NodeCtx& c, const std::vector<Variable>& outs) {
+    constexpr int64_t kMaxFolded = 1 << 16;
+    for (int i = 0; i < c.node.input_size(); ++i) {
+        if (!has_input(c, i)) continue;
+        const std::string& name = c.node.input(i);
+        if (consts_.count(name)) continue;
+        auto it = inits_.find(name);
+        if (it == inits_.end() || is_floating(dtype_of_onnx(it->second->data_type(), c.where))) return;
+    }
+    for (int i = 0; i < c.node.output_size() && static_cast<size_t>(i) < outs.size(); ++i) {
+        const std::string& name = c.node.output(i);
+        const Variable& v = outs[static_cast<size_t>(i)];
+        if (name.empty() || consts_.count(name) || v.dynamic_rank() != 0) continue;
+        int64_t n = 1;
+        for (int64_t d : v.shape()) n = d < 0 ? kMaxFolded + 1 : n * d;
+        if (n > kMaxFolded) continue;
+        if (v.is_constant()) {
+            consts_[name] = v.value();
+        } else if (v.is_output()) {
+            consts_[name] = v.owner()->eval({}, {v}).at(v).data();
+        }
+    }
+}
+
+void Importer::check_old_op(const NodeCtx& c) const {
+    const std::string& op = c.node.op_type();
+    const auto* now = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(opset_), "");
+    const auto* at7 = onnx::OpSchemaRegistry::Schema(op, 7, "");
+    CTK_CHECK(now != nullptr, NotImplementedError, c.where, ": ONNX op ", op, " does not exist at opset ",
+              opset_);
+    CTK_CHECK(at7 != nullptr && at7->since_version() == now->since_version(), NotImplementedError, c.where,
+              ": ONNX op ", op, " at opset ", opset_, " is version ", now->since_version(),
+              ", which differs from its opset-7 form (ctk reads opset-7 ops and later)");
+}
+
 void Importer::import_nodes(const onnx::GraphProto& g, const std::string& where) {
     static const std::map<std::string, Handler> handlers = make_handlers();
     int index = 0;
@@ -90,6 +131,7 @@ void Importer::import_nodes(const onnx::GraphProto& g, const std::string& where)
         c.where = where + ": node " + std::to_string(index++) + " '" + c.name + "' (" + n.op_type() + ")";
         CTK_CHECK(n.domain().empty() || n.domain() == "ai.onnx", NotImplementedError, c.where, ": domain '",
                   n.domain(), "' is not supported");
+        if (opset_ < 7) check_old_op(c);
         if (n.op_type() == "Constant") {
             CTK_CHECK(n.output_size() == 1, IOError, c.where, ": needs one output");
             const auto* a = n.attribute_size() == 1 ? &n.attribute(0) : nullptr;
@@ -207,7 +249,29 @@ void Importer::import_nodes(const onnx::GraphProto& g, const std::string& where)
             values_[n.output(i)] = outs[static_cast<size_t>(i)];
             if (any_merged && n.op_type() != "Reshape") merged_.insert(outs[static_cast<size_t>(i)].impl());
         }
+        fold_constants(c, outs);
     }
+}
+
+// A graph input given a value at load time: a constant of the input's declared element type, its shape
+// checked against the declared dims.
+void Importer::fix_input(const onnx::ValueInfoProto& vi, const Tensor& value, const std::string& where) {
+    const std::string at = where + ": fixed input '" + vi.name() + "'";
+    Tensor t = value;
+    if (vi.type().has_tensor_type()) {
+        const auto& tt = vi.type().tensor_type();
+        const DataType d = dtype_of_onnx(tt.elem_type(), at);
+        if (t.dtype() != d) t = t.to(d);
+        if (tt.has_shape()) {
+            bool fits = tt.shape().dim_size() == t.rank();
+            for (int i = 0; fits && i < tt.shape().dim_size(); ++i)
+                fits = !tt.shape().dim(i).has_dim_value() || tt.shape().dim(i).dim_value() == t.shape()[i];
+            CTK_CHECK(fits, ValueError, at, " has shape ", t.shape().to_string(),
+                      ", which the input's declared dims do not allow");
+        }
+    }
+    set_const(vi.name(), t);
+    values_[vi.name()] = constant(t, vi.name());
 }
 
 FunctionPtr Importer::run() {
@@ -233,8 +297,17 @@ FunctionPtr Importer::run() {
         (void)t;
         CTK_THROW(NotImplementedError, where, ": sparse initializers are not supported");
     }
+    for (const auto& [name, value] : fixed_inputs_) {
+        bool found = false;
+        for (const auto& vi : g.input()) found = found || (vi.name() == name && !inits_.count(name));
+        CTK_CHECK(found, ValueError, where, ": '", name, "' is given a fixed value but is no graph input");
+    }
     for (const auto& vi : g.input()) {
         if (inits_.count(vi.name())) continue;
+        if (auto f = fixed_inputs_.find(vi.name()); f != fixed_inputs_.end()) {
+            fix_input(vi, f->second, where);
+            continue;
+        }
         CTK_CHECK(vi.type().has_tensor_type(), NotImplementedError, where, ": input '", vi.name(),
                   "' is not a tensor");
         const auto& tt = vi.type().tensor_type();
@@ -283,8 +356,9 @@ FunctionPtr Importer::run() {
 
 }  // namespace importer
 
-FunctionPtr import_model(const onnx::ModelProto& model, const std::string& source) {
-    return importer::Importer(model, source).run();
+FunctionPtr import_model(const onnx::ModelProto& model, const std::string& source,
+                         const std::map<std::string, Tensor>& fixed_inputs) {
+    return importer::Importer(model, source, fixed_inputs).run();
 }
 
 }  // namespace ctk::detail::onnx_io

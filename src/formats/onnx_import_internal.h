@@ -37,7 +37,8 @@ using Handler = std::function<std::vector<Variable>(NodeCtx&)>;
 
 class Importer {
 public:
-    Importer(const onnx::ModelProto& m, const std::string& source) : model_(m), source_(source) {}
+    Importer(const onnx::ModelProto& m, const std::string& source, const std::map<std::string, Tensor>& fixed)
+        : model_(m), source_(source), fixed_inputs_(fixed) {}
     FunctionPtr run();
     // Imports g's nodes in order into values_ (the graph's inputs and initializers already bound).
     void import_nodes(const onnx::GraphProto& g, const std::string& where);
@@ -105,12 +106,20 @@ public:
     }
     void set_const(const std::string& name, const Tensor& t) { consts_[name] = t; }
 
+    // Below opset 7: refuses a node whose op is defined differently at the model's opset than at 7.
+    void check_old_op(const NodeCtx& c) const;
+    void fold_constants(const NodeCtx& c, const std::vector<Variable>& outs);
+    void fix_input(const onnx::ValueInfoProto& vi, const Tensor& value, const std::string& where);
+
     const onnx::ModelProto& model_;
     std::string source_;
+    const std::map<std::string, Tensor>& fixed_inputs_;  // graph inputs read as constants
     std::unordered_map<std::string, Variable> values_;
     std::unordered_map<std::string, Tensor> consts_;
     std::unordered_map<std::string, const onnx::TensorProto*> inits_;
     std::set<const void*> integer_inputs_;  // graph inputs of integer ONNX types, fed as f64
+    // The ONNX element type of values computed by casts and quantization (ctk holds integers in f64).
+    std::unordered_map<std::string, int64_t> onnx_types_;
     std::unordered_map<std::string, SymShape> sym_shapes_;
     std::set<const void*> merged_;  // values whose ONNX form is [batch * sequence, sample...]
     // Static values Expand-ed to [batch, sample...] by a run-time shape: only a Scan's initial state.
@@ -148,6 +157,13 @@ Variable as_float(const Variable& v);
 // ctk casts only to floating dtypes, so integer results stay in f64 (their values are exact).
 Variable back_to(const Variable& y, DataType dtype);
 
+// Cast to ONNX element type `to` (Cast, CastLike): integer types truncate toward zero and stay floating.
+Variable cast_to_onnx_type(const NodeCtx& c, const Variable& x, int64_t to);
+// x padded by repeating its edge values (ONNX's Pad mode "edge"); pads per static axis.
+Variable edge_pad(const Variable& x, const std::vector<std::pair<int64_t, int64_t>>& pads);
+// x reversed along static axis `axis` (a gather of the indices n-1 .. 0).
+Variable reverse_axis(const Variable& x, int axis);
+
 // Handlers of onnx_import_nn.cpp: Conv, ConvTranspose, MaxPool/AveragePool (max or average, the
 // Global forms included), BatchNormalization.
 std::vector<Variable> conv_node(NodeCtx& c);
@@ -163,6 +179,14 @@ std::vector<Variable> softmax_cross_entropy_loss_node(NodeCtx& c);
 std::vector<Variable> layer_norm_node(NodeCtx& c);
 std::vector<Variable> mod_node(NodeCtx& c);
 std::vector<Variable> trilu_node(NodeCtx& c);
+
+// Handlers of onnx_import_tensor.cpp (Pad, TopK, OneHot, Expand, Dropout, GatherElements, GatherND, the scatters, Compress, Tile, Split,
+// CumSum, DepthToSpace/SpaceToDepth, Size, ConstantOfShape, Range, EyeLike, the signal windows) and of
+// onnx_import_math.cpp (Erf, Round, Acosh, Celu, Shrink, BitShift, CastLike, normalizations,
+// quantization, ...) and onnx_import_resize.cpp (Resize, Upsample), added to the table.
+void add_tensor_handlers(std::map<std::string, Handler>& h);
+void add_math_handlers(std::map<std::string, Handler>& h);
+void add_resize_handlers(std::map<std::string, Handler>& h);
 
 // Every op handler by ONNX op type (onnx_import_ops.cpp); Constant, Shape and the run-time-shape forms
 // of Concat and Slice are handled by the Importer itself.

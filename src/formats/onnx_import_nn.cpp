@@ -211,7 +211,6 @@ std::vector<Variable> pool_node(NodeCtx& c, bool is_max) {
         lo_all.push_back(lo);
         hi_all.push_back(hi);
     }
-    if (explicit_pad && !is_max && !include_pad) unsupported(c, "AveragePool with pads that exclude padding");
     if (explicit_pad && !is_max && ceil_mode) unsupported(c, "AveragePool with explicit pads and ceil_mode");
     Variable y = with_batch(c, x, [&](const Variable& xb) {
         Variable in = xb;
@@ -221,6 +220,15 @@ std::vector<Variable> pool_node(NodeCtx& c, bool is_max) {
             for (size_t i = 0; i < lo_all.size(); ++i) pat.emplace_back(lo_all[i], hi_all[i]);
             in = pad(xb, pat, PadMode::constant, is_max ? -std::numeric_limits<double>::infinity() : 0.0);
             ap.assign(ap.size(), false);
+            if (!is_max && !include_pad) {
+                // The average of the real elements only: the padded input's window means over the
+                // share of real elements in each window (a pooled mask of ones).
+                Variable mask = pad(ones_like(xb), pat, PadMode::constant, 0.0);
+                auto mean = [&](const Variable& v) {
+                    return Variable(pooling(v, PoolingType::average, kernel, strides, ap, ceil_mode, true));
+                };
+                return Variable(element_divide(mean(in), mean(mask), c.name));
+            }
         }
         return Variable(pooling(in, is_max ? PoolingType::max : PoolingType::average, kernel, strides, ap,
                                 ceil_mode, include_pad, c.name));
@@ -228,8 +236,36 @@ std::vector<Variable> pool_node(NodeCtx& c, bool is_max) {
     return {y};
 }
 
+// BatchNormalization with training_mode 1 (opset 14+): normalized by the batch's own statistics (over N
+// and the spatial dims, variance biased), with the running statistics' update as outputs 1 and 2:
+// running * momentum + batch * (1 - momentum).
+std::vector<Variable> batch_norm_training(NodeCtx& c) {
+    Variable x = c.im.in(c, 0);
+    if (dyn_of(c, x) != 0) unsupported(c, "training_mode 1 on a batched value");
+    const int r = x.rank();
+    CTK_CHECK(r >= 2, ShapeError, c.where, ": the input must be [N, C, ...]");
+    std::vector<Axis> axes{Axis(0)};
+    for (int i = 2; i < r; ++i) axes.emplace_back(i);
+    const DataType d = x.dtype();
+    const double eps = attr_f(c, "epsilon", 1e-5), momentum = attr_f(c, "momentum", 0.9);
+    Variable mean = reduce_mean(x, axes, true);
+    Variable centered = minus(x, mean);
+    Variable var = reduce_mean(square(centered), axes, true);
+    Dims per_channel{x.shape()[1]};
+    Dims bcast(static_cast<size_t>(r - 2), 1);
+    bcast.insert(bcast.begin(), x.shape()[1]);
+    auto channel = [&](int i) { return reshape(c.im.in(c, i), bcast); };
+    Variable y = element_divide(centered, sqrt(plus(var, constant(eps, d))));
+    y = plus(element_times(y, channel(1)), channel(2), c.name);
+    auto running = [&](int i, const Variable& batch) {
+        return Variable(plus(element_times(c.im.in(c, i), constant(momentum, d)),
+                             element_times(reshape(batch, per_channel), constant(1 - momentum, d))));
+    };
+    return {y, running(3, mean), running(4, var)};
+}
+
 std::vector<Variable> batch_norm_node(NodeCtx& c) {
-    if (attr_i(c, "training_mode", 0) != 0) unsupported(c, "training_mode 1");
+    if (attr_i(c, "training_mode", 0) != 0) return batch_norm_training(c);
     // Opsets 7 and 8 had `spatial` (default 1); 0 meant statistics per element, another layout.
     if (c.im.opset_ < 9 && attr_i(c, "spatial", 1) == 0)
         unsupported(c, "spatial 0 (per-activation statistics)");

@@ -79,6 +79,21 @@ Variable back_to(const Variable& y, DataType dtype) {
     return y.dtype() == dtype || !is_floating(dtype) ? y : Variable(cast(y, dtype));
 }
 
+Variable cast_to_onnx_type(const NodeCtx& c, const Variable& x, int64_t to) {
+    if (to == TP::BOOL) {
+        Variable xf = as_float(x);
+        return back_to(not_equal(xf, constant(0.0, xf.dtype()), c.name), DataType::f32);
+    }
+    const DataType d = dtype_of_onnx(static_cast<int32_t>(to), c.where);
+    if (d == x.dtype()) return alias(x, c.name);
+    if (!is_floating(d)) {  // truncation toward zero, kept in a floating dtype (see back_to)
+        if (!is_floating(x.dtype())) return alias(x, c.name);
+        Variable zero = constant(0.0, x.dtype());
+        return element_select(less(x, zero), ceil(x), floor(x), c.name);
+    }
+    return cast(x, d, c.name);
+}
+
 namespace {
 
 // A static operand that has as many dims as a batched operand's ONNX rank drops its leading 1s, so
@@ -464,8 +479,12 @@ std::map<std::string, Handler> make_handlers() {
     h["Sub"] = binary_handler(minus, false);
     h["Mul"] = binary_handler(element_times, false);
     h["Div"] = [](NodeCtx& c) -> std::vector<Variable> {
-        if (!is_floating(c.im.in(c, 0).dtype()) || c.im.integer_inputs_.count(c.im.in(c, 0).impl()))
-            unsupported(c, "integer division");
+        if (!is_floating(c.im.in(c, 0).dtype()) || c.im.integer_inputs_.count(c.im.in(c, 0).impl())) {
+            // Integer division truncates toward zero.
+            Variable q = binary_handler(element_divide, false)(c)[0];
+            Variable qf = as_float(q), zero = constant(0.0, qf.dtype());
+            return {element_select(less(qf, zero), ceil(qf), floor(qf), c.name)};
+        }
         return binary_handler(element_divide, false)(c);
     };
     h["Pow"] = [](NodeCtx& c) -> std::vector<Variable> {
@@ -513,6 +532,18 @@ std::map<std::string, Handler> make_handlers() {
     };
     h["MatMul"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable a = c.im.in(c, 0), b = c.im.in(c, 1);
+        if (dyn_of(c, a) == 0 && dyn_of(c, b) == 0 && b.rank() > 2 && a.rank() >= 2) {
+            // Stacks of matrices: [..., K, N] x [..., N, M] as a broadcast product summed over N.
+            const int r = std::max(a.rank(), b.rank()) + 1;
+            const Dims &sa = a.shape(), &sb = b.shape();
+            Dims as(static_cast<size_t>(r - 1 - a.rank()), 1), bs(static_cast<size_t>(r - 1 - b.rank()), 1);
+            as.insert(as.end(), sa.begin(), sa.end());
+            as.push_back(1);  // [1..., batch..., K, N, 1]
+            bs.insert(bs.end(), sb.begin(), sb.end() - 2);
+            bs.insert(bs.end(), {1, sb[sb.size() - 2], sb.back()});  // [1..., batch..., 1, N, M]
+            Variable p = element_times(reshape(a, as), reshape(b, bs));
+            return {reduce_sum(p, {Axis(r - 2)}, false, c.name)};
+        }
         if (dyn_of(c, b) != 0 || b.rank() > 2) unsupported(c, "a batched or run-time right operand");
         if (!is_floating(a.dtype())) unsupported(c, "integer operands");
         if (b.rank() == 0 || onnx_rank(c, a) == 0) unsupported(c, "scalar operands");
@@ -659,10 +690,18 @@ std::map<std::string, Handler> make_handlers() {
     for (const char* name : {"ArgMax", "ArgMin"}) {
         const bool is_max = std::string(name) == "ArgMax";
         h[name] = [is_max](NodeCtx& c) -> std::vector<Variable> {
-            if (attr_i(c, "select_last_index", 0) != 0) unsupported(c, "select_last_index 1");
             Variable x = as_float(c.im.in(c, 0));
             const int a = static_axis(c, x, attr_i(c, "axis", 0));
-            Variable y = is_max ? argmax(x, Axis(a)) : argmin(x, Axis(a));
+            Variable y;
+            if (attr_i(c, "select_last_index", 0) != 0) {
+                // The last extreme: the first one of x reversed along the axis, counted from the end.
+                const int64_t n = x.shape()[static_cast<size_t>(a)];
+                Variable r = reverse_axis(x, a);
+                y = is_max ? argmax(r, Axis(a)) : argmin(r, Axis(a));
+                y = minus(constant(static_cast<double>(n - 1), y.dtype()), y);
+            } else {
+                y = is_max ? argmax(x, Axis(a)) : argmin(x, Axis(a));
+            }
             if (attr_i(c, "keepdims", 1) == 0) {
                 Dims s = y.shape();
                 s.erase(s.begin() + a);
@@ -671,12 +710,6 @@ std::map<std::string, Handler> make_handlers() {
             return {alias(y, c.name)};
         };
     }
-    h["Dropout"] = [](NodeCtx& c) -> std::vector<Variable> {
-        if (auto t = c.im.const_value(c, 2); t && t->numel() == 1 && t->to_vector<double>()[0] != 0)
-            unsupported(c, "training_mode true");
-        if (c.node.output_size() > 1 && !c.node.output(1).empty()) unsupported(c, "the mask output");
-        return {alias(c.im.in(c, 0), c.name)};
-    };
     h["BatchNormalization"] = batch_norm_node;
     h["NegativeLogLikelihoodLoss"] = nll_loss_node;
     h["SoftmaxCrossEntropyLoss"] = softmax_cross_entropy_loss_node;
@@ -691,100 +724,14 @@ std::map<std::string, Handler> make_handlers() {
         const bool is_max = std::string(name) == "GlobalMaxPool";
         h[name] = [is_max](NodeCtx& c) { return global_pool_node(c, is_max); };
     }
-    h["Pad"] = [](NodeCtx& c) -> std::vector<Variable> {
-        Variable x = c.im.in(c, 0);
-        const std::string mode = attr_s(c, "mode", "constant");
-        PadMode m = mode == "constant"  ? PadMode::constant
-                    : mode == "reflect" ? PadMode::reflect
-                                        : PadMode::symmetric;
-        if (m == PadMode::symmetric) unsupported(c, "pad mode '" + mode + "'");
-        const auto given = ints_input_or_attr(c, 1, "pads", 11);
-        CTK_CHECK(given.has_value(), IOError, c.where, ": the pads are missing");
-        const Dims pads = *given;
-        double value = c.im.opset_ < 11 ? attr_f(c, "value", 0.0) : 0.0;
-        if (c.im.opset_ >= 11)
-            if (auto t = c.im.const_value(c, 2); t && t->numel() > 0) value = t->to_vector<double>()[0];
-        const int r = onnx_rank(c, x), dyn = dyn_of(c, x);
-        Dims axes;
-        if (c.im.has_input(c, 3)) {
-            axes = c.im.const_ints(c, 3);
-        } else {
-            for (int i = 0; i < r; ++i) axes.push_back(i);
-        }
-        CTK_CHECK(pads.size() == 2 * axes.size(), ValueError, c.where, ": pads must hold 2 x ", axes.size(),
-                  " values");
-        std::vector<std::pair<int64_t, int64_t>> pat(static_cast<size_t>(x.rank()), {0, 0});
-        for (size_t i = 0; i < axes.size(); ++i) {
-            const int64_t lo = pads[i], hi = pads[i + axes.size()];
-            if (lo < 0 || hi < 0) unsupported(c, "negative pads");
-            int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
-            CTK_CHECK(a >= 0 && a < r, ValueError, c.where, ": axis out of range");
-            if (a < dyn) {
-                if (lo != 0 || hi != 0) unsupported(c, "padding the batch dimension");
-                continue;
-            }
-            pat[static_cast<size_t>(a - dyn)] = {lo, hi};
-        }
-        const DataType d = x.dtype();
-        return {back_to(pad(as_float(x), pat, m, value, c.name), d)};
-    };
     h["Slice"] = slice_node;
-    h["TopK"] = [](NodeCtx& c) -> std::vector<Variable> {
-        Variable x = c.im.in(c, 0);
-        const Dims k = c.im.opset_ < 10 ? Dims{attr_i(c, "k", -1)} : c.im.const_ints(c, 1);
-        CTK_CHECK(k.size() == 1 && k[0] >= 0, ValueError, c.where, ": K must hold one value");
-        const int a = static_axis(c, x, attr_i(c, "axis", -1));
-        const bool largest = attr_i(c, "largest", 1) != 0;
-        const DataType d = x.dtype();
-        Variable xf = as_float(x);
-        FunctionPtr t = top_k(largest ? xf : Variable(negate(xf)), k[0], a, c.name);
-        Variable values = t->outputs()[0], idx = t->outputs()[1];
-        if (!largest) values = negate(values);
-        return {back_to(values, d), idx};
-    };
-    h["OneHot"] = [](NodeCtx& c) -> std::vector<Variable> {
-        Variable idx = c.im.in(c, 0);
-        const Dims depth = c.im.const_ints(c, 1);
-        auto values = c.im.const_value(c, 2);
-        CTK_CHECK(depth.size() == 1 && values && values->numel() == 2, ValueError, c.where,
-                  ": depth must be one value and values two");
-        const std::vector<double> v = values->to_vector<double>();
-        const DataType d = values->dtype();
-        const DataType fd = is_floating(d) ? d : DataType::f64;
-        const int64_t axis = attr_i(c, "axis", -1);
-        const int r = onnx_rank(c, idx) + 1;
-        CTK_CHECK(axis >= -r && axis < r, ValueError, c.where, ": axis out of range");
-        const int a = static_cast<int>(axis < 0 ? axis + r : axis) - dyn_of(c, idx);
-        if (a < 0) unsupported(c, "the batch dimension");
-        Variable oh = one_hot(cast(idx, fd), depth[0], false, a);
-        Variable y = plus(element_times(oh, constant(v[1] - v[0], fd)), constant(v[0], fd));
-        return {back_to(alias(y, c.name), d)};
-    };
     h["Cast"] = [](NodeCtx& c) -> std::vector<Variable> {
-        Variable x = c.im.in(c, 0);
-        const int64_t to = attr_i(c, "to", 0);
-        if (to == TP::BOOL) {
-            Variable xf = as_float(x);
-            return {back_to(not_equal(xf, constant(0.0, xf.dtype()), c.name), DataType::f32)};
-        }
-        const DataType d = dtype_of_onnx(static_cast<int32_t>(to), c.where);
-        if (d == x.dtype()) return {alias(x, c.name)};
-        if (!is_floating(d)) {  // truncation toward zero, kept in a floating dtype (see back_to)
-            if (!is_floating(x.dtype())) return {alias(x, c.name)};
-            Variable zero = constant(0.0, x.dtype());
-            return {element_select(less(x, zero), ceil(x), floor(x), c.name)};
-        }
-        return {cast(x, d, c.name)};
+        c.im.onnx_types_[c.node.output(0)] = attr_i(c, "to", 0);
+        return {cast_to_onnx_type(c, c.im.in(c, 0), attr_i(c, "to", 0))};
     };
-    h["Expand"] = [](NodeCtx& c) -> std::vector<Variable> {
-        Variable x = c.im.in(c, 0);
-        if (dyn_of(c, x) != 0) unsupported(c, "Expand of a batched value");
-        const Dims shape = c.im.const_ints(c, 1);
-        Shape out = broadcast_shapes(Shape(x.shape()), Shape(shape), "Expand");
-        const DataType d = x.dtype();
-        Variable xf = as_float(x);
-        return {back_to(plus(xf, expand_zeros(c, out.dims(), xf.dtype()), c.name), d)};
-    };
+    add_tensor_handlers(h);
+    add_math_handlers(h);
+    add_resize_handlers(h);
     return h;
 }
 

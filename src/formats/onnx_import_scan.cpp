@@ -83,7 +83,8 @@ std::vector<Variable> Importer::scan_node(NodeCtx& c) {
             unsupported(c, "a scanned input without ctk's batch and sequence axes");
         xs.push_back(x);
     }
-    Importer sub(model_, source_);
+    static const std::map<std::string, Tensor> no_fixed_inputs;
+    Importer sub(model_, source_, no_fixed_inputs);
     sub.parent_ = this;
     sub.opset_ = opset_;
     sub.frame_ = true;

@@ -3,6 +3,7 @@
 // onnx_import.cpp. A corrupt or hostile file throws IOError naming it; nothing is allocated beyond what
 // the file's own bytes justify.
 #include <google/protobuf/io/coded_stream.h>
+#include <onnx/checker.h>
 
 #include <cstring>
 #include <fstream>
@@ -308,14 +309,14 @@ OnnxTensorFile load_onnx_tensor_file(const std::string& path) {
             detail::onnx_io::tensor_from_proto(t, "load_onnx_tensor_file '" + path + "'")};
 }
 
-FunctionPtr load_onnx_model(const std::string& path) {
+FunctionPtr load_onnx_model(const std::string& path, const std::map<std::string, Tensor>& fixed_inputs) {
     onnx::ModelProto model;
     parse_file(path, "load_onnx_model", model);
     CTK_CHECK(model.ByteSizeLong() > 0, IOError, "load_onnx_model: '", path, "' is empty");
     escape_names(*model.mutable_graph());
     const std::string source = "load_onnx_model '" + path + "'";
     try {
-        return detail::onnx_io::import_model(model, source);
+        return detail::onnx_io::import_model(model, source, fixed_inputs);
     } catch (const Error&) {
         throw;
     } catch (const std::exception& e) {
@@ -323,10 +324,22 @@ FunctionPtr load_onnx_model(const std::string& path) {
     }
 }
 
-void save_onnx_model(const FunctionPtr& model, const std::string& path) {
+void save_onnx_model(const FunctionPtr& model, const std::string& path, int64_t opset) {
+    using namespace detail::onnx_io;
     CTK_CHECK(model != nullptr, ValueError, "save_onnx_model: null model for '", path, "'");
+    CTK_CHECK(opset >= kMinExportOpset && opset <= kMaxExportOpset, ValueError, "save_onnx_model: opset ",
+              opset, " for '", path, "' is outside the ones ctk writes (", kMinExportOpset, " to ",
+              kMaxExportOpset, ")");
     onnx::ModelProto proto;
-    detail::onnx_io::export_model(model, proto);
+    export_model(model, proto, opset);
+    // ONNX's own checker (each node against its operator schema at this opset, the graph's names and
+    // types): ctk never writes a file that other ONNX readers would refuse.
+    try {
+        onnx::checker::check_model(proto);
+    } catch (const onnx::checker::ValidationError& e) {
+        CTK_THROW(NotImplementedError, "save_onnx_model: the model exported for '", path,
+                  "' fails ONNX's checker at opset ", opset, ": ", e.what());
+    }
     std::string bytes;
     CTK_CHECK(proto.SerializeToString(&bytes), IOError, "save_onnx_model: cannot serialize the model for '",
               path, "' (over 2 GB?)");

@@ -86,6 +86,8 @@ void unary_kernel(const KernelCall& call) {
             return unary_loop<T>(out, x, [](C v) { return std::tanh(v); });
         case OpKind::asinh:
             return unary_loop<T>(out, x, [](C v) { return std::asinh(v); });
+        case OpKind::erf:
+            return unary_loop<T>(out, x, [](C v) { return std::erf(v); });
         case OpKind::atanh:
             return unary_loop<T>(out, x, [](C v) { return std::atanh(v); });
         case OpKind::reciprocal:
@@ -191,6 +193,9 @@ void unary_backward_kernel(const KernelCall& call) {
             return grad_loop<T>(call, [=](C, C y, C g) { return (one - y * y) * g; });
         case OpKind::asinh:
             return grad_loop<T>(call, [=](C x, C, C g) { return g / std::sqrt(x * x + one); });
+        case OpKind::erf:  // 2 / sqrt(pi) exp(-x^2)
+            return grad_loop<T>(call,
+                                [](C x, C, C g) { return C(1.1283791670955126) * std::exp(-x * x) * g; });
         case OpKind::atanh:
             return grad_loop<T>(call, [=](C x, C, C g) { return g / (one - x * x); });
         case OpKind::reciprocal:

@@ -61,6 +61,8 @@ __device__ __forceinline__ C unary_value(OpKind op, C v, C alpha, C beta) {
             return tanh(v);
         case OpKind::asinh:
             return asinh(v);
+        case OpKind::erf:
+            return erf(v);
         case OpKind::atanh:
             return atanh(v);
         case OpKind::reciprocal:
@@ -131,6 +133,8 @@ __device__ __forceinline__ C unary_grad(OpKind op, C x, C y, C g, C alpha, C bet
             return (one - y * y) * g;
         case OpKind::asinh:
             return g / sqrt(x * x + one);
+        case OpKind::erf:  // 2 / sqrt(pi) exp(-x^2)
+            return C(1.1283791670955126) * exp(-x * x) * g;
         case OpKind::atanh:
             return g / (one - x * x);
         case OpKind::reciprocal:

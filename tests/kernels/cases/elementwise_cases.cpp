@@ -16,7 +16,9 @@ struct UnarySpec {
     ScalarAttrs scalars;
 };
 
-double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sigmoid_ref(double x) {
+    return 1.0 / (1.0 + std::exp(-x));
+}
 
 std::vector<UnarySpec> unary_specs() {
     constexpr double scale = 1.0507009873554804934193349852946, a = 1.6732632423543772848170429916717;
@@ -41,15 +43,24 @@ std::vector<UnarySpec> unary_specs() {
         {OpKind::tanh, -2, 2, [](double x) { return std::tanh(x); }, {}},
         {OpKind::asinh, -3, 3, [](double x) { return std::asinh(x); }, {}},
         {OpKind::atanh, -0.9, 0.9, [](double x) { return std::atanh(x); }, {}},
+        {OpKind::erf, -2.5, 2.5, [](double x) { return std::erf(x); }, {}},
         {OpKind::reciprocal, 0.2, 3, [](double x) { return 1.0 / x; }, {}},
         {OpKind::sigmoid, -6, 6, sigmoid_ref, {}},
         {OpKind::relu, -2, 2, [](double x) { return x > 0 ? x : 0.0; }, {}},
         {OpKind::elu, -2, 2, [](double x) { return x > 0 ? x : 0.7 * (std::exp(x) - 1); }, {0.7, 0}},
-        {OpKind::selu, -2, 2, [=](double x) { return x > 0 ? scale * x : scale * a * (std::exp(x) - 1); }, {scale, a}},
+        {OpKind::selu,
+         -2,
+         2,
+         [=](double x) { return x > 0 ? scale * x : scale * a * (std::exp(x) - 1); },
+         {scale, a}},
         {OpKind::leaky_relu, -2, 2, [](double x) { return x > 0 ? x : 0.1 * x; }, {0.1, 0}},
         {OpKind::softplus, -20, 20, [](double x) { return std::log1p(std::exp(x)); }, {}},
         {OpKind::softsign, -3, 3, [](double x) { return x / (1 + std::fabs(x)); }, {}},
-        {OpKind::hard_sigmoid, -4, 4, [](double x) { return std::min(1.0, std::max(0.0, 0.2 * x + 0.5)); }, {0.2, 0.5}},
+        {OpKind::hard_sigmoid,
+         -4,
+         4,
+         [](double x) { return std::min(1.0, std::max(0.0, 0.2 * x + 0.5)); },
+         {0.2, 0.5}},
         {OpKind::element_not, -1, 1, [](double x) { return x == 0 ? 1.0 : 0.0; }, {}},
         {OpKind::clip, -2, 2, [](double x) { return std::min(0.5, std::max(-0.7, x)); }, {-0.7, 0.5}},
     };
@@ -71,16 +82,20 @@ std::vector<BinarySpec> binary_specs() {
         {OpKind::pow, 0.1, 3, -2, 2, [](double x, double y) { return std::pow(x, y); }},
         {OpKind::element_max, -2, 2, -2, 2, [](double x, double y) { return std::max(x, y); }},
         {OpKind::element_min, -2, 2, -2, 2, [](double x, double y) { return std::min(x, y); }},
-        {OpKind::log_add_exp, -5, 5, -5, 5, [](double x, double y) { return std::log(std::exp(x) + std::exp(y)); }},
+        {OpKind::log_add_exp, -5, 5, -5, 5,
+         [](double x, double y) { return std::log(std::exp(x) + std::exp(y)); }},
         {OpKind::equal, -2, 2, -2, 2, [=](double x, double y) { return b(x == y); }},
         {OpKind::not_equal, -2, 2, -2, 2, [=](double x, double y) { return b(x != y); }},
         {OpKind::less, -2, 2, -2, 2, [=](double x, double y) { return b(x < y); }},
         {OpKind::less_equal, -2, 2, -2, 2, [=](double x, double y) { return b(x <= y); }},
         {OpKind::greater, -2, 2, -2, 2, [=](double x, double y) { return b(x > y); }},
         {OpKind::greater_equal, -2, 2, -2, 2, [=](double x, double y) { return b(x >= y); }},
-        {OpKind::element_and, -1, 1, -1, 1, [=](double x, double y) { return b(std::round(x) != 0 && std::round(y) != 0); }},
-        {OpKind::element_or, -1, 1, -1, 1, [=](double x, double y) { return b(std::round(x) != 0 || std::round(y) != 0); }},
-        {OpKind::element_xor, -1, 1, -1, 1, [=](double x, double y) { return b((std::round(x) != 0) != (std::round(y) != 0)); }},
+        {OpKind::element_and, -1, 1, -1, 1,
+         [=](double x, double y) { return b(std::round(x) != 0 && std::round(y) != 0); }},
+        {OpKind::element_or, -1, 1, -1, 1,
+         [=](double x, double y) { return b(std::round(x) != 0 || std::round(y) != 0); }},
+        {OpKind::element_xor, -1, 1, -1, 1,
+         [=](double x, double y) { return b((std::round(x) != 0) != (std::round(y) != 0)); }},
         {OpKind::param_relu, -2, 2, 0, 0.5, [](double x, double y) { return x > 0 ? x : y * x; }},
     };
 }
@@ -119,8 +134,9 @@ std::vector<OpCase> elementwise_cases() {
             Shape a, b;
             const char* tag;
         };
-        for (const auto& sh : {Shapes{{4, 5}, {4, 5}, "same"}, Shapes{{4, 5}, {5}, "row"}, Shapes{{3, 1, 5}, {4, 1}, "both"},
-                               Shapes{{}, {2, 3}, "scalar_a"}, Shapes{{2, 3}, {}, "scalar_b"}, Shapes{{0, 3}, {3}, "empty"}}) {
+        for (const auto& sh :
+             {Shapes{{4, 5}, {4, 5}, "same"}, Shapes{{4, 5}, {5}, "row"}, Shapes{{3, 1, 5}, {4, 1}, "both"},
+              Shapes{{}, {2, 3}, "scalar_a"}, Shapes{{2, 3}, {}, "scalar_b"}, Shapes{{0, 3}, {3}, "empty"}}) {
             OpCase c;
             c.name = std::string("binary/") + op_name(s.op) + "/" + sh.tag;
             c.ops = {s.op};
@@ -139,7 +155,8 @@ std::vector<OpCase> elementwise_cases() {
                 Tensors x = prep(in);
                 Shape out = broadcast_shapes(x[0].shape(), x[1].shape(), "ref");
                 Tensor r = Tensor::empty(out, DataType::f64);
-                for_each_index(out, [&](const Dims& i) { r.set(i, ref(at_broadcast(x[0], i), at_broadcast(x[1], i))); });
+                for_each_index(
+                    out, [&](const Dims& i) { r.set(i, ref(at_broadcast(x[0], i), at_broadcast(x[1], i))); });
                 return Tensors{r};
             };
             c.dtypes = {DataType::f32, DataType::f64, DataType::bf16};
@@ -152,7 +169,10 @@ std::vector<OpCase> elementwise_cases() {
         c.name = "element_select/broadcast";
         c.ops = {OpKind::element_select};
         c.inputs = {InputSpec::uniform({3, 1}, -1, 1), InputSpec::uniform({3, 4}), InputSpec::uniform({4})};
-        c.forward = [](const Tensors& in) { return Tensors{element_select(greater(in[0], Tensor::zeros(Shape{}, in[0].dtype(), in[0].device())), in[1], in[2])}; };
+        c.forward = [](const Tensors& in) {
+            return Tensors{element_select(
+                greater(in[0], Tensor::zeros(Shape{}, in[0].dtype(), in[0].device())), in[1], in[2])};
+        };
         c.reference = [](const Tensors& in) {
             Tensor r = Tensor::empty(Shape{3, 4}, DataType::f64);
             for_each_index(r.shape(), [&](const Dims& i) {
@@ -162,7 +182,8 @@ std::vector<OpCase> elementwise_cases() {
         };
         cases.push_back(c);
     }
-    for (DataType to : {DataType::f16, DataType::bf16, DataType::i32, DataType::i64, DataType::u8, DataType::f64}) {
+    for (DataType to :
+         {DataType::f16, DataType::bf16, DataType::i32, DataType::i64, DataType::u8, DataType::f64}) {
         OpCase c;
         c.name = std::string("cast/to_") + dtype_name(to);
         c.ops = {OpKind::cast};
@@ -171,10 +192,14 @@ std::vector<OpCase> elementwise_cases() {
         c.reference = [to](const Tensors& in) {
             return Tensors{map_unary(in[0], [to](double x) {
                 switch (to) {
-                    case DataType::f16: return static_cast<double>(static_cast<float>(Half(static_cast<float>(x))));
-                    case DataType::bf16: return static_cast<double>(static_cast<float>(BFloat16(static_cast<float>(x))));
-                    case DataType::f64: return x;
-                    default: return std::trunc(x);
+                    case DataType::f16:
+                        return static_cast<double>(static_cast<float>(Half(static_cast<float>(x))));
+                    case DataType::bf16:
+                        return static_cast<double>(static_cast<float>(BFloat16(static_cast<float>(x))));
+                    case DataType::f64:
+                        return x;
+                    default:
+                        return std::trunc(x);
                 }
             })};
         };
