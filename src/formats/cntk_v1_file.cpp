@@ -267,7 +267,13 @@ const std::set<std::string>& payload_free_ops() {
                                               "LogPlus",
                                               "Clip",
                                               "StableSigmoid",
-                                              "PerDimMeanVarNormalization"};
+                                              "PerDimMeanVarNormalization",
+                                              "LabelsToGraph",
+                                              "If",
+                                              "DiagTimes",
+                                              "SumColumnElements",
+                                              "SumElements",
+                                              "CosDistance"};
     return ops;
 }
 
@@ -311,7 +317,7 @@ void read_payload(ByteReader& r, Node& n, uint64_t version) {
         read_matrix(r, n);
         return;
     }
-    if (op == "Times") {
+    if (op == "Times" || op == "TransposeTimes") {  // both TimesNodeBase: the same payload
         const size_t at = r.pos();
         const uint64_t rank = r.u64("Times output rank");
         if (rank > kMaxRank) r.fail(detail::concat("Times output rank ", rank, " too large"), at);

@@ -185,6 +185,38 @@ private:
             return element_times(minus(in(n, 0), in(n, 1)), in(n, 2), n.name);
         }
         if (op == "Times") return make_times(n);
+        if (op == "TransposeTimes") {
+            // A^T B in CNTK's column-major algebra: x times A with A's two axes swapped in ctk's order.
+            arity(n, 2, 2);
+            const Variable& a = in(n, 0);
+            if (a.rank() != 2) unsupported(n, "a left operand that is not a matrix");
+            return times(in(n, 1), transpose(a, {1, 0}), 1, -1, n.name);
+        }
+        if (op == "DiagTimes") {  // diag(d) x: d a column vector [rows x 1], x a sample of rows values
+            arity(n, 2, 2);
+            const Variable& d = in(n, 0);
+            return element_times(reshape(d, {numel(d.shape())}), in(n, 1), n.name);
+        }
+        if (op == "SumColumnElements") {  // the sum of each sample: a scalar per sample
+            arity(n, 1, 1);
+            return reduce_sum(in(n, 0), {Axis::all_static_axes()}, false, n.name);
+        }
+        if (op == "SumElements") {  // the sum of everything: over every sample of the minibatch too
+            arity(n, 1, 1);
+            return reduce_sum(in(n, 0), {Axis::all_axes()}, false, n.name);
+        }
+        if (op == "CosDistance") {  // the cosine of the angle between the two samples
+            arity(n, 2, 2);
+            return cosine_distance(in(n, 0), in(n, 1), n.name);
+        }
+        if (op == "If") {  // If(flag, then, else)
+            arity(n, 3, 3);
+            return element_select(in(n, 0), in(n, 1), in(n, 2), n.name);
+        }
+        if (op == "LabelsToGraph") {
+            arity(n, 1, 1);
+            return alias(in(n, 0), n.name);
+        }
         if (op == "TransposeDimensions" || op == "Transpose") {
             arity(n, 1, 1);
             const Variable& x = in(n, 0);

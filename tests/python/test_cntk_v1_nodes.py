@@ -122,3 +122,36 @@ def test_the_tutorial_resnet_loads_and_evaluates():
     data = np.random.RandomState(0).rand(2, 1, 3, 32, 32).astype(np.float32) * 255
     out = np.concatenate(C.combine([z]).eval({x: list(data)}))
     assert out.shape == (2, 10) and np.isfinite(out).all() and np.abs(out).max() < 1e3
+
+
+def test_deprecated_product_and_sum_nodes(tmp_path):
+    # TransposeTimes(A, x) = A^T x in CNTK's column-major algebra: A stored [3 x 2] is NumPy's [2, 3] V, so
+    # the result is V @ x; its payload is Times' (output rank, inferInputRankToMap). DiagTimes(d, x) = d * x;
+    # SumColumnElements sums each sample; CosDistance is the cosine between two samples; If selects.
+    v = np.array([[1., 2., 3.], [-1., 0.5, 2.]], np.float32)
+    d = np.array([2., -1., 0.5], np.float32)
+    flag = np.array([1., 0., 1.], np.float32)
+    nodes = [x_node((3,)),
+             ('LearnableParameter', 'V', parameter(v), []),
+             ('LearnableParameter', 'd', parameter(d, 0.0), []),
+             ('LearnableParameter', 'flag', parameter(flag, 0.0), []),
+             ('TransposeTimes', 'tt', u64(1) + i32(-1), ['V', 'x']),
+             ('DiagTimes', 'dt', b'', ['d', 'x']),
+             ('SumColumnElements', 'sc', b'', ['x']),
+             ('CosDistance', 'cd', b'', ['x', 'd']),
+             ('If', 'sel', b'', ['flag', 'x', 'd'])]
+    data = np.array([[[0.5, -2., 3.]]], np.float32)
+    x0 = data[0, 0].astype(np.float64)
+    expected = {'tt': v.astype(np.float64) @ x0, 'dt': d * x0, 'sc': x0.sum(),
+                'cd': x0 @ d / np.linalg.norm(x0) / np.linalg.norm(d), 'sel': np.where(flag != 0, x0, d)}
+    for name, want in expected.items():
+        m, x, out = load(tmp_path, nodes, name, name=name + '.dnn')
+        np.testing.assert_allclose(np.asarray(evaluate(m, x, out, data)[0][0]).reshape(np.shape(want)), want,
+                                   rtol=1e-6, err_msg=name)
+
+
+def test_sum_elements_sums_over_the_whole_minibatch(tmp_path):
+    m, x, out = load(tmp_path, [x_node((2,)), ('SumElements', 's', b'', ['x'])], 's')
+    data = np.array([[[1., 2.]], [[3., 4.5]]], np.float32)
+    got = np.asarray(evaluate(m, x, out, data))
+    assert got.size == 1 and got.item() == 10.5  # one total, not one sum per sample
