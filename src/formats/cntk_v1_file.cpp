@@ -317,6 +317,13 @@ void read_payload(ByteReader& r, Node& n, uint64_t version) {
         read_matrix(r, n);
         return;
     }
+    if (op == "ReduceElements") {
+        n.reduce_axis = r.i32("ReduceElements axis");
+        n.reduce_op = r.wstring("ReduceElements operation");
+        // Before version 24 the node kept the reduced dims (CNTK's default for files without the flag).
+        n.keep_dims = version >= 24 ? r.boolean("ReduceElements keepDimensions") : true;
+        return;
+    }
     if (op == "Times" || op == "TransposeTimes") {  // both TimesNodeBase: the same payload
         const size_t at = r.pos();
         const uint64_t rank = r.u64("Times output rank");

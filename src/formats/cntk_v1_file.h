@@ -70,6 +70,11 @@ struct Node {
     // PastValue / FutureValue: the time step and the initial value of the first (last) frames
     int32_t time_step = 1;
     double initial_value = 0.1;
+    // ReduceElements: the operation ("Sum", "Mean", ...), the axis (1-based column-major; 0 all static
+    // axes, -1 all axes, -2 the sequence axis) and whether the reduced axes stay as dims of 1
+    std::string reduce_op;
+    int32_t reduce_axis = 0;
+    bool keep_dims = true;
 
     std::vector<size_t> inputs;  // indices into Network::nodes, from the BRelation section
 };

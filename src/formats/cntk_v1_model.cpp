@@ -185,6 +185,7 @@ private:
             return element_times(minus(in(n, 0), in(n, 1)), in(n, 2), n.name);
         }
         if (op == "Times") return make_times(n);
+        if (op == "ReduceElements") return make_reduce(n);
         if (op == "TransposeTimes") {
             // A^T B in CNTK's column-major algebra: x times A with A's two axes swapped in ctk's order.
             arity(n, 2, 2);
@@ -343,6 +344,42 @@ private:
         if (v1_axis < 1 || v1_axis > x.rank())
             corrupt(n, detail::concat("axis ", v1_axis, " for operand ", x.to_string()));
         return x.rank() - v1_axis;
+    }
+
+    Variable make_reduce(const Node& n) {
+        arity(n, 1, 1);
+        const Variable& x = in(n, 0);
+        const std::string& op = n.reduce_op;
+        std::vector<Axis> axes;
+        if (n.reduce_axis == 0) {
+            axes = {Axis::all_static_axes()};
+        } else if (n.reduce_axis == -1) {
+            axes = {Axis::all_axes()};
+        } else if (n.reduce_axis > 0) {
+            axes = {Axis(row_major_axis(n, x, n.reduce_axis))};
+        } else {
+            unsupported(n, detail::concat("reduction axis ", n.reduce_axis, " (a dynamic axis)"));
+        }
+        if (op == "Argmax" || op == "Argmin") {
+            if (n.reduce_axis <= 0) unsupported(n, op + " over more than one static axis");
+            Variable y = op == "Argmax" ? argmax(x, axes[0]) : argmin(x, axes[0]);
+            if (n.keep_dims) return alias(y, n.name);
+            Dims s = y.shape();
+            s.erase(s.begin() + axes[0].static_index());
+            return reshape(y, s, std::nullopt, std::nullopt, n.name);
+        }
+        FunctionPtr (*fn)(const Variable&, const std::vector<Axis>&, bool, const std::string&) = nullptr;
+        if (op == "Sum" || op == "Plus") fn = reduce_sum;
+        if (op == "Mean") fn = reduce_mean;
+        if (op == "Max") fn = reduce_max;
+        if (op == "Min") fn = reduce_min;
+        if (op == "Prod") fn = reduce_prod;
+        if (op == "LogSum") fn = reduce_log_sum_exp;
+        if (!fn) unsupported(n, "reduction '" + op + "'");
+        // All static axes without keepDimensions leave CNTK's [1], not a scalar.
+        if (n.reduce_axis == 0 && !n.keep_dims)
+            return reshape(fn(x, axes, false, ""), {1}, std::nullopt, std::nullopt, n.name);
+        return fn(x, axes, n.keep_dims, n.name);
     }
 
     Variable make_slice(const Node& n) {

@@ -155,3 +155,24 @@ def test_sum_elements_sums_over_the_whole_minibatch(tmp_path):
     data = np.array([[[1., 2.]], [[3., 4.5]]], np.float32)
     got = np.asarray(evaluate(m, x, out, data))
     assert got.size == 1 and got.item() == 10.5  # one total, not one sum per sample
+
+
+def test_reduce_elements_with_and_without_kept_dims(tmp_path):
+    # Payload: axis (1-based column-major; 0 = all static axes), the operation, and from version 24 the
+    # keepDimensions flag (before, the reduced axes stay as 1s).
+    from cntk_v1_writer import wstr
+    data = np.array([[[[1., -2., 3.], [4., 5., -6.]]]], np.float32)  # one sample [2, 3]
+    sample = data[0, 0].astype(np.float64)
+    cases = [(20, i32(1) + wstr('Sum'), sample.sum(axis=1, keepdims=True)),
+             (25, i32(2) + wstr('Max') + b'\x00', sample.max(axis=0)),
+             (25, i32(0) + wstr('Mean') + b'\x00', np.array([sample.mean()])),
+             (25, i32(1) + wstr('LogSum') + b'\x01', np.log(np.exp(sample).sum(axis=1, keepdims=True))),
+             (25, i32(1) + wstr('Argmax') + b'\x00', sample.argmax(axis=1).astype(np.float64))]
+    for k, (version, payload, want) in enumerate(cases):
+        nodes = [x_node((2, 3), version=version), ('ReduceElements', 'r', payload, ['x'])]
+        m, x, out = load(tmp_path, nodes, 'r', version=version, name='r%d.dnn' % k)
+        assert out.shape == want.shape, (k, out.shape)
+        np.testing.assert_allclose(evaluate(m, x, out, data)[0][0], want, rtol=1e-6, err_msg=str(k))
+    with pytest.raises(Exception, match="reduction 'Median'"):
+        load(tmp_path, [x_node((2, 3)), ('ReduceElements', 'r', i32(1) + wstr('Median'), ['x'])], 'r',
+             name='bad.dnn')
