@@ -301,7 +301,9 @@ FunctionPtr reconcile_dynamic_axes(const Variable& x, const Variable& dynamic_ax
 
 namespace sequence {
 // The value `time_step` frames earlier (later); frames with none take initial_state (default 0), which
-// may be a static value broadcast over the sample or a per-sequence [#] value. Inside a loop closed with
+// may be a static value broadcast over the sample, a per-sequence [#] value, or (CNTK's per-sequence form)
+// a sequence: the first time_step frames take its last time_step frames (future_value: the last take
+// its first; a one-frame sequence is broadcast; time_step > 1 outside loops only). Inside a loop closed with
 // replace_placeholders they make a recurrence, which the executor runs frame by frame.
 FunctionPtr past_value(const Variable& x, const Variable& initial_state = {}, int64_t time_step = 1,
                        const std::string& name = "");

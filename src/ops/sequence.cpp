@@ -559,13 +559,59 @@ std::string new_axis_name(const char* prefix) {
 }
 }  // namespace
 
+namespace {
+// CNTK's per-sequence initial state: an initial state that is itself a sequence (one per sequence of
+// x). PastValue's first k frames take the initial-state sequence's last k frames in order (FutureValue's
+// last k its first k); an initial-state sequence of one frame is broadcast to all k. For k > 1 written
+// with sequence ops (outside recurrent loops only: is_first and broadcast_as look across frames): the
+// delayed x with zeros at the boundary, plus each boundary frame's mask times the initial-state frame
+// it takes, broadcast along x.
+FunctionPtr delay_from_sequence(bool past, const Variable& x, const Variable& init, int64_t k,
+                                const std::string& name) {
+    CTK_CHECK(k >= 1, ValueError, past ? "past_value" : "future_value", ": the offset must be at least 1");
+    // One boundary frame: the initial-state sequence's last (first) frame is a per-sequence [#] value, the
+    // delay's own initial-state form, which also works inside recurrent loops.
+    if (k == 1) {
+        return detail::make_op(past ? PrimitiveOp::past_value : PrimitiveOp::future_value,
+                               {x, past ? last(init) : first(init)}, Attributes{{"offset", k}}, name);
+    }
+    auto shifted = [&](const Variable& v, int64_t by) -> Variable {
+        if (by == 0) return v;
+        return past ? past_value(v, constant(0.0, v.dtype()), by)
+                    : future_value(v, constant(0.0, v.dtype()), by);
+    };
+    // 1 where the sequence has a single frame (CNTK broadcasts it), per sequence.
+    Variable init_frames = sequence::reduce_sum(
+        plus(element_times(is_first(init), constant(0.0, init.dtype())), constant(1.0, init.dtype())));
+    Variable single = equal(init_frames, constant(1.0, init.dtype()));
+    // The masks and broadcasts follow the delayed value, not x, so that inside a recurrence (x a
+    // placeholder closed onto this output) every path from x to the result goes through the delay.
+    const Variable delayed = shifted(x, k);
+    Variable boundary = past ? is_first(delayed) : is_last(delayed);
+    Variable out = delayed;
+    for (int64_t dt = 0; dt < k; ++dt) {
+        // Past: boundary frame dt takes init[T - k + dt]; future: frame T' - 1 - dt takes init[k - 1 - dt].
+        Variable from_end =
+            past ? Variable(last(shifted(init, k - 1 - dt))) : Variable(first(shifted(init, k - 1 - dt)));
+        Variable value = element_select(single, past ? first(init) : last(init), from_end);
+        Variable mask = shifted(boundary, dt);
+        out = plus(out, element_times(mask, broadcast_as(value, delayed)));
+    }
+    return alias(out, name);
+}
+}  // namespace
+
 FunctionPtr past_value(const Variable& x, const Variable& initial_state, int64_t time_step,
                        const std::string& name) {
+    if (initial_state.defined() && initial_state.has_sequence_axis())
+        return delay_from_sequence(true, x, initial_state, time_step, name);
     return detail::make_op(PrimitiveOp::past_value, {x, default_initial_state(x, initial_state)},
                            Attributes{{"offset", time_step}}, name);
 }
 FunctionPtr future_value(const Variable& x, const Variable& initial_state, int64_t time_step,
                          const std::string& name) {
+    if (initial_state.defined() && initial_state.has_sequence_axis())
+        return delay_from_sequence(false, x, initial_state, time_step, name);
     return detail::make_op(PrimitiveOp::future_value, {x, default_initial_state(x, initial_state)},
                            Attributes{{"offset", time_step}}, name);
 }

@@ -232,3 +232,43 @@ def test_dtype_promotion_as_cntk():
     assert C.sin(np.array([0.5])).eval().dtype == np.float32
     x = C.input_variable(2, dtype=np.float64)
     assert (x + np.ones(2, np.float32)).dtype == np.float64  # a graph operand decides
+
+
+def test_past_and_future_value_take_a_per_sequence_initial_state():
+    # CNTK: an initial state with its own sequence axis gives each sequence its boundary frames: PastValue's
+    # first k frames are the initial-state sequence's last k (FutureValue's last k its first k); a
+    # one-frame initial state is broadcast. Gradients reach the frames used.
+    x = C.sequence.input_variable(2)
+    s = C.sequence.input_variable(2, sequence_axis=C.Axis.new_unique_dynamic_axis('s'))
+    xs = [np.full((3, 2), 7, np.float32), np.full((1, 2), 9, np.float32)]
+    ss = [np.arange(6, dtype=np.float32).reshape(3, 2), np.array([[-1, -2]], np.float32)]
+    cases = {(True, 1): [[[4, 5], [7, 7], [7, 7]], [[-1, -2]]],
+             (False, 1): [[[7, 7], [7, 7], [0, 1]], [[-1, -2]]],
+             (True, 2): [[[2, 3], [4, 5], [7, 7]], [[-1, -2]]],
+             (False, 2): [[[7, 7], [0, 1], [2, 3]], [[-1, -2]]]}
+    for (past, k), want in cases.items():
+        op = C.sequence.past_value if past else C.sequence.future_value
+        y = op(x, initial_state=s, time_step=k)
+        got = y.eval({x: xs, s: ss})
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, np.array(w, np.float32), err_msg=str((past, k)))
+        grads = C.reduce_sum(y).grad({x: xs, s: ss}, wrt=[s])
+        used = np.zeros((3, 2), np.float32)
+        rows = ([3 - k + dt for dt in range(k)] if past else [k - 1 - dt for dt in range(k)])
+        used[rows] = 1
+        np.testing.assert_array_equal(grads[0], used, err_msg=str((past, k)))
+        np.testing.assert_array_equal(grads[1], [[1, 1]], err_msg=str((past, k)))
+
+
+def test_a_recurrence_starts_from_the_last_frame_of_another_sequence():
+    x = C.sequence.input_variable(2)
+    s = C.sequence.input_variable(2, sequence_axis=C.Axis.new_unique_dynamic_axis('s'))
+    h = C.placeholder(2, dynamic_axes=x.dynamic_axes)
+    step = C.tanh(C.times(x, np.eye(2, dtype=np.float32) * 0.5) + C.sequence.past_value(h, initial_state=s))
+    step.replace_placeholders({h: step.output})
+    got = step.eval({x: [np.ones((3, 2), np.float32)], s: [np.arange(6, dtype=np.float32).reshape(3, 2)]})[0]
+    state, want = np.array([4., 5.]), []
+    for _ in range(3):
+        state = np.tanh(0.5 + state)
+        want.append(state)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
