@@ -55,6 +55,14 @@ def sanitize_precision(precision):
 
 
 def sanitize_dtype_numpy(dtype):
+    # CNTK's rule: the string 'float' and integer types mean float32 ('double' float64); other dtypes
+    # as NumPy reads them.
+    if isinstance(dtype, str) and dtype in ('float', 'float32'):
+        return np.float32
+    if isinstance(dtype, str) and dtype == 'double':
+        return np.float64
+    if dtype is int or (hasattr(np.dtype(dtype), 'kind') and np.dtype(dtype).kind in 'iu'):
+        return np.float32
     dtype = np.dtype(dtype).type
     if dtype in (np.float32, np.float64, np.float16):
         return dtype

@@ -101,6 +101,13 @@ py::object numpy_dtype(DataType dtype) {
 
 DataType dtype_from_python(const py::handle& obj) {
     if (obj.is_none()) return DataType::f32;
+    // CNTK's names: 'float' is float32 (NumPy reads it as float64), 'double' float64.
+    if (py::isinstance<py::str>(obj)) {
+        const std::string s = py::str(obj);
+        if (s == "float" || s == "float32") return DataType::f32;
+        if (s == "double" || s == "float64") return DataType::f64;
+        if (s == "float16") return DataType::f16;
+    }
     py::dtype dt = py::dtype::from_args(py::reinterpret_borrow<py::object>(obj));
     // By kind and size first (no string building: this runs for every array fed to a step).
     const char kind = dt.kind();

@@ -128,12 +128,16 @@ void check_sampling(InferContext& c) {
     const Variable& w = c.inputs[0];
     CTK_CHECK(w.dynamic_axes().empty(), ShapeError, c.where, ": the sampling weights ", w.to_string(),
               " must not have dynamic axes (one draw serves the whole minibatch)");
-    CTK_CHECK(w.rank() == 1, ShapeError, c.where, ": the sampling weights ", w.to_string(),
-              " must be a vector [C]");
+    // A vector [C], or [1, ..., 1, C] (CNTK counted the classes along its first, Python's last, axis;
+    // CNTK's word_rnn example samples from weights reshaped to (1, C)).
+    bool vector = w.rank() >= 1;
+    for (int i = 0; vector && i + 1 < w.rank(); ++i) vector = w.shape()[static_cast<size_t>(i)] == 1;
+    CTK_CHECK(vector, ShapeError, c.where, ": the sampling weights ", w.to_string(),
+              " must be a vector [C] (or [1, C])");
     CTK_CHECK(is_floating(w.dtype()), TypeError, c.where, ": the sampling weights ", w.to_string(),
               " must be floating-point");
     const int64_t k = c.attrs.get<int64_t>("numSamples");
-    const int64_t classes = w.shape()[0];
+    const int64_t classes = w.shape().back();
     CTK_CHECK(k > 0, ValueError, c.where, ": the number of samples must be > 0, got ", k);
     CTK_CHECK(c.attrs.get<bool>("allowDuplicates") || classes < 0 || k < classes, ValueError, c.where,
               ": sampling ", k, " classes without duplicates needs more than ", k, " classes, but ",
@@ -142,7 +146,7 @@ void check_sampling(InferContext& c) {
 std::vector<OutputSpec> infer_random_sample(InferContext& c) {
     check_sampling(c);
     const Variable& w = c.inputs[0];
-    return {{Dims{c.attrs.get<int64_t>("numSamples"), w.shape()[0]}, w.dtype(), {}}};
+    return {{Dims{c.attrs.get<int64_t>("numSamples"), w.shape().back()}, w.dtype(), {}}};
 }
 std::vector<OutputSpec> infer_inclusion_frequency(InferContext& c) {
     check_sampling(c);

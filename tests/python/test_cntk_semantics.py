@@ -272,3 +272,33 @@ def test_a_recurrence_starts_from_the_last_frame_of_another_sequence():
         state = np.tanh(0.5 + state)
         want.append(state)
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_sampling_takes_weights_shaped_one_by_classes():
+    # CNTK's word_rnn example samples from weights reshaped to (1, C): the classes are the last axis.
+    w = C.constant(np.array([[0., 1., 2., 0.]], np.float32))
+    s = C.random_sample(w, 3, True, seed=1)
+    assert s.shape == (3, 4)
+    rows = s.eval()
+    assert rows.shape == (3, 4) and (rows.sum(axis=1) == 1).all() and rows[:, [0, 3]].sum() == 0
+    f = C.random_sample_inclusion_frequency(w, 2, False, seed=1)
+    assert f.shape == (1, 4)
+    with pytest.raises(ValueError, match='vector'):
+        C.random_sample(C.constant(np.ones((2, 4), np.float32)), 3, True)
+
+
+def test_cntk_dtype_names_and_deprecated_sequence_input():
+    # CNTK: dtype='float' is float32 ('double' float64), integer types float32; cntk.sequence.input is
+    # the deprecated name of sequence.input_variable; `from cntk.layers import *` leaves `sequence` the
+    # op module (CNTK's layers/sequence.py re-exported it).
+    from cntk.internal import sanitize_dtype_cntk
+    assert C.input_variable(2, dtype='float').dtype == np.float32
+    assert C.parameter((2,), dtype='double').dtype == np.float64
+    assert sanitize_dtype_cntk('float') == np.float32 and sanitize_dtype_cntk(np.int32) == np.float32
+    x = C.sequence.input(3, dtype='float')
+    assert x.shape == (3,) and len(x.dynamic_axes) == 2
+    scope = {}
+    exec('from cntk.layers import *', scope)
+    assert scope['sequence'].input_variable is C.sequence.input_variable
+    from cntk.layers.sequence import Recurrence  # the layers stay importable
+    assert callable(Recurrence)

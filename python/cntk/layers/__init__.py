@@ -10,3 +10,7 @@ from . import blocks, layers, higher_order_layers, sequence, typing  # noqa: F40
 from ctk.default_options import default_options, default_options_for  # noqa: F401
 from ctk.variables import Parameter, Constant  # noqa: F401  (CNTK's blocks re-exported them)
 from ctk._ctk import placeholder, Function  # noqa: F401
+# CNTK's layers/sequence.py imported cntk.ops.sequence as `sequence`, and its star import rebound the
+# package's `sequence` to it: after `from cntk.layers import *`, `sequence.input_variable` is the op
+# module's (scripts and CNTK's tests rely on it). The layers stay importable as cntk.layers.sequence.
+from ..ops import sequence  # noqa: E402,F401,F811
