@@ -16,7 +16,38 @@ Dims with_dynamic(const Tensor& data, int dyn, const Dims& stat) {
 }
 
 // ---- reshape ----
+// squeeze and expand_dims of an operand whose shape is not known yet (a placeholder, as in a layer
+// function): a Reshape whose target is worked out here, from the operand's shape, each time it is
+// inferred ("squeezeAxes": the axes to drop, none listed meaning every dim of 1; "expandAxis": where a
+// dim of 1 goes); the resolved target is then stored as an ordinary whole-shape Reshape.
+void resolve_deferred_reshape(InferContext& c) {
+    const Variable& x = c.inputs[0];
+    const Dims& xs = x.shape();
+    const int rank = x.rank();
+    Dims out;
+    if (c.attrs.has("squeezeAxes")) {
+        const Dims axes = c.attrs.get<Dims>("squeezeAxes");
+        for (int i = 0; i < rank; ++i) {
+            bool drop = axes.empty() && xs[static_cast<size_t>(i)] == 1;
+            for (int64_t a : axes)
+                drop = drop || normalize_static_axis(static_cast<int>(a), rank, c.where) == i;
+            CTK_CHECK(!drop || xs[static_cast<size_t>(i)] == 1, ShapeError, c.where, ": axis ", i, " of ",
+                      x.to_string(), " is not 1");
+            if (!drop) out.push_back(xs[static_cast<size_t>(i)]);
+        }
+    } else {
+        const int a =
+            normalize_static_axis(static_cast<int>(c.attrs.get<int64_t>("expandAxis")), rank + 1, c.where);
+        out = xs;
+        out.insert(out.begin() + a, 1);
+    }
+    c.attrs.set("newShape", out);
+    c.attrs.set("beginAxis", int64_t(0));
+    c.attrs.set("endAxis", int64_t(rank));
+}
+
 std::vector<OutputSpec> infer_reshape(InferContext& c) {
+    if (c.attrs.has("squeezeAxes") || c.attrs.has("expandAxis")) resolve_deferred_reshape(c);
     const Variable& x = c.inputs[0];
     const Dims& xs = x.shape();
     const int rank = x.rank();
@@ -426,6 +457,13 @@ FunctionPtr flatten(const Variable& x, int axis, const std::string& name) {
 }
 
 FunctionPtr squeeze(const Variable& x, std::optional<std::vector<int>> axes, const std::string& name) {
+    if (!x.shape_known()) {
+        Dims deferred;
+        if (axes) deferred.assign(axes->begin(), axes->end());
+        CTK_CHECK(!axes || !axes->empty(), ValueError, "squeeze '", name, "': an empty list of axes");
+        return detail::make_op(PrimitiveOp::reshape, {x},
+                               Attributes{{"newShape", Dims{}}, {"squeezeAxes", deferred}}, name);
+    }
     Dims shape;
     for (int i = 0; i < x.rank(); ++i) {
         const int64_t d = x.shape()[static_cast<size_t>(i)];
@@ -444,6 +482,9 @@ FunctionPtr squeeze(const Variable& x, std::optional<std::vector<int>> axes, con
 }
 
 FunctionPtr expand_dims(const Variable& x, int axis, const std::string& name) {
+    if (!x.shape_known())
+        return detail::make_op(PrimitiveOp::reshape, {x},
+                               Attributes{{"newShape", Dims{}}, {"expandAxis", int64_t(axis)}}, name);
     const int a = detail::normalize_static_axis(axis, x.rank() + 1, "expand_dims '" + name + "'");
     return reshape(x, {1}, a, a, name);
 }

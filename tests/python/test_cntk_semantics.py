@@ -302,3 +302,29 @@ def test_cntk_dtype_names_and_deprecated_sequence_input():
     assert scope['sequence'].input_variable is C.sequence.input_variable
     from cntk.layers.sequence import Recurrence  # the layers stay importable
     assert callable(Recurrence)
+
+
+@pytest.mark.parametrize('shape, axis', [((1, 1, 1), -3), ((2, 1, 3), 1), ((1, 2, 1), None), ((1, 2, 1, 3), (0, 2))])
+def test_squeeze_of_a_placeholder_waits_for_its_shape(shape, axis):
+    # CNTK's layer functions apply ops to placeholders whose shapes come later.
+    p = C.placeholder()
+    y = C.squeeze(p, axis).replace_placeholders({p: C.input_variable(shape, needs_gradient=True)})
+    data = np.arange(np.prod(shape), dtype=np.float32).reshape((1,) + shape)
+    assert y.shape == np.squeeze(data[0], axis).shape
+    np.testing.assert_array_equal(y.eval({y.arguments[0]: data})[0], np.squeeze(data[0], axis))
+    assert y.grad({y.arguments[0]: data}).shape == data.shape
+
+
+@pytest.mark.parametrize('axis', [-3, -2, -1, 0, 2])
+def test_expand_dims_of_a_placeholder_waits_for_its_shape(axis):
+    p = C.placeholder()
+    y = C.expand_dims(p, axis).replace_placeholders({p: C.input_variable((2, 3))})
+    data = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    np.testing.assert_array_equal(y.eval({y.arguments[0]: data})[0], np.expand_dims(data[0], axis))
+
+
+def test_squeeze_of_a_placeholder_checks_the_axis_once_bound():
+    p = C.placeholder()
+    y = C.squeeze(p, 0)
+    with pytest.raises(ValueError, match='not 1'):
+        y.replace_placeholders({p: C.input_variable((2, 3))})
