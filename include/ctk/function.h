@@ -83,6 +83,8 @@ public:
     // CNTK's op name: "Plus", "Times", ...; a block's own op name ("Dense"); "Combine" for composites.
     std::string op_name() const;
     const std::string& name() const { return name_; }
+    // Python's `f.name = ...` (CNTK let a Function built without a name be named once).
+    void set_name(std::string name) { name_ = std::move(name); }
     const std::string& uid() const { return uid_; }
     const Attributes& attributes() const { return attributes_; }
 

@@ -464,7 +464,13 @@ void bind_graph(py::module_& m) {
         .value("share", CloneMethod::share)
         .value("freeze", CloneMethod::freeze);
     py::class_<Function, FunctionPtr> fn(m, "Function");
-    fn.def_property_readonly("name", &Function::name)
+    fn.def_property("name", &Function::name,
+                    [](Function& f, const std::string& name) {
+                        // CNTK allowed naming a Function once (a Function built without a name).
+                        CTK_CHECK(f.name().empty(), ValueError, "the Function already has the name '",
+                                  f.name(), "'; CNTK allows a name to be set only once");
+                        f.set_name(name);
+                    })
         .def_property_readonly("uid", &Function::uid)
         .def_property_readonly("op_name", &Function::op_name)
         .def_property_readonly("is_block", &Function::is_block)
@@ -502,7 +508,19 @@ void bind_graph(py::module_& m) {
             py::arg("name"), py::arg("depth") = 0)
         .def(
             "clone",
-            [](const Function& f, CloneMethod method, const py::object& substitutions) {
+            [](const Function& f, const py::object& method_arg, const py::object& substitutions) {
+                // CNTK took a CloneMethod or its name ('clone', 'share', 'freeze').
+                CloneMethod method = CloneMethod::clone;
+                if (py::isinstance<py::str>(method_arg)) {
+                    const std::string m = py::str(method_arg);
+                    CTK_CHECK(m == "clone" || m == "share" || m == "freeze", ValueError, "clone: method '", m,
+                              "' is not one of 'clone', 'share', 'freeze'");
+                    method = m == "clone"   ? CloneMethod::clone
+                             : m == "share" ? CloneMethod::share
+                                            : CloneMethod::freeze;
+                } else {
+                    method = method_arg.cast<CloneMethod>();
+                }
                 VariableMap subs;
                 if (!substitutions.is_none()) {
                     for (auto item : substitutions.cast<py::dict>()) {
@@ -608,6 +626,19 @@ void bind_graph(py::module_& m) {
                      }
                  }
                  if (FunctionPtr found = f->find_by_name(name)) return py::cast(found);
+                 // A block (a named layer, ctk's Sequential) is searched inside, as CNTK's lookup did.
+                 if (root != f) {
+                     if (FunctionPtr found = root->find_by_name(name)) return py::cast(found);
+                 }
+                 for (const auto& list : {f->arguments(), root->arguments()}) {
+                     for (const Variable& v : list) {
+                         if (v.name() == name) return py::cast(v);
+                     }
+                 }
+                 // Then the single output's members (shape, dtype, ...).
+                 const auto outs = f->outputs();
+                 if (outs.size() == 1 && name.rfind("_", 0) != 0 && name != "this")
+                     return py::getattr(py::cast(outs[0]), name.c_str());
                  throw py::attribute_error("'Function' object has no attribute '" + name + "'");
              })
         .def("__hash__", [](const Function& f) { return reinterpret_cast<intptr_t>(&f); })

@@ -354,9 +354,8 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
     state->training_ = is_training;
     state->device_ = device;
     const Plan& plan = *state->plan_;
-    for (const auto& [v, value] : arguments)
-        CTK_CHECK(plan.slot(v) >= 0 || !v.is_input(), ValueError, "forward: ", v.to_string(),
-                  " is not an argument of this graph");
+    // Values for inputs this graph does not read are ignored, as CNTK's Forward did (a dict built for a
+    // whole network can evaluate any part of it).
     auto& values = state->values_;
     values.assign(plan.slot_vars.size(), Value());
     state->saved_.assign(plan.steps.size(), {});

@@ -328,3 +328,32 @@ def test_squeeze_of_a_placeholder_checks_the_axis_once_bound():
     y = C.squeeze(p, 0)
     with pytest.raises(ValueError, match='not 1'):
         y.replace_placeholders({p: C.input_variable((2, 3))})
+
+
+def test_eval_ignores_values_for_inputs_the_graph_does_not_read():
+    x1, x2 = C.input_variable(1, name='x1'), C.input_variable(1, name='x2')
+    y = x1 + 1
+    keep = y + x2  # noqa: F841 (x2 belongs to a larger network)
+    np.testing.assert_allclose(y.eval({x1: np.array([[1.]], np.float32), x2: np.array([[5.]], np.float32)}),
+                               [[2.]])
+
+
+def test_function_members_by_name_naming_and_clone_by_method_name():
+    # CNTK's Function.__getattr__: parameters and named nodes (inside a block such as a Sequential),
+    # arguments by name, then the single output's members; a name may be set once; clone takes a
+    # CloneMethod or its name.
+    x = C.input_variable(2, name='x')
+    model = C.layers.Sequential([C.layers.Dense(3, name='first'), C.layers.Dense(1, name='second')])(x)
+    assert model.first.W.shape == (2, 3) and model.second.b.shape == (1,)
+    assert model.x.name == 'x' and model.shape == (1,)
+    with pytest.raises(AttributeError):
+        model.no_such_member
+    y = C.plus(x, 1)
+    y.name = 'y'
+    assert y.name == 'y'
+    with pytest.raises(ValueError, match='only once'):
+        y.name = 'z'
+    frozen = model.clone('freeze')
+    assert frozen.parameters == [] and len(frozen.constants) == 4
+    with pytest.raises(ValueError, match="'copy'"):
+        model.clone('copy')
