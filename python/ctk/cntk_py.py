@@ -8,6 +8,8 @@ from . import _ctk
 from ._ctk import set_fixed_random_seed, constant_initializer  # noqa: F401
 from .debugging import (force_deterministic_algorithms, set_computation_network_trace_level,  # noqa: F401
                         set_checked_mode, get_checked_mode)
+from .debugging import deterministic_algorithms_forced as should_force_deterministic_algorithms  # noqa: F401
+from .logging import ProgressWriter  # noqa: F401  (CNTK's SWIG base class of progress writers)
 
 # CNTK's special dimensions: inferred from the first input (InferredDimension) or free per minibatch.
 InferredDimension = -1
@@ -73,6 +75,7 @@ def set_gpumemory_allocation_trace_level(level):
 
 
 __all__ = ['set_fixed_random_seed', 'reset_random_seed', 'force_deterministic_algorithms',
+           'should_force_deterministic_algorithms', 'ProgressWriter',
            'set_computation_network_trace_level', 'set_checked_mode', 'get_checked_mode', 'set_max_num_cpu_threads',
            'get_max_num_cpu_threads', 'set_trace_level', 'get_trace_level', 'always_allow_setting_default_device',
            'enable_synchronous_gpukernel_execution', 'disable_forward_values_sharing', 'enable_cpueval_optimization',

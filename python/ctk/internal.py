@@ -223,3 +223,10 @@ __all__ = ['typemap', 'map_if_possible', 'is_string', 'is_byte_buffer', 'sanitiz
            'sanitize_variable_or_function', 'sanitize_variables_or_functions', 'sanitize_axis', 'sanitize_axis_list',
            'sanitize_dynamic_axes', 'sanitize_permutation', 'sanitize_variable_value_dict', 'memoize',
            'get_data_type', 'get_python_function_arguments', 'map_function_arguments', 'eval']
+
+
+def _ones_like(batch, precision):
+    """A batch like `batch` (a list of samples) with every value 1, in `precision` ('float' is float32,
+    'double' float64): CNTK's helper for the gradients its tests expect."""
+    dtype = sanitize_dtype_numpy(precision)
+    return [np.ones_like(sample, dtype=dtype) for sample in batch]

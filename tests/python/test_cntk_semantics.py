@@ -357,3 +357,17 @@ def test_function_members_by_name_naming_and_clone_by_method_name():
     assert frozen.parameters == [] and len(frozen.constants) == 4
     with pytest.raises(ValueError, match="'copy'"):
         model.clone('copy')
+
+
+def test_helpers_cntks_tests_import():
+    import _cntk_py
+    from cntk.internal.utils import _ones_like
+    from cntk.logging import ProgressWriter
+    assert _cntk_py.ProgressWriter is ProgressWriter
+    C.debugging.force_deterministic_algorithms(True)
+    try:
+        assert _cntk_py.should_force_deterministic_algorithms()
+    finally:
+        C.debugging.force_deterministic_algorithms(False)
+    ones = _ones_like([np.zeros((2, 3)), np.zeros((1, 3))], 'float')
+    assert [o.shape for o in ones] == [(2, 3), (1, 3)] and ones[0].dtype == np.float32 and ones[1].sum() == 3
