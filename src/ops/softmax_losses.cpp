@@ -91,24 +91,36 @@ std::vector<OutputSpec> infer_ce(InferContext& c) {
 // CNTK 2.7 builds the loss as a block, ReduceLogSum(z) - ReduceSum(t * z): for targets that sum to 1 it is
 // -sum(t * log_softmax(z)); for others (all-zero rows, soft targets) it keeps CNTK's value, and the
 // gradients are the block's: dz = dy * (softmax(z) - t), dt = -dy * z.
+// The logits with the dynamic dims of the loss: a static z (CNTK's tests score a constant against
+// batched labels) is broadcast over the labels' samples.
+Tensor logits_over_samples(const Tensor& z, int dz, const Tensor& t, int d, int rank) {
+    Tensor za = align(z, dz, d, rank);
+    if (dz == d) return za;
+    Dims want(t.shape().dims().begin(), t.shape().dims().begin() + d);
+    want.insert(want.end(), za.shape().dims().begin() + d, za.shape().dims().end());
+    return za.broadcast_to(Shape(want)).contiguous();
+}
 void forward_ce(ForwardContext& c) {
-    const Tensor& z = c.inputs[0].data();
-    Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), c.dyn_rank(0), c.input_vars[0].rank());
-    const int ax =
-        c.dyn_rank(0) + normalize_static_axis(c.attrs.get<Axis>("axis"), c.input_vars[0].rank(), c.where);
+    const int rank = c.input_vars[0].rank(), d = std::max(c.dyn_rank(0), c.dyn_rank(1));
+    Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), d, rank);
+    Tensor z = logits_over_samples(c.inputs[0].data(), c.dyn_rank(0), t, d, rank);
+    const int ax = d + normalize_static_axis(c.attrs.get<Axis>("axis"), rank, c.where);
     Tensor lse = reduce_log_sum_exp(z, {ax}, true);
     c.outputs.push_back(Value(minus(lse, reduce_sum(element_times(t, z), {ax}, true))));
     c.saved.push_back(minus(z, lse));  // log_softmax(z)
     c.saved.push_back(lse);
 }
 void backward_ce(BackwardContext& c) {
-    Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), c.dyn_rank(0), c.input_vars[0].rank());
+    const int rank = c.input_vars[0].rank(), d = std::max(c.dyn_rank(0), c.dyn_rank(1));
+    Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), d, rank);
     const Tensor &ls = c.saved[0], &lse = c.saved[1];
     const Tensor& dy = c.output_grads[0];  // reduced axis kept: broadcasts along it
-    if (c.needs[0]) c.input_grads[0] = element_times(dy, minus(ctk::exp(ls), t));
+    if (c.needs[0])
+        c.input_grads[0] = reduce_to_operand(element_times(dy, minus(ctk::exp(ls), t)), c.inputs[0].data(),
+                                             c.dyn_rank(0), d, rank);
     if (c.needs[1])  // z = log_softmax(z) + lse, so that backward need not keep the logits
         c.input_grads[1] = reduce_to_operand(negate(element_times(dy, plus(ls, lse))), c.inputs[1].data(),
-                                             c.dyn_rank(1), c.dyn_rank(0), c.input_vars[0].rank());
+                                             c.dyn_rank(1), d, rank);
 }
 
 // ---- classification_error ----

@@ -371,3 +371,14 @@ def test_helpers_cntks_tests_import():
         C.debugging.force_deterministic_algorithms(False)
     ones = _ones_like([np.zeros((2, 3)), np.zeros((1, 3))], 'float')
     assert [o.shape for o in ones] == [(2, 3), (1, 3)] and ones[0].dtype == np.float32 and ones[1].sum() == 3
+
+
+def test_cross_entropy_of_constant_logits_against_batched_labels():
+    # CNTK's own loss tests score a constant against a batched label input: the logits broadcast.
+    z = np.array([[1., 2., 3., 4.]])
+    t = np.array([[[0., 0., 0., 1.]], [[0., 1., 0., 0.]]])
+    labels = C.input_variable((1, 4), dtype=np.float64, needs_gradient=True)
+    ce = C.cross_entropy_with_softmax(C.constant(z), labels)
+    lse = np.log(np.exp(z).sum())
+    np.testing.assert_allclose(ce.eval({labels: t}).ravel(), [lse - 4, lse - 2])
+    np.testing.assert_allclose(ce.grad({labels: t}), np.broadcast_to(-z, t.shape))
