@@ -220,6 +220,24 @@ FunctionPtr times(const Variable& x, const Variable& w, int output_rank, int inf
         for (int i = 0; i < a; ++i) perm.push_back(i);
         return times(w, transpose(x, perm), a, infer_input_rank_to_map, name);
     }
+    // And with a batched x of higher rank: M [A..., K...] times x [K..., N...] (K the first
+    // rank(x) - output_rank axes of x) is [A..., N...], each sample's x its own right factor. In ctk's
+    // (data, weight) order: x moved to [N..., K...] times M moved to [K..., A...], then [A...] to the front.
+    if (x.dynamic_axes().empty() && !w.dynamic_axes().empty() && x.shape_known() && w.shape_known() &&
+        !x.has_inferred_dims() && output_rank >= 1 && w.rank() > output_rank) {
+        const int k = w.rank() - output_rank, a = x.rank() - k;
+        if (a >= 0 && std::equal(w.shape().begin(), w.shape().begin() + k, x.shape().end() - k)) {
+            std::vector<int> w_perm, m_perm, back;
+            for (int i = k; i < w.rank(); ++i) w_perm.push_back(i);
+            for (int i = 0; i < k; ++i) w_perm.push_back(i);
+            for (int i = a; i < x.rank(); ++i) m_perm.push_back(i);
+            for (int i = 0; i < a; ++i) m_perm.push_back(i);
+            for (int i = 0; i < a; ++i) back.push_back(output_rank + i);
+            for (int i = 0; i < output_rank; ++i) back.push_back(i);
+            Variable y = times(transpose(w, w_perm), transpose(x, m_perm), a, infer_input_rank_to_map);
+            return transpose(y, back, name);
+        }
+    }
     return detail::FunctionAccess::make_primitive(
         PrimitiveOp::times, {x, w},
         Attributes{{"outputRank", int64_t(output_rank)},

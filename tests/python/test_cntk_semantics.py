@@ -382,3 +382,16 @@ def test_cross_entropy_of_constant_logits_against_batched_labels():
     lse = np.log(np.exp(z).sum())
     np.testing.assert_allclose(ce.eval({labels: t}).ravel(), [lse - 4, lse - 2])
     np.testing.assert_allclose(ce.grad({labels: t}), np.broadcast_to(-z, t.shape))
+
+
+@pytest.mark.parametrize('m_shape, x_shape', [((3, 2), (2, 2)), ((2, 2, 2), (2, 2, 2)), ((2, 2), (2, 1))])
+def test_times_of_a_constant_and_batched_matrices(m_shape, x_shape):
+    # CNTK: times(M, x) contracts x's first rank(x) - output_rank axes with M's last ones, per sample.
+    m = np.arange(np.prod(m_shape), dtype=np.float64).reshape(m_shape)
+    data = np.arange(2 * np.prod(x_shape), dtype=np.float64).reshape((2,) + x_shape)
+    x = C.input_variable(x_shape, dtype=np.float64, needs_gradient=True)
+    y = C.times(C.constant(m), x)
+    k = len(x_shape) - 1
+    np.testing.assert_allclose(y.eval({x: data}), [np.tensordot(m, d, axes=k) for d in data])
+    want_grad = np.tensordot(m, np.ones(y.shape), axes=(list(range(m.ndim - k)), list(range(m.ndim - k))))
+    np.testing.assert_allclose(y.grad({x: data}), np.broadcast_to(want_grad.reshape(x_shape), data.shape))
