@@ -422,6 +422,12 @@ void bind_ops(py::module_& m) {
            const std::string& n, const py::object& running_count) {
             CTK_CHECK(!disable_regularization, NotImplementedError,
                       "batch_normalization: disable_regularization is not supported");
+            if (running_count.is_none())  // CNTK 2.7's deprecation warning, with its wording
+                py::module_::import("warnings")
+                    .attr("warn")(
+                        "batch_normalization requires an additional 'running_count' parameter, which can "
+                        "be instantiated as 'constant(0)'",
+                        py::handle(PyExc_Warning));
             Variable count = running_count.is_none() ? constant(Tensor::zeros(Shape{}, operand.dtype()))
                                                      : to_variable(running_count);
             return batch_normalization(operand, scale, bias, running_mean, running_inv_std, count, spatial,

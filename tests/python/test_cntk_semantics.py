@@ -395,3 +395,13 @@ def test_times_of_a_constant_and_batched_matrices(m_shape, x_shape):
     np.testing.assert_allclose(y.eval({x: data}), [np.tensordot(m, d, axes=k) for d in data])
     want_grad = np.tensordot(m, np.ones(y.shape), axes=(list(range(m.ndim - k)), list(range(m.ndim - k))))
     np.testing.assert_allclose(y.grad({x: data}), np.broadcast_to(want_grad.reshape(x_shape), data.shape))
+
+
+def test_batch_normalization_without_running_count_warns_as_cntk():
+    x = C.input_variable((3,))
+    p = [C.constant(np.ones(3, np.float32)) for _ in range(4)]
+    with pytest.warns(Warning, match="running_count"):
+        C.batch_normalization(x, p[0], p[1], p[2], p[3], spatial=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        C.batch_normalization(x, p[0], p[1], p[2], p[3], spatial=False, running_count=C.constant(0))

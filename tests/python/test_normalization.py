@@ -12,7 +12,7 @@ def test_batch_normalization_op_inference_and_training():
     bias = C.parameter(init=np.array([0.0, 1.0, -1.0], np.float32))
     mean = C.constant(np.array([0.5, -1.0, 2.0], np.float32))
     var = C.constant(np.array([4.0, 1.0, 0.25], np.float32))
-    y = C.batch_normalization(x, scale, bias, mean, var, spatial=False, epsilon=1e-5)
+    y = C.batch_normalization(x, scale, bias, mean, var, spatial=False, epsilon=1e-5, running_count=C.constant(0))
     data = np.array([[1.0, 0.0, 2.0], [-1.0, 2.0, 3.0]], np.float32)
     want = (data - mean.value) / np.sqrt(var.value + 1e-5) * scale.value + bias.value
     np.testing.assert_allclose(y.eval({x: data}), want, rtol=1e-5, atol=1e-6)
@@ -31,4 +31,5 @@ def test_batch_normalization_op_errors():
     p = C.parameter(shape=(3,), init=1.0)
     with pytest.raises(ValueError):
         C.batch_normalization(x, C.parameter(shape=(4,), init=1.0), p, C.constant(np.zeros(3, np.float32)),
-                              C.constant(np.ones(3, np.float32)), spatial=False).eval({x: np.ones((1, 3), np.float32)})
+                              C.constant(np.ones(3, np.float32)), spatial=False,
+                              running_count=C.constant(0)).eval({x: np.ones((1, 3), np.float32)})
