@@ -35,6 +35,14 @@ bool is_sequence_arg(const py::handle& obj) {
 }  // namespace
 
 int64_t int_arg(const py::handle& obj, const char* what, int64_t lo, int64_t hi) {
+    // A static Axis object stands for its index (CNTK accepted both for axis arguments).
+    if (py::isinstance<Axis>(obj)) {
+        const Axis a = obj.cast<Axis>();
+        CTK_CHECK(a.is_static(), TypeError, what, " must be a static axis, got ", a.to_string());
+        CTK_CHECK(a.static_index() >= lo && a.static_index() <= hi, ValueError, what, " ", a.static_index(),
+                  " is out of range [", lo, ", ", hi, "]");
+        return a.static_index();
+    }
     if (!PyIndex_Check(obj.ptr()) || is_sequence_arg(obj))
         CTK_THROW(TypeError, what, " must be an integer, got ",
                   py::str(py::type::of(obj)).cast<std::string>());

@@ -405,3 +405,11 @@ def test_batch_normalization_without_running_count_warns_as_cntk():
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         C.batch_normalization(x, p[0], p[1], p[2], p[3], spatial=False, running_count=C.constant(0))
+
+
+def test_axis_objects_stand_for_their_index_in_axis_arguments():
+    x = C.input_variable((2, 3, 4))
+    assert C.reshape(x, (6,), begin_axis=C.Axis(0), end_axis=C.Axis(2)).shape == (6, 4)
+    assert C.reshape(x, (12,), begin_axis=C.Axis(1)).shape == (2, 12)
+    with pytest.raises(TypeError, match='static axis'):
+        C.reshape(x, (24,), begin_axis=C.Axis.default_batch_axis())
