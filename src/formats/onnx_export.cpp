@@ -563,6 +563,10 @@ void Exporter::export_conv_like(const Function& f, const std::vector<std::string
         if (window.empty()) {
             o = emit(is_max ? "GlobalMaxPool" : "GlobalAveragePool", {xn}, base);
         } else {
+            const Dims& st = a.get<Dims>("strides");
+            if ((static_cast<int>(window.size()) == rank && window[0] != 1) ||
+                (static_cast<int>(st.size()) == rank && st[0] != 1))
+                unsupported(f, "a window across channels (ONNX's pooling is per channel)");
             const Dims kernel = spatial_list(window, rank, spatial);
             const Dims strides = spatial_list(a.get<Dims>("strides"), rank, spatial);
             const Dims pad = spatial_list(a.get<Dims>("autoPadding"), rank, spatial);

@@ -237,28 +237,74 @@ Dims pooled_dims(const Dims& x, const PoolAttrs& p) {
         o.push_back((x[i + 1] + p.pad_lo[i] + p.pad_hi[i] - p.kernel[i]) / p.strides[i] + 1);
     return o;
 }
+// A window given for every axis of the sample whose channel entry (or stride) is not 1 pools across
+// channels too (CNTK's pooling window covers the channel axis): the sample [C, spatial...] is pooled as
+// [1, C, spatial...], the channel axis one more spatial axis.
+bool pools_channels(const Attributes& a, int rank) {
+    const Dims& w = a.get<Dims>("poolingWindowShape");
+    const Dims& st = a.get<Dims>("strides");
+    return (static_cast<int>(w.size()) == rank && w[0] != 1) ||
+           (static_cast<int>(st.size()) == rank && st[0] != 1);
+}
+Dims with_unit_channel(const Dims& sample) {
+    Dims d{1};
+    d.insert(d.end(), sample.begin(), sample.end());
+    return d;
+}
 std::vector<OutputSpec> infer_pool(InferContext& c) {
     const Variable& x = c.inputs[0];
     CTK_CHECK(x.rank() >= 2, ShapeError, c.where, ": ", x.to_string(), " needs [channels, spatial...]");
-    const Dims out = infer_with_free_dims(x.shape(), c.where, [&](const Dims& probe) {
-        return pooled_dims(probe, pool_attrs(c.attrs, probe, c.where));
+    const bool across = pools_channels(c.attrs, x.rank());
+    Dims out = infer_with_free_dims(x.shape(), c.where, [&](const Dims& probe) {
+        if (!across) return pooled_dims(probe, pool_attrs(c.attrs, probe, c.where));
+        const Dims p = with_unit_channel(probe);
+        const Dims o = pooled_dims(p, pool_attrs(c.attrs, p, c.where));
+        return Dims(o.begin() + 1, o.end());
     });
     return {{out, x.dtype(), x.dynamic_axes()}};
+}
+// The data folded to [N, C, spatial...] (or [N, 1, C, spatial...] across channels) and its geometry.
+struct PoolInput {
+    Tensor x;
+    PoolAttrs p;
+};
+PoolInput pool_input(const Tensor& x, int dyn, const Attributes& a, const std::string& where) {
+    Tensor f = fold_dynamic(x, dyn);
+    Dims sample = sample_dims(x, dyn);
+    if (pools_channels(a, static_cast<int>(sample.size()))) {
+        sample = with_unit_channel(sample);
+        Dims d{f.dim(0)};
+        d.insert(d.end(), sample.begin(), sample.end());
+        f = f.reshape(d);
+    }
+    return {f, pool_attrs(a, sample, where)};
 }
 void forward_pool(ForwardContext& c) {
     const Tensor& x = c.inputs[0].data();
     const int dyn = c.dyn_rank(0);
-    PoolResult r = pooling(fold_dynamic(x, dyn), pool_attrs(c.attrs, sample_dims(x, dyn), c.where),
-                           c.training || c.keep_for_backward);
-    c.outputs.push_back(Value(unfold_dynamic(r.y, x, dyn)));
+    PoolInput in = pool_input(x, dyn, c.attrs, c.where);
+    PoolResult r = pooling(in.x, in.p, c.training || c.keep_for_backward);
+    Tensor y = r.y;
+    if (in.x.rank() != x.rank() - dyn + 1) {  // across channels: drop the unit channel axis
+        Dims d{y.dim(0)};
+        d.insert(d.end(), y.shape().dims().begin() + 2, y.shape().dims().end());
+        y = y.reshape(d);
+    }
+    c.outputs.push_back(Value(unfold_dynamic(y, x, dyn)));
     c.saved.push_back(r.workspace);
 }
 void backward_pool(BackwardContext& c) {
     const Tensor& x = c.inputs[0].data();
     const int dyn = c.dyn_rank(0);
     Tensor ws = c.saved.empty() ? Tensor() : c.saved[0];
-    Tensor dx = pooling_backward(fold_dynamic(c.output_grads[0], dyn), fold_dynamic(x, dyn), ws,
-                                 pool_attrs(c.attrs, sample_dims(x, dyn), c.where));
+    PoolInput in = pool_input(x, dyn, c.attrs, c.where);
+    Tensor dy = fold_dynamic(c.output_grads[0], dyn);
+    if (in.x.rank() != dy.rank()) {
+        Dims d{dy.dim(0), 1};
+        d.insert(d.end(), dy.shape().dims().begin() + 1, dy.shape().dims().end());
+        dy = dy.reshape(d);
+    }
+    Tensor dx = pooling_backward(dy, in.x, ws, in.p);
     c.input_grads[0] = dx.reshape(x.shape().dims());
 }
 

@@ -413,3 +413,16 @@ def test_axis_objects_stand_for_their_index_in_axis_arguments():
     assert C.reshape(x, (12,), begin_axis=C.Axis(1)).shape == (2, 12)
     with pytest.raises(TypeError, match='static axis'):
         C.reshape(x, (24,), begin_axis=C.Axis.default_batch_axis())
+
+
+def test_a_pooling_window_with_a_channel_extent_pools_across_channels():
+    # CNTK's window covers every axis of the sample: (2, 2, 1) on [C, H, W] averages channel pairs too.
+    data = np.arange(1, 49, dtype=np.float32).reshape(1, 2, 2, 4, 3)
+    a = C.sequence.input_variable((2, 4, 3), needs_gradient=True)
+    avg = C.pooling(a, C.AVG_POOLING, (2, 2, 1), (2, 2, 1), auto_padding=[False])
+    assert avg.shape == (1, 2, 3)
+    np.testing.assert_allclose(avg.eval({a: data})[0], [[[[8.5, 9.5, 10.5], [14.5, 15.5, 16.5]]],
+                                                        [[[32.5, 33.5, 34.5], [38.5, 39.5, 40.5]]]])
+    np.testing.assert_allclose(avg.grad({a: data})[0], np.full(data.shape[1:], 0.25))
+    mx = C.pooling(a, C.MAX_POOLING, (2, 2, 1), (2, 2, 1), auto_padding=[False])
+    np.testing.assert_allclose(mx.eval({a: data})[0][:, 0, 0], [[16., 17., 18.], [40., 41., 42.]])
