@@ -148,9 +148,13 @@ int dyn_of(const NodeCtx& c, const Variable& v);
 int onnx_rank(const NodeCtx& c, const Variable& v);
 // ONNX axis (negative from the end) -> ctk static axis; the batch axis is refused.
 int static_axis(const NodeCtx& c, const Variable& v, int64_t axis, int extra_rank = 0);
-// Zeros of `dims` that an Expand broadcasts against: a tensor sized by shape values in the file, not
-// by data in it, so it is refused (ValueError naming the node) when it would not fit this machine's
-// memory, before anything is allocated.
+// Values the importer builds from the file's shapes and attributes rather than from its bytes (an
+// Expand's zeros, ConstantOfShape, Range, windows, interpolation and index tables) hold at most
+// kMaxBuiltElements values, so that a small file cannot make ctk allocate gigabytes: check_built_size
+// throws ValueError naming the node before anything is allocated.
+inline constexpr int64_t kMaxBuiltElements = int64_t(1) << 26;
+void check_built_size(const NodeCtx& c, int64_t elements, const std::string& what);
+// Zeros of `dims` that an Expand broadcasts against (checked as above).
 Variable expand_zeros(const NodeCtx& c, const Dims& dims, DataType dtype);
 // Integer operands of arithmetic go through f64 (exact below 2^53) and come back.
 Variable as_float(const Variable& v);
@@ -180,10 +184,10 @@ std::vector<Variable> layer_norm_node(NodeCtx& c);
 std::vector<Variable> mod_node(NodeCtx& c);
 std::vector<Variable> trilu_node(NodeCtx& c);
 
-// Handlers of onnx_import_tensor.cpp (Pad, TopK, OneHot, Expand, Dropout, GatherElements, GatherND, the scatters, Compress, Tile, Split,
-// CumSum, DepthToSpace/SpaceToDepth, Size, ConstantOfShape, Range, EyeLike, the signal windows) and of
-// onnx_import_math.cpp (Erf, Round, Acosh, Celu, Shrink, BitShift, CastLike, normalizations,
-// quantization, ...) and onnx_import_resize.cpp (Resize, Upsample), added to the table.
+// Handlers of onnx_import_tensor.cpp (Pad, TopK, OneHot, Expand, Dropout, GatherElements, GatherND, the
+// scatters, Compress, Tile, Split, CumSum, DepthToSpace/SpaceToDepth, Size, ConstantOfShape, Range, EyeLike,
+// the signal windows) and of onnx_import_math.cpp (Erf, Round, Acosh, Celu, Shrink, BitShift, CastLike,
+// normalizations, quantization, ...) and onnx_import_resize.cpp (Resize, Upsample), added to the table.
 void add_tensor_handlers(std::map<std::string, Handler>& h);
 void add_math_handlers(std::map<std::string, Handler>& h);
 void add_resize_handlers(std::map<std::string, Handler>& h);

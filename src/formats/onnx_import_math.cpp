@@ -141,6 +141,7 @@ std::vector<Variable> lrn_node(NodeCtx& c) {
     const int a = static_axis(c, x, 1);
     const int64_t C = x.shape()[static_cast<size_t>(a)];
     const int64_t before = (size - 1) / 2, after = size - 1 - before;
+    check_built_size(c, checked_mul(C, C, c.where), "the channel band matrix");
     std::vector<double> band(static_cast<size_t>(C * C), 0.0);
     for (int64_t i = 0; i < C; ++i)      // input channel
         for (int64_t j = 0; j < C; ++j)  // output channel
@@ -194,6 +195,7 @@ std::vector<Variable> reverse_sequence_node(NodeCtx& c) {
     for (size_t i = s.size(); i-- > 1;) stride[i - 1] = stride[i] * s[i];
     int64_t total = 1;
     for (int64_t d : s) total = checked_mul(total, d, c.where);
+    check_built_size(c, total, "the reversal index");
     std::vector<double> source(static_cast<size_t>(total));
     for (int64_t k = 0; k < total; ++k) {
         const int64_t t = k / stride[static_cast<size_t>(ta)] % s[static_cast<size_t>(ta)];

@@ -3,8 +3,6 @@
 #include <cmath>
 #include <limits>
 
-#include <unistd.h>
-
 #include "formats/onnx_import_internal.h"
 #include "formats/onnx_recurrence.h"
 #include "ops/ops_common.h"
@@ -45,13 +43,17 @@ std::optional<Dims> ints_input_or_attr(NodeCtx& c, int i, const char* key, int64
     CTK_THROW(NotImplementedError, c.where, ": ", why);
 }
 
+void check_built_size(const NodeCtx& c, int64_t elements, const std::string& what) {
+    CTK_CHECK(elements >= 0 && elements <= kMaxBuiltElements, ValueError, c.where, ": ", what, " would hold ",
+              elements, " values, more than the ", kMaxBuiltElements,
+              " ctk builds from a file's shapes and attributes");
+}
+
 Variable expand_zeros(const NodeCtx& c, const Dims& dims, DataType dtype) {
-    const size_t bytes = checked_nbytes(dims, dtype, c.where);
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-    CTK_CHECK(memory == 0 || bytes <= memory, ValueError, c.where, ": expands to ", dims_to_string(dims),
-              " of ", dtype_name(dtype), ", ", bytes, " bytes, more than this machine's ", memory,
-              " bytes of memory");
+    (void)checked_nbytes(dims, dtype, c.where);  // dims that overflow are an error of their own
+    int64_t n = 1;
+    for (int64_t d : dims) n = checked_mul(n, d, c.where);
+    check_built_size(c, n, "the expanded value " + dims_to_string(dims));
     return constant(dims, 0.0, dtype);
 }
 
@@ -696,6 +698,7 @@ std::map<std::string, Handler> make_handlers() {
             if (attr_i(c, "select_last_index", 0) != 0) {
                 // The last extreme: the first one of x reversed along the axis, counted from the end.
                 const int64_t n = x.shape()[static_cast<size_t>(a)];
+                check_built_size(c, n, "the reversal index");
                 Variable r = reverse_axis(x, a);
                 y = is_max ? argmax(r, Axis(a)) : argmin(r, Axis(a));
                 y = minus(constant(static_cast<double>(n - 1), y.dtype()), y);

@@ -136,11 +136,15 @@ std::vector<Variable> resize(NodeCtx& c, const ResizeSpec& s, std::vector<double
             scale = static_cast<double>(out) / static_cast<double>(in);
         } else {
             scale = scales[static_cast<size_t>(a)];
-            out = static_cast<int64_t>(std::floor(static_cast<double>(in) * (hi - lo) * scale));
+            const double want = std::floor(static_cast<double>(in) * (hi - lo) * scale);
+            CTK_CHECK(std::isfinite(want) && want >= 1 && want <= double(int64_t(1) << 24), ValueError,
+                      c.where, ": axis ", a, " resized from ", in, " by ", scale, " to ", want, " points");
+            out = static_cast<int64_t>(want);
         }
         CTK_CHECK(scale > 0 && out >= 1 && out <= (int64_t(1) << 24), ValueError, c.where, ": axis ", a,
                   " resized from ", in, " to ", out);
         out_dims.push_back(out);
+        check_built_size(c, checked_mul(in, out, c.where), "the interpolation matrix");
         std::vector<double> w = axis_weights(s, in, out, scale, lo, hi, inside[static_cast<size_t>(a)]);
         for (bool v : inside[static_cast<size_t>(a)]) extrapolates = extrapolates || !v;
         if (in == out && !crop && scale == 1.0) {
@@ -160,6 +164,7 @@ std::vector<Variable> resize(NodeCtx& c, const ResizeSpec& s, std::vector<double
             for (int64_t v : out_dims) n = checked_mul(n, v, c.where);
             return n;
         }();
+        check_built_size(c, total, "the extrapolation values");
         std::vector<double> fill(static_cast<size_t>(total), 0.0);
         for (int64_t k = 0; k < total; ++k) {
             int64_t rest = k;

@@ -85,6 +85,7 @@ std::vector<Variable> gather_elements_node(NodeCtx& c) {
     // offset(p) + idx[p] * stride(axis), offset(p) the other coordinates' part.
     const Dims ds = strides_of(D), is = strides_of(I);
     const int64_t n = numel(I, c.where);
+    check_built_size(c, n, "the index table");
     std::vector<double> offset(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
         int64_t rest = k, off = 0;
@@ -118,6 +119,7 @@ Variable scatter_flat(NodeCtx& c, const Variable& data, const Variable& updates,
         unsupported(c, "reduction '" + reduction + "'");
     const Dims D = data.shape();
     const int64_t rows = numel(D, c.where) / row;
+    check_built_size(c, rows, "the scatter's source table");
     std::vector<std::vector<int64_t>> rounds;  // update numbers per round
     std::vector<int64_t> seen(static_cast<size_t>(rows), 0), last(static_cast<size_t>(rows), -1);
     for (size_t k = 0; k < targets.size(); ++k) {
@@ -248,6 +250,7 @@ std::vector<Variable> gather_nd_node(NodeCtx& c) {
     if (b > 0) {
         const Dims bd(I.begin(), I.begin() + b);
         const int64_t nb = numel(bd, c.where), per = numel(lead, c.where) / nb;
+        check_built_size(c, numel(lead, c.where), "the batch offsets");
         std::vector<double> base;
         for (int64_t q = 0; q < nb; ++q)
             for (int64_t r = 0; r < per; ++r) base.push_back(static_cast<double>(q * per_batch));
@@ -326,6 +329,7 @@ std::vector<Variable> cumsum_node(NodeCtx& c) {
     const int a = static_axis(c, x, ax[0]);
     const bool exclusive = attr_i(c, "exclusive", 0) != 0, reverse = attr_i(c, "reverse", 0) != 0;
     const int64_t n = x.shape()[static_cast<size_t>(a)];
+    check_built_size(c, checked_mul(n, n, c.where), "the cumulative-sum matrix");
     // y = x M along the axis, M[i][j] = 1 where input i counts towards output j.
     std::vector<double> m(static_cast<size_t>(n * n), 0.0);
     for (int64_t i = 0; i < n; ++i)
@@ -424,7 +428,7 @@ std::vector<Variable> range_node(NodeCtx& c) {
                  delta = d->to_vector<double>()[0];
     CTK_CHECK(delta != 0, ValueError, c.where, ": delta is 0");
     const double count = std::max(std::ceil((limit - start) / delta), 0.0);
-    CTK_CHECK(count <= 1e9, ValueError, c.where, ": ", count, " elements");
+    check_built_size(c, count > 1e18 ? -1 : static_cast<int64_t>(count), "the range");
     if (count == 0) unsupported(c, "an empty range");
     std::vector<double> v;
     for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
@@ -438,6 +442,7 @@ std::vector<Variable> eye_like_node(NodeCtx& c) {
     Variable x = static_operand(c, 0);
     CTK_CHECK(x.rank() == 2, ShapeError, c.where, ": the input must be 2-D");
     const int64_t k = attr_i(c, "k", 0), rows = x.shape()[0], cols = x.shape()[1];
+    check_built_size(c, checked_mul(rows, cols, c.where), "the identity");
     const auto* a = find_attr(c, "dtype");
     const DataType dt = a ? dtype_of_onnx(static_cast<int32_t>(a->i()), c.where) : x.dtype();
     std::vector<double> v(static_cast<size_t>(rows * cols), 0.0);
@@ -451,8 +456,8 @@ std::vector<Variable> eye_like_node(NodeCtx& c) {
 Handler window_handler(double a0, double a1, double a2) {
     return [=](NodeCtx& c) -> std::vector<Variable> {
         const Dims size = c.im.const_ints(c, 0);
-        CTK_CHECK(size.size() == 1 && size[0] >= 1 && size[0] <= (int64_t(1) << 30), ValueError, c.where,
-                  ": size must be one positive value");
+        CTK_CHECK(size.size() == 1 && size[0] >= 1, ValueError, c.where, ": size must be one positive value");
+        check_built_size(c, size[0], "the window");
         const bool periodic = attr_i(c, "periodic", 1) != 0;
         const double denom = static_cast<double>(periodic ? size[0] : size[0] - 1);
         std::vector<double> v;
@@ -528,6 +533,13 @@ void add_tensor_handlers(std::map<std::string, Handler>& h) {
         const DataType d = x.dtype();
         if (mode == "edge") {
             if (dyn != 0) unsupported(c, "edge padding of a batched value");
+            for (size_t i = 0; i < pat.size(); ++i) {
+                int64_t n = 0;
+                if (__builtin_add_overflow(x.shape()[i], pat[i].first, &n) ||
+                    __builtin_add_overflow(n, pat[i].second, &n))
+                    n = -1;
+                check_built_size(c, n, "an edge-padding index");
+            }
             return {back_to(alias(edge_pad(as_float(x), pat), c.name), d)};
         }
         return {back_to(pad(as_float(x), pat, m, value, c.name), d)};
