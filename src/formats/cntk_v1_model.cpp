@@ -19,6 +19,10 @@ using detail::cntk_v1::ColDims;
 using detail::cntk_v1::Network;
 using detail::cntk_v1::Node;
 
+// The most values the reader builds from the file's shapes rather than its bytes (RowStack's broadcast
+// zeros): a small file cannot make it allocate gigabytes.
+constexpr int64_t kMaxBroadcastValues = int64_t(1) << 26;
+
 // CNTK's TensorShapes are column-major; ctk's shapes are row-major (as CNTK's Python API shows them).
 Dims row_major(const ColDims& d) {
     return Dims(d.rbegin(), d.rend());
@@ -239,7 +243,16 @@ private:
                 if (!p.shape_known() || p.rank() != static_cast<int>(target.size())) continue;
                 Dims want = target;
                 want[static_cast<size_t>(axis)] = p.shape()[static_cast<size_t>(axis)];
-                if (want != p.shape()) p = plus(p, constant(want, 0.0, p.dtype()));
+                if (want == p.shape()) continue;
+                // The zeros it broadcasts against are sized by the file's shapes, not its bytes: bounded
+                // (libFuzzer found a 1.6 KB file asking for 19 GB here).
+                int64_t values = 1;
+                for (int64_t d : want)
+                    if (__builtin_mul_overflow(values, std::max<int64_t>(d, 0), &values)) values = -1;
+                if (values < 0 || values > kMaxBroadcastValues)
+                    corrupt(n, detail::concat("an operand broadcast to ", dims_to_string(want),
+                                              ", more than ", kMaxBroadcastValues, " values"));
+                p = plus(p, constant(want, 0.0, p.dtype()));
             }
             return splice(parts, Axis(axis), n.name);
         }
