@@ -147,3 +147,29 @@ __all__ = ['Delay', 'identity', 'default_options', 'default_options_for', 'Dense
            'Label', 'Sequential', 'ResNetBlock', 'SequentialClique', 'For', 'LSTM', 'GRU', 'RNNStep',
            'Recurrence', 'RecurrenceFrom', 'Fold', 'ConvolutionTranspose', 'ConvolutionTranspose1D', 'ConvolutionTranspose2D',
            'ConvolutionTranspose3D', 'MaxUnpooling', 'UnfoldFrom']
+
+
+def PastValueWindow(window_size, axis, go_backwards=False, name=''):
+    """CNTK's PastValueWindow: a sequence seen as a fixed window of its last `window_size` items (its
+    first, with go_backwards), for attention over an encoder's steps. Two outputs: value, the items
+    stacked along a new axis at `axis` (item t the one t steps from the end; zeros where the sequence
+    is shorter), and valid, 1 where an item exists and 0 in the padding, shaped like value with the
+    item's axes as one dim of 1."""
+    from .ops import sequence as seq
+    from . import ops
+    if window_size < 1:
+        raise ValueError('PastValueWindow: window_size must be at least 1, got %d' % window_size)
+    inner = placeholder(name='x')
+    ones = seq.broadcast_as(ops.constant(1.0), inner)  # 1 on every step of the sequence
+
+    def item(v, t):  # the item t steps from the end (from the start with go_backwards); 0 if none
+        shifted = v if t == 0 else seq.delay(v, time_step=-t if go_backwards else t)
+        return seq.first(shifted) if go_backwards else seq.last(shifted)
+
+    value = ops.splice(*[ops.expand_dims(item(inner, t), axis) for t in range(window_size)], axis=axis)
+    valid = ops.splice(*[ops.expand_dims(ops.reshape(item(ones, t), (1,)), axis) for t in range(window_size)],
+                       axis=axis)
+    return as_block(combine([value, valid]), [(inner, placeholder())], 'PastValueWindow', name)
+
+
+__all__.append('PastValueWindow')

@@ -426,3 +426,15 @@ def test_a_pooling_window_with_a_channel_extent_pools_across_channels():
     np.testing.assert_allclose(avg.grad({a: data})[0], np.full(data.shape[1:], 0.25))
     mx = C.pooling(a, C.MAX_POOLING, (2, 2, 1), (2, 2, 1), auto_padding=[False])
     np.testing.assert_allclose(mx.eval({a: data})[0][:, 0, 0], [[16., 17., 18.], [40., 41., 42.]])
+
+
+def test_past_value_window_as_cntk_documents_it():
+    from cntk.layers import PastValueWindow
+    x = C.sequence.input_variable(2)
+    x0 = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+    value, valid = PastValueWindow(4, axis=-2)(x).outputs
+    got = C.combine([value, valid]).eval({x: x0})
+    np.testing.assert_array_equal(got[value], [[[4, 5], [2, 3], [0, 1], [0, 0]]])
+    np.testing.assert_array_equal(got[valid], [[[1], [1], [1], [0]]])
+    back, back_valid = PastValueWindow(2, axis=-2, go_backwards=True)(x).outputs
+    np.testing.assert_array_equal(C.combine([back]).eval({x: x0}), [[[0, 1], [2, 3]]])

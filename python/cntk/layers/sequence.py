@@ -1,4 +1,4 @@
 """cntk.layers.sequence: layers over sequences."""
-from ctk.layers import (Delay, Recurrence, RecurrenceFrom, Fold, UnfoldFrom)  # noqa: F401
+from ctk.layers import (Delay, Recurrence, RecurrenceFrom, Fold, UnfoldFrom, PastValueWindow)  # noqa: F401
 
-__all__ = ['Delay', 'Recurrence', 'RecurrenceFrom', 'Fold', 'UnfoldFrom']
+__all__ = ['Delay', 'Recurrence', 'RecurrenceFrom', 'Fold', 'UnfoldFrom', 'PastValueWindow']
