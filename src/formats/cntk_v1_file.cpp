@@ -385,7 +385,11 @@ void read_payload(ByteReader& r, Node& n, uint64_t version) {
         for (int32_t i = 0; i < count; ++i) {
             Node::SliceAxis a;
             a.begin = static_cast<int64_t>(r.u64("slice begin"));
-            a.end = a.begin + static_cast<int64_t>(r.u64("slice length"));
+            const int64_t length = static_cast<int64_t>(r.u64("slice length"));
+            if (__builtin_add_overflow(a.begin, length, &a.end))
+                r.fail(detail::concat("Slice '", n.name, "' has begin ", a.begin, " and length ", length,
+                                      ", whose end overflows"),
+                       at);
             if (version >= 3) a.axis = r.i32("slice axis");
             n.slices.push_back(a);
         }
