@@ -172,7 +172,8 @@ MinibatchArguments bind_minibatch(const std::unordered_map<std::string, Minibatc
 class Evaluator {
 public:
     explicit Evaluator(FunctionPtr metric, std::vector<ProgressWriterPtr> progress_writers = {});
-    // The average of the metric over the minibatch's samples (inference mode), computed on `device`.
+    // The average of the metric over the minibatch's samples (inference mode), computed on `device`; an
+    // empty minibatch gives NaN (CNTK's 0 / 0).
     double test_minibatch(const MinibatchArguments& arguments, Device device = default_device());
     double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                           const StreamMap& input_map, Device device = default_device());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <unordered_set>
 
@@ -395,7 +396,8 @@ Evaluator::Evaluator(FunctionPtr metric, std::vector<ProgressWriterPtr> progress
 }
 
 double Evaluator::test_minibatch(const MinibatchArguments& arguments, Device device) {
-    CTK_CHECK(!arguments.empty(), ValueError, "Evaluator::test_minibatch: empty minibatch");
+    // An empty minibatch (a reader that ran dry) tests no samples: CNTK returned 0 / 0, a NaN.
+    if (arguments.empty()) return std::numeric_limits<double>::quiet_NaN();
     ValueMap outs{{aggregate_->output(), Value()}, {metric_->output(), Value()}};
     ValueMap args(arguments.begin(), arguments.end());
     combined_->forward(args, outs, {}, false, device);

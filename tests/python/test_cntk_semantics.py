@@ -438,3 +438,11 @@ def test_past_value_window_as_cntk_documents_it():
     np.testing.assert_array_equal(got[valid], [[[1], [1], [1], [0]]])
     back, back_valid = PastValueWindow(2, axis=-2, go_backwards=True)(x).outputs
     np.testing.assert_array_equal(C.combine([back]).eval({x: x0}), [[[0, 1], [2, 3]]])
+
+
+def test_testing_an_empty_minibatch_gives_nan_as_cntk():
+    x = C.input_variable(2)
+    t = C.input_variable(2)
+    z = C.times(x, C.parameter((2, 2), init=1.0))
+    trainer = C.Trainer(z, (C.squared_error(z, t), C.squared_error(z, t)), [C.sgd(z.parameters, 0.1)])
+    assert np.isnan(trainer.test_minibatch({}))
