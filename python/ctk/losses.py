@@ -51,3 +51,25 @@ def hierarchical_softmax_layer(input_var, label_index, label_dim, label_classes=
 
 
 __all__.append('hierarchical_softmax_layer')
+
+
+def fmeasure(output, target, beta=1, name=''):
+    """CNTK's fmeasure: 1 - the F-beta score of `output` against `target` (values in [0, 1], such as
+    segmentation masks), per sample. Counts are summed over the spatial axes of a [C, H, W] sample
+    (the class axis kept) and over the whole sample otherwise: precision = sum(o t) / sum(o), recall =
+    sum(o t) / sum(t), F = (1 + beta^2) precision recall / (beta^2 precision + recall)."""
+    from . import _ctk as C
+    if len(output.shape) != len(target.shape):
+        raise ValueError('fmeasure: output %s and target %s differ in rank' % (output.shape, target.shape))
+    axis = (1, 2) if len(output.shape) == 3 else None
+
+    def total(x):
+        return C.reduce_sum(x, axis=axis) if axis else C.reduce_sum(x)
+
+    hits = total(output * target)
+    precision, recall = hits / total(output), hits / total(target)
+    b2 = float(beta) ** 2
+    return C.alias(1 - (1 + b2) * precision * recall / (b2 * precision + recall), name=name)
+
+
+__all__.append('fmeasure')

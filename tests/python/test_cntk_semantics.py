@@ -446,3 +446,18 @@ def test_testing_an_empty_minibatch_gives_nan_as_cntk():
     z = C.times(x, C.parameter((2, 2), init=1.0))
     trainer = C.Trainer(z, (C.squared_error(z, t), C.squared_error(z, t)), [C.sgd(z.parameters, 0.1)])
     assert np.isnan(trainer.test_minibatch({}))
+
+
+def test_fmeasure_is_one_minus_the_f_score_per_sample():
+    rng = np.random.RandomState(3)
+    out = (rng.rand(2, 1, 4, 4) > 0.5).astype(np.float32)
+    tgt = (rng.rand(2, 1, 4, 4) > 0.5).astype(np.float32)
+    x, t = C.input_variable((1, 4, 4)), C.input_variable((1, 4, 4))
+    for beta in (1, 2):
+        got = C.fmeasure(x, t, beta=beta).eval({x: out, t: tgt})
+        hits = (out * tgt).sum(axis=(2, 3))
+        p, r = hits / out.sum(axis=(2, 3)), hits / tgt.sum(axis=(2, 3))
+        want = 1 - (1 + beta ** 2) * p * r / (beta ** 2 * p + r)
+        np.testing.assert_allclose(got.reshape(2, 1), want, rtol=1e-5)
+    v = C.input_variable(3)
+    assert C.fmeasure(v, v).shape == ()  # other ranks: the whole sample
