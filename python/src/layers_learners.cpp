@@ -551,7 +551,12 @@ void bind_layers_learners(py::module_& m) {
     ln.def("set_default_unit_gain_value", &set_default_unit_gain_value, arg("value"));
     ln.def("default_unit_gain_value", &default_unit_gain_value);
 
+    // A learner's checkpoint (counters, schedules, per-parameter state): opaque to Python, as CNTK's
+    // Dictionary mostly was; restore_from_checkpoint takes it back.
+    py::class_<Dictionary>(ln, "LearnerCheckpoint");
     py::class_<Learner, LearnerPtr>(ln, "Learner")
+        .def("create_checkpoint", &Learner::checkpoint_state)
+        .def("restore_from_checkpoint", &Learner::restore_from_checkpoint, arg("checkpoint"))
         .def_property_readonly("parameters", &Learner::parameters)
         .def("learning_rate", &Learner::learning_rate)
         .def("reset_learning_rate", &Learner::reset_learning_rate, arg("learning_rate"))

@@ -461,3 +461,18 @@ def test_fmeasure_is_one_minus_the_f_score_per_sample():
         np.testing.assert_allclose(got.reshape(2, 1), want, rtol=1e-5)
     v = C.input_variable(3)
     assert C.fmeasure(v, v).shape == ()  # other ranks: the whole sample
+
+
+def test_learner_checkpoint_restores_its_state():
+    w = C.parameter((2,), init=1.0)
+    learner = C.momentum_sgd([w], C.learning_parameter_schedule(0.1), C.momentum_schedule(0.9))
+    grads = {w: np.array([1., 2.], np.float32)}
+    learner.update(grads, 1)
+    checkpoint, saved = learner.create_checkpoint(), w.value.copy()
+    learner.update(grads, 1)
+    expected = w.value.copy()
+    learner.update(grads, 1)  # the momentum moves on
+    learner.restore_from_checkpoint(checkpoint)
+    w.value = saved  # the parameters are the model's, not the learner's checkpoint
+    learner.update(grads, 1)
+    np.testing.assert_allclose(w.value, expected)
