@@ -156,6 +156,18 @@ inline constexpr int64_t kMaxBuiltElements = int64_t(1) << 26;
 void check_built_size(const NodeCtx& c, int64_t elements, const std::string& what);
 // Zeros of `dims` that an Expand broadcasts against (checked as above).
 Variable expand_zeros(const NodeCtx& c, const Dims& dims, DataType dtype);
+// The number of elements of dims (ShapeError naming `where` when the product overflows), and their
+// row-major strides.
+inline int64_t element_count(const Dims& dims, const std::string& where) {
+    int64_t n = 1;
+    for (int64_t d : dims) n = checked_mul(n, d, where);
+    return n;
+}
+inline Dims row_major_strides(const Dims& dims) {
+    Dims s(dims.size(), 1);
+    for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+    return s;
+}
 // Integer operands of arithmetic go through f64 (exact below 2^53) and come back.
 Variable as_float(const Variable& v);
 // ctk casts only to floating dtypes, so integer results stay in f64 (their values are exact).

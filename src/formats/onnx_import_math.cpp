@@ -191,10 +191,8 @@ std::vector<Variable> reverse_sequence_node(NodeCtx& c) {
     const std::vector<double> len = lens->to_vector<double>();
     CTK_CHECK(static_cast<int64_t>(len.size()) == s[static_cast<size_t>(ba)], ShapeError, c.where,
               ": sequence_lens must hold one length per batch entry");
-    Dims stride(s.size(), 1);
-    for (size_t i = s.size(); i-- > 1;) stride[i - 1] = stride[i] * s[i];
-    int64_t total = 1;
-    for (int64_t d : s) total = checked_mul(total, d, c.where);
+    const Dims stride = row_major_strides(s);
+    const int64_t total = element_count(s, c.where);
     check_built_size(c, total, "the reversal index");
     std::vector<double> source(static_cast<size_t>(total));
     for (int64_t k = 0; k < total; ++k) {

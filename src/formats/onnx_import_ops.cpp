@@ -51,9 +51,7 @@ void check_built_size(const NodeCtx& c, int64_t elements, const std::string& wha
 
 Variable expand_zeros(const NodeCtx& c, const Dims& dims, DataType dtype) {
     (void)checked_nbytes(dims, dtype, c.where);  // dims that overflow are an error of their own
-    int64_t n = 1;
-    for (int64_t d : dims) n = checked_mul(n, d, c.where);
-    check_built_size(c, n, "the expanded value " + dims_to_string(dims));
+    check_built_size(c, element_count(dims, c.where), "the expanded value " + dims_to_string(dims));
     return constant(dims, 0.0, dtype);
 }
 
@@ -274,12 +272,6 @@ Dims resolve_free_dim(const NodeCtx& c, Dims target, int64_t numel) {
     return target;
 }
 
-int64_t numel_of(const Dims& d) {
-    int64_t n = 1;
-    for (int64_t x : d) n = checked_mul(n, x, "reshape");
-    return n;
-}
-
 // Reshape with a constant target, or with one built from Shape of a batched value. ctk's export of
 // per-frame ops on sequences writes Reshape(x, [-1, sample...]) to merge the batch and sequence dims and
 // Reshape(y, Concat(Shape(x)[0:2], sample)) to split them again; ctk keeps both axes throughout.
@@ -301,7 +293,7 @@ std::vector<Variable> reshape_node(NodeCtx& c) {
             if ((*sym)[i].axis >= 0) unsupported(c, "a run-time shape that moves the dynamic dims");
             rest.push_back((*sym)[i].value);
         }
-        return {reshape_to(x, resolve_free_dim(c, rest, numel_of(x.shape())), c.name)};
+        return {reshape_to(x, resolve_free_dim(c, rest, element_count(x.shape(), "reshape")), c.name)};
     }
     Dims target = c.im.const_ints(c, 1);
     const bool merging = dyn == 2 && !target.empty() && target[0] == -1;
@@ -319,7 +311,7 @@ std::vector<Variable> reshape_node(NodeCtx& c) {
         }
         if (rest[i] < 0) unsupported(c, "a reshape that moves the merged batch and sequence dims");
     }
-    if (numel_of(rest) != numel_of(x.shape()))
+    if (element_count(rest, "reshape") != element_count(x.shape(), "reshape"))
         unsupported(c, "a reshape that moves the merged batch and sequence dims");
     Variable y = reshape_to(x, rest, c.name);
     c.im.merged_.insert(y.impl());

@@ -159,11 +159,7 @@ std::vector<Variable> resize(NodeCtx& c, const ResizeSpec& s, std::vector<double
     const double ext = attr_f(c, "extrapolation_value", 0.0);
     if (extrapolates && ext != 0) {
         // Outputs whose source lies outside the crop along any axis hold 0 so far: add the value there.
-        const int64_t total = [&] {
-            int64_t n = 1;
-            for (int64_t v : out_dims) n = checked_mul(n, v, c.where);
-            return n;
-        }();
+        const int64_t total = element_count(out_dims, c.where);
         check_built_size(c, total, "the extrapolation values");
         std::vector<double> fill(static_cast<size_t>(total), 0.0);
         for (int64_t k = 0; k < total; ++k) {

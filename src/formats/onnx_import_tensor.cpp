@@ -19,19 +19,6 @@ Variable f64_constant(const std::vector<double>& v, const Dims& dims) {
     return constant(Tensor::from_vector(v, Shape(dims)));
 }
 
-int64_t numel(const Dims& d, const std::string& where) {
-    int64_t n = 1;
-    for (int64_t x : d) n = checked_mul(n, x, where);
-    return n;
-}
-
-// Row-major strides of dims.
-Dims strides_of(const Dims& d) {
-    Dims s(d.size(), 1);
-    for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
-    return s;
-}
-
 Variable static_operand(NodeCtx& c, int i) {
     Variable v = c.im.in(c, i);
     if (dyn_of(c, v) != 0) unsupported(c, "a batched operand");
@@ -72,7 +59,7 @@ Variable take_along(const Variable& x, const Variable& idx, int axis, const std:
 
 // A value flattened to one axis (a ctk reshape of a static value).
 Variable flat(const Variable& x, const std::string& where) {
-    return reshape(x, {numel(x.shape(), where)});
+    return reshape(x, {element_count(x.shape(), where)});
 }
 
 std::vector<Variable> gather_elements_node(NodeCtx& c) {
@@ -83,8 +70,8 @@ std::vector<Variable> gather_elements_node(NodeCtx& c) {
     const int axis = norm_axis(c, attr_i(c, "axis", 0), static_cast<int>(D.size()));
     // out[p] = data[p with its axis coordinate replaced by idx[p]]: a flat gather at
     // offset(p) + idx[p] * stride(axis), offset(p) the other coordinates' part.
-    const Dims ds = strides_of(D), is = strides_of(I);
-    const int64_t n = numel(I, c.where);
+    const Dims ds = row_major_strides(D), is = row_major_strides(I);
+    const int64_t n = element_count(I, c.where);
     check_built_size(c, n, "the index table");
     std::vector<double> offset(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
@@ -118,7 +105,7 @@ Variable scatter_flat(NodeCtx& c, const Variable& data, const Variable& updates,
     if (reduction != "none" && reduction != "add" && reduction != "mul")
         unsupported(c, "reduction '" + reduction + "'");
     const Dims D = data.shape();
-    const int64_t rows = numel(D, c.where) / row;
+    const int64_t rows = element_count(D, c.where) / row;
     check_built_size(c, rows, "the scatter's source table");
     std::vector<std::vector<int64_t>> rounds;  // update numbers per round
     std::vector<int64_t> seen(static_cast<size_t>(rows), 0), last(static_cast<size_t>(rows), -1);
@@ -170,7 +157,7 @@ std::vector<Variable> scatter_elements_node(NodeCtx& c) {
               ": indices and updates must have data's rank and one shape");
     const int axis = norm_axis(c, attr_i(c, "axis", 0), static_cast<int>(D.size()));
     const std::vector<double> iv = wrapped_indices(c, *idx, D[static_cast<size_t>(axis)]);
-    const Dims ds = strides_of(D), is = strides_of(I);
+    const Dims ds = row_major_strides(D), is = row_major_strides(I);
     std::vector<int64_t> targets;
     for (size_t k = 0; k < iv.size(); ++k) {
         int64_t rest = static_cast<int64_t>(k), t = 0;
@@ -204,7 +191,7 @@ std::vector<Variable> scatter_nd_node(NodeCtx& c) {
     const Dims& D = data.shape();
     const int64_t k = idx->shape().dims().back();
     const int64_t row = nd_row(c, D, k);
-    const Dims ds = strides_of(Dims(D.begin(), D.begin() + k));
+    const Dims ds = row_major_strides(Dims(D.begin(), D.begin() + k));
     const std::vector<double> iv = idx->to_vector<double>();
     std::vector<int64_t> targets;
     for (size_t p = 0; p < iv.size(); p += static_cast<size_t>(k)) {
@@ -235,8 +222,8 @@ std::vector<Variable> gather_nd_node(NodeCtx& c) {
     const Dims inner(D.begin() + b, D.end());
     const int64_t row = nd_row(c, inner, k);
     // The flat row of each index tuple: its batch position's block plus the tuple's row-major offset.
-    Dims coef = strides_of(Dims(inner.begin(), inner.begin() + k));
-    const int64_t per_batch = numel(Dims(inner.begin(), inner.begin() + k), c.where);
+    Dims coef = row_major_strides(Dims(inner.begin(), inner.begin() + k));
+    const int64_t per_batch = element_count(Dims(inner.begin(), inner.begin() + k), c.where);
     Variable i = as_float(idx);
     if (i.dtype() != DataType::f64) i = cast(i, DataType::f64);
     // Negative coordinates count from the end of their dim.
@@ -249,14 +236,14 @@ std::vector<Variable> gather_nd_node(NodeCtx& c) {
     const Dims lead(I.begin(), I.end() - 1);
     if (b > 0) {
         const Dims bd(I.begin(), I.begin() + b);
-        const int64_t nb = numel(bd, c.where), per = numel(lead, c.where) / nb;
-        check_built_size(c, numel(lead, c.where), "the batch offsets");
+        const int64_t nb = element_count(bd, c.where), per = element_count(lead, c.where) / nb;
+        check_built_size(c, element_count(lead, c.where), "the batch offsets");
         std::vector<double> base;
         for (int64_t q = 0; q < nb; ++q)
             for (int64_t r = 0; r < per; ++r) base.push_back(static_cast<double>(q * per_batch));
         lin = plus(lin, f64_constant(base, lead));
     }
-    const int64_t rows = numel(D, c.where) / row;
+    const int64_t rows = element_count(D, c.where) / row;
     Variable table = reshape(data, {rows, row});
     Dims out = lead;
     out.insert(out.end(), D.begin() + b + k, D.end());
@@ -396,7 +383,7 @@ Variable known(const Tensor& t, const std::string& name) {
 std::vector<Variable> size_node(NodeCtx& c) {
     Variable x = c.im.in(c, 0);
     if (dyn_of(c, x) != 0) unsupported(c, "the size of a batched value");
-    Tensor t = Tensor::full(Shape{}, static_cast<double>(numel(x.shape(), c.where)), DataType::i64);
+    Tensor t = Tensor::full(Shape{}, static_cast<double>(element_count(x.shape(), c.where)), DataType::i64);
     c.im.set_const(c.node.output(0), t);
     return {known(t, c.name)};
 }
@@ -413,7 +400,7 @@ std::vector<Variable> constant_of_shape_node(NodeCtx& c) {
         v = vt.to_vector<double>()[0];
         dt = vt.dtype();
     }
-    if (numel(dims, c.where) == 0) unsupported(c, "an empty result");
+    if (element_count(dims, c.where) == 0) unsupported(c, "an empty result");
     expand_zeros(c, dims, dt);  // refuses sizes beyond this machine's memory
     Tensor t = Tensor::full(Shape(dims), v, dt);
     c.im.set_const(c.node.output(0), t);

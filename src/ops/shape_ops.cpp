@@ -20,21 +20,31 @@ Dims with_dynamic(const Tensor& data, int dyn, const Dims& stat) {
 // function): a Reshape whose target is worked out here, from the operand's shape, each time it is
 // inferred ("squeezeAxes": the axes to drop, none listed meaning every dim of 1; "expandAxis": where a
 // dim of 1 goes); the resolved target is then stored as an ordinary whole-shape Reshape.
+// x's dims without the given axes (each must be 1), or without every dim of 1 when `axes` is null.
+Dims squeezed_dims(const Variable& x, const Dims* axes, const std::string& where) {
+    const Dims& xs = x.shape();
+    const int rank = x.rank();
+    Dims out;
+    for (int i = 0; i < rank; ++i) {
+        const int64_t d = xs[static_cast<size_t>(i)];
+        bool drop = !axes && d == 1;
+        if (axes)
+            for (int64_t a : *axes)
+                drop = drop || normalize_static_axis(static_cast<int>(a), rank, where) == i;
+        CTK_CHECK(!drop || d == 1, ShapeError, where, ": axis ", i, " of ", x.to_string(), " is not 1");
+        if (!drop) out.push_back(d);
+    }
+    return out;
+}
+
 void resolve_deferred_reshape(InferContext& c) {
     const Variable& x = c.inputs[0];
     const Dims& xs = x.shape();
     const int rank = x.rank();
     Dims out;
     if (c.attrs.has("squeezeAxes")) {
-        const Dims axes = c.attrs.get<Dims>("squeezeAxes");
-        for (int i = 0; i < rank; ++i) {
-            bool drop = axes.empty() && xs[static_cast<size_t>(i)] == 1;
-            for (int64_t a : axes)
-                drop = drop || normalize_static_axis(static_cast<int>(a), rank, c.where) == i;
-            CTK_CHECK(!drop || xs[static_cast<size_t>(i)] == 1, ShapeError, c.where, ": axis ", i, " of ",
-                      x.to_string(), " is not 1");
-            if (!drop) out.push_back(xs[static_cast<size_t>(i)]);
-        }
+        const Dims axes = c.attrs.get<Dims>("squeezeAxes");  // none listed: every dim of 1
+        out = squeezed_dims(x, axes.empty() ? nullptr : &axes, c.where);
     } else {
         const int a =
             normalize_static_axis(static_cast<int>(c.attrs.get<int64_t>("expandAxis")), rank + 1, c.where);
@@ -464,21 +474,9 @@ FunctionPtr squeeze(const Variable& x, std::optional<std::vector<int>> axes, con
         return detail::make_op(PrimitiveOp::reshape, {x},
                                Attributes{{"newShape", Dims{}}, {"squeezeAxes", deferred}}, name);
     }
-    Dims shape;
-    for (int i = 0; i < x.rank(); ++i) {
-        const int64_t d = x.shape()[static_cast<size_t>(i)];
-        bool drop = false;
-        if (axes) {
-            for (int a : *axes)
-                drop = drop || detail::normalize_static_axis(a, x.rank(), "squeeze '" + name + "'") == i;
-            CTK_CHECK(!drop || d == 1, ShapeError, "squeeze '", name, "': axis ", i, " of ", x.to_string(),
-                      " is not 1");
-        } else {
-            drop = d == 1;
-        }
-        if (!drop) shape.push_back(d);
-    }
-    return reshape(x, shape, std::nullopt, std::nullopt, name);
+    const Dims listed = axes ? Dims(axes->begin(), axes->end()) : Dims{};
+    return reshape(x, detail::squeezed_dims(x, axes ? &listed : nullptr, "squeeze '" + name + "'"),
+                   std::nullopt, std::nullopt, name);
 }
 
 FunctionPtr expand_dims(const Variable& x, int axis, const std::string& name) {

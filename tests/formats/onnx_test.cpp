@@ -540,9 +540,9 @@ TEST(OnnxHostile, TruncationsAndByteFlips) {
 // machine's memory). Values built from shapes are now capped at 2^26; kept as a seed
 // (tests/fuzz/seeds/onnx/finding_expand_beyond_the_cap.onnx).
 TEST(OnnxHostile, AnExpandBeyondTheCapIsRefusedBeforeItAllocates) {
-    const std::string path =
-        (fs::path(__FILE__).parent_path().parent_path() / "fuzz/seeds/onnx/finding_expand_beyond_the_cap.onnx")
-            .string();
+    const std::string path = (fs::path(__FILE__).parent_path().parent_path() /
+                              "fuzz/seeds/onnx/finding_expand_beyond_the_cap.onnx")
+                                 .string();
     cpu_allocator().reset_peak();
     try {
         load_onnx_model(path);
