@@ -1,6 +1,7 @@
 // Storage, and the choice of allocator per device (the CPU allocator is in cpu_allocator.cpp).
 #include "ctk/storage.h"
 
+#include "core/memory_plan_hook.h"
 #include "ctk/error.h"
 
 #if CTK_HAVE_CUDA
@@ -17,8 +18,9 @@ Allocator& allocator_for(Device device) {
     CTK_THROW(DeviceError, "device ", device.to_string(), " is not available in this build of ctk");
 }
 
-Storage::Storage(size_t bytes, Device device)
-    : bytes_(bytes), device_(device), allocator_(&allocator_for(device)) {
+Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
+    if (detail::serve_from_memory_plan(bytes, device, &data_, &keep_alive_)) return;  // memory_plan.h
+    allocator_ = &allocator_for(device);
     data_ = allocator_->allocate(bytes);
 }
 
