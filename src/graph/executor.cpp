@@ -581,9 +581,15 @@ void run_loop_backward(const Plan& plan, const Loop& loop, const std::vector<Val
 
 ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gradients,
                             const std::vector<Variable>& wrt) {
-    CTK_CHECK(state.plan_ != nullptr, ValueError, "backward: the state comes from no forward call");
-    const Plan& plan = *state.plan_;
-    const auto& values = state.values_;
+    return detail::run_backward(state, root_gradients, wrt, {});
+}
+
+ValueMap detail::run_backward(const BackPropState& kept_state, const ValueMap& root_gradients,
+                              const std::vector<Variable>& wrt, const GradientReady& on_ready) {
+    const FunctionAccess::KeptState state = FunctionAccess::kept(kept_state);
+    CTK_CHECK(state.plan != nullptr, ValueError, "backward: the state comes from no forward call");
+    const Plan& plan = *state.plan;
+    const auto& values = state.values;
     std::vector<Tensor> grads(values.size());
     std::vector<bool> leads(values.size(), false), wanted(values.size(), false);
     for (const Variable& v : wrt) {
@@ -601,7 +607,7 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
                   g.data().shape().to_string(), " for ", v.to_string(), " whose value has shape ",
                   val.data().shape().to_string());
         grads[static_cast<size_t>(s)] =
-            Value(g.data().to(state.device_).to(val.data().dtype()), val.layout()).masked_data(0.0);
+            Value(g.data().to(state.device).to(val.data().dtype()), val.layout()).masked_data(0.0);
     }
     // Which values lead to a wanted variable (a fixed point: loops feed back into themselves).
     for (bool changed = true; changed;) {
@@ -627,6 +633,27 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
         if (!z.defined()) z = Value(v.masked_data(0.0), v.layout());
         return z;
     };
+    // The wanted variables by their first reader, latest first: the order their gradients become final.
+    ValueMap result;
+    std::vector<size_t> by_first_use;
+    for (size_t k = 0; k < wrt.size(); ++k)
+        if (!result.count(wrt[k])) {
+            result.emplace(wrt[k], Value());
+            by_first_use.push_back(k);
+        }
+    std::stable_sort(by_first_use.begin(), by_first_use.end(), [&](size_t a, size_t b) {
+        return plan.first_use[static_cast<size_t>(plan.slot(wrt[a]))] >
+               plan.first_use[static_cast<size_t>(plan.slot(wrt[b]))];
+    });
+    size_t next_ready = 0;
+    auto finish = [&](size_t k) {
+        const int s = plan.slot(wrt[k]);
+        const Value& val = values[static_cast<size_t>(s)];
+        Tensor g = grads[static_cast<size_t>(s)];
+        if (!g.defined()) g = Tensor::zeros(val.data().shape(), val.data().dtype(), val.data().device());
+        Value& out = result.at(wrt[k]) = Value(g, val.layout());
+        if (on_ready) on_ready(wrt[k], out);
+    };
     size_t i = plan.steps.size();
     while (i > 0) {
         const Step& last = plan.steps[i - 1];
@@ -637,7 +664,7 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
                 values[static_cast<size_t>(plan.steps[static_cast<size_t>(loop.first)].out[0])];
             detail::OpProfileScope profiled("recurrent loop", "backward",
                                             first_out.defined() ? first_out.data().device() : Device::cpu());
-            run_loop_backward(plan, loop, values, grads, leads, state.saved_, zero_padded);
+            run_loop_backward(plan, loop, values, grads, leads, state.saved, zero_padded);
             unit_begin = static_cast<size_t>(loop.first);
         } else {
             const Step& step = last;
@@ -681,7 +708,7 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
                 std::vector<Tensor> in_grads(ins.size());
                 const std::vector<Variable>& inputs = step.in_vars;
                 static const std::vector<Tensor> kNone;
-                const auto& saved = state.saved_[unit_begin].empty() ? kNone : state.saved_[unit_begin][0];
+                const auto& saved = state.saved[unit_begin].empty() ? kNone : state.saved[unit_begin][0];
                 detail::BackwardContext ctx{
                     step.fn->attributes(), ins, inputs, outs, out_grads, saved, needs, in_grads, step.where};
                 step.def->backward(ctx);
@@ -700,19 +727,17 @@ ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gra
             for (int s : plan.steps[k].out)
                 if (!wanted[static_cast<size_t>(s)]) grads[static_cast<size_t>(s)] = Tensor();
         i = unit_begin;
+        // Gradients that no earlier step adds to are final.
+        while (next_ready < by_first_use.size() &&
+               plan.first_use[static_cast<size_t>(plan.slot(wrt[by_first_use[next_ready]]))] >=
+                   static_cast<int>(i))
+            finish(by_first_use[next_ready++]);
     }
-    ValueMap result;
-    for (const Variable& v : wrt) {
-        const int s = plan.slot(v);
-        const Value& val = values[static_cast<size_t>(s)];
-        Tensor g = grads[static_cast<size_t>(s)];
-        if (!g.defined()) g = Tensor::zeros(val.data().shape(), val.data().dtype(), val.data().device());
-        result.emplace(v, Value(g, val.layout()));
-    }
+    while (next_ready < by_first_use.size()) finish(by_first_use[next_ready++]);
     // Forward and backward are over: assignments take effect (once, however many backward calls follow).
-    if (plan.has_side_effects && !state.committed_) {
-        state.committed_ = true;
-        detail::commit_side_effects(plan, state.saved_);
+    if (plan.has_side_effects && !state.committed) {
+        state.committed = true;
+        detail::commit_side_effects(plan, state.saved);
     }
     return result;
 }

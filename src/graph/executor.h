@@ -4,6 +4,7 @@
 // strongly connected groups of steps that the executor runs frame by frame.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "graph/graph_internal.h"
@@ -34,6 +35,8 @@ struct Plan {
     std::vector<int> leaves;                       // slots of inputs, parameters and constants
     std::vector<int> requested;                    // slots of the requested outputs
     std::vector<int> last_use;                     // per slot: the last step reading it (-1: none)
+    std::vector<int> first_use;  // per slot: the first step reading it (-1: none); backward is done with
+                                 // a slot's gradient once it has gone back past this step
     std::vector<bool> read_by_backward;            // per slot: some backward rule reads its value
     uint64_t generation = 0;                       // graph_generation() when built
     bool has_side_effects = false;                 // some step commits a side effect (assign)
@@ -46,6 +49,13 @@ struct Plan {
 };
 
 std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs);
+
+// Called by backward as soon as the gradient of one of `wrt` is final (no step left to run adds to it),
+// in the order they become final; a variable no step reads gets its zero gradient at the end.
+using GradientReady = std::function<void(const Variable& wrt, const Value& gradient)>;
+// Function::backward with a GradientReady callback (which may be empty).
+ValueMap run_backward(const BackPropState& state, const ValueMap& root_gradients,
+                      const std::vector<Variable>& wrt, const GradientReady& on_ready);
 
 // CNTK's seq_starts (delay_carry.cpp). The carry a continuing sequence reads, checked against this
 // minibatch's output y of the past_value at `step`; the first `k` frames of y for the continuing

@@ -147,6 +147,17 @@ struct FunctionAccess {
     static uint64_t& rng_offset(Function& f);
     static std::vector<Variable>& argument_order(Function& f);
     static std::vector<Variable>& inputs(Function& f) { return f.inputs_; }
+    // What a forward kept for backward (executor.cpp's run_backward).
+    struct KeptState {
+        const Plan* plan;
+        const std::vector<Value>& values;
+        const std::vector<std::vector<std::vector<Tensor>>>& saved;
+        Device device;
+        bool& committed;
+    };
+    static KeptState kept(const BackPropState& s) {
+        return {s.plan_.get(), s.values_, s.saved_, s.device_, s.committed_};
+    }
     static const std::vector<std::shared_ptr<VariableData>>& owned_outputs(const Function& f) {
         return f.outputs_;
     }

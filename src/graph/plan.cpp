@@ -249,6 +249,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
         plan->loops.push_back(loop);
     }
     plan->last_use.assign(plan->slot_vars.size(), -1);
+    plan->first_use.assign(plan->slot_vars.size(), -1);
     plan->read_by_backward.assign(plan->slot_vars.size(), false);
     for (size_t i = 0; i < plan->steps.size(); ++i) {
         const Step& s = plan->steps[i];
@@ -256,8 +257,13 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
         const int last = s.loop >= 0 ? plan->loops[static_cast<size_t>(s.loop)].first +
                                            plan->loops[static_cast<size_t>(s.loop)].count - 1
                                      : static_cast<int>(i);
-        for (int in : s.in)
+        // ... and backward runs a loop as one unit, from its last step back to its first.
+        const int first = s.loop >= 0 ? plan->loops[static_cast<size_t>(s.loop)].first : static_cast<int>(i);
+        for (int in : s.in) {
             plan->last_use[static_cast<size_t>(in)] = std::max(plan->last_use[static_cast<size_t>(in)], last);
+            int& f = plan->first_use[static_cast<size_t>(in)];
+            if (f < 0 || first < f) f = first;
+        }
         plan->has_side_effects = plan->has_side_effects || s.def->commit != nullptr;
         // A loop's backward reads every value of its steps frame by frame.
         const uint32_t reads = s.loop >= 0                               ? kReadsInputs | kReadsOutputs

@@ -1,0 +1,72 @@
+// Program: one compiled evaluation of a graph: the forward of `outputs` and, when `wrt` is not empty,
+// the backward that gives their gradients, scheduled once when it is made (blocks inlined, recurrent
+// loops grouped, liveness known) and run as often as asked, its memory planned (memory_plan.h) so that
+// repeated runs take nothing from the allocators. A Trainer's step is one run of a Program; a gradient-
+// ready callback hears of each gradient as soon as backward has finished it (where distributed training
+// starts its all-reduce while backward goes on).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctk/function.h"
+#include "ctk/memory_plan.h"
+
+namespace ctk {
+
+struct ProgramOptions {
+    Device device = default_device();
+    bool plan_memory = true;  // runs take their intermediates from the Program's MemoryPlan
+};
+
+class Program {
+public:
+    // `outputs`: what runs return; backward starts from the first (the loss). `wrt`: the variables
+    // whose gradients runs give (usually parameters); empty: forward only. Throws, naming what is wrong,
+    // when the graph cannot run (an unbound placeholder, a loop without a delay), a `wrt` variable is
+    // not upstream of the outputs, or the device is not available.
+    Program(std::vector<Variable> outputs, std::vector<Variable> wrt = {}, ProgramOptions options = {});
+    ~Program();
+    Program(const Program&) = delete;
+    Program& operator=(const Program&) = delete;
+
+    // Called once per `wrt` variable, as soon as no step left to run adds to its gradient.
+    using GradientReady = std::function<void(const Variable& wrt, const Value& gradient)>;
+
+    struct RunOptions {
+        bool is_training = true;     // dropout drops, batch norm uses (and updates) batch statistics
+        double root_gradient = 1.0;  // backward's seed on every element of the first output
+        GradientReady on_gradient_ready;
+        // False when the caller already runs in a Scope of memory_plan() (a Trainer's whole step).
+        bool open_memory_scope = true;
+    };
+    struct Result {
+        ValueMap outputs;
+        ValueMap gradients;  // of `wrt`, on the Program's device
+    };
+    Result run(const ValueMap& arguments, const RunOptions& options);
+    Result run(const ValueMap& arguments) { return run(arguments, RunOptions{}); }
+
+    const std::vector<Variable>& outputs() const { return outputs_; }
+    const std::vector<Variable>& wrt() const { return wrt_; }
+    Device device() const { return options_.device; }
+    // The number of primitive steps in the schedule (a recurrent loop's steps counted once).
+    int64_t num_steps() const;
+    // False once the graph was edited in place (replace_placeholders): make a new Program.
+    bool current() const;
+
+    MemoryPlan& memory_plan() { return memory_; }
+    MemoryPlanStats memory_stats() const { return memory_.stats(); }
+
+private:
+    std::vector<Variable> outputs_, wrt_;
+    ProgramOptions options_;
+    FunctionPtr root_;  // combine(outputs): holds the compiled schedule
+    uint64_t generation_ = 0;
+    int64_t num_steps_ = 0;
+    MemoryPlan memory_;
+};
+
+}  // namespace ctk

@@ -1,0 +1,59 @@
+// Program (ctk/program.h): the schedule is built once when the Program is made (errors surface then,
+// not mid-step) and kept by its composite's plan cache; a run is the executor's forward and backward
+// inside a Scope of the Program's memory plan.
+#include "ctk/program.h"
+
+#include <optional>
+#include <unordered_set>
+
+#include "graph/executor.h"
+
+namespace ctk {
+
+Program::Program(std::vector<Variable> outputs, std::vector<Variable> wrt, ProgramOptions options)
+    : outputs_(std::move(outputs)), wrt_(std::move(wrt)), options_(options) {
+    CTK_CHECK(!outputs_.empty(), ValueError, "Program: no outputs to compute");
+    CTK_CHECK(device_available(options_.device), DeviceError, "Program: device ",
+              options_.device.to_string(), " is not available here");
+    root_ = combine(outputs_, "Program");
+    generation_ = detail::graph_generation();
+    const std::shared_ptr<detail::Plan> plan = detail::build_plan(outputs_);
+    num_steps_ = static_cast<int64_t>(plan->steps.size());
+    std::unordered_set<const void*> seen;
+    for (const Variable& v : wrt_) {
+        CTK_CHECK(plan->slot(v) >= 0, ValueError, "Program: ", v.to_string(),
+                  " is not upstream of the outputs, so it has no gradient here");
+        CTK_CHECK(seen.insert(v.impl()).second, ValueError, "Program: ", v.to_string(),
+                  " is listed twice for gradients");
+    }
+}
+
+Program::~Program() = default;
+
+int64_t Program::num_steps() const {
+    return num_steps_;
+}
+
+bool Program::current() const {
+    return generation_ == detail::graph_generation();
+}
+
+Program::Result Program::run(const ValueMap& arguments, const RunOptions& options) {
+    std::optional<MemoryPlan::Scope> scope;
+    if (options_.plan_memory && options.open_memory_scope) scope.emplace(memory_);
+    Result r;
+    for (const Variable& v : outputs_) r.outputs.emplace(v, Value());
+    const bool backward = !wrt_.empty();
+    std::vector<Variable> retain;
+    if (backward) retain.push_back(outputs_[0]);
+    std::shared_ptr<BackPropState> state =
+        root_->forward(arguments, r.outputs, retain, options.is_training, options_.device);
+    if (!backward) return r;
+    const Value& y = r.outputs.at(outputs_[0]);
+    const Tensor seed = Tensor::full(y.data().shape(), options.root_gradient, y.data().dtype(), y.data().device());
+    r.gradients =
+        detail::run_backward(*state, {{outputs_[0], Value(seed, y.layout())}}, wrt_, options.on_gradient_ready);
+    return r;
+}
+
+}  // namespace ctk
