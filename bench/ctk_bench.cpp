@@ -368,6 +368,9 @@ struct Timing {
     // once, and the requests per iteration that its cache could not serve (0 in a steady state).
     double tensor_peak_mb = 0.0;
     double uncached_allocs_per_iter = 0.0;
+    // Every call to the allocator per iteration, cached or not: 0 for a training step that follows its
+    // memory plan (memory_plan.h).
+    double allocator_calls_per_iter = 0.0;
 };
 
 // Resident memory in MiB from /proc/self/status: now (VmRSS) and this program's peak (VmHWM). Not
@@ -418,6 +421,9 @@ Timing time_iterations(const std::function<void()>& iteration, double warmup_s, 
         static_cast<double>(minor_faults() - faults_before) / static_cast<double>(samples.size());
     const ctk::AllocatorStats alloc_after = allocator.stats();
     t.tensor_peak_mb = static_cast<double>(alloc_after.peak_bytes_in_use) / (1 << 20);
+    t.allocator_calls_per_iter =
+        static_cast<double>(alloc_after.num_allocations - alloc_before.num_allocations) /
+        static_cast<double>(samples.size());
     t.uncached_allocs_per_iter =
         static_cast<double>((alloc_after.num_allocations - alloc_before.num_allocations) -
                             (alloc_after.num_cache_hits - alloc_before.num_cache_hits)) /
@@ -547,12 +553,20 @@ int main(int argc, char** argv) {
                   << ",\"faults_per_iter\":" << json_number(t.faults_per_iter)
                   << ",\"tensor_peak_mb\":" << json_number(t.tensor_peak_mb)
                   << ",\"uncached_allocs_per_iter\":" << json_number(t.uncached_allocs_per_iter)
+                  << ",\"allocator_calls_per_iter\":" << json_number(t.allocator_calls_per_iter)
                   << ",\"base_rss_mb\":" << json_number(base_rss_mb)
                   << ",\"peak_rss_mb\":" << json_number(status_mb("VmHWM"))
                   << ",\"device\":" << json_string(device.to_string())
                   << ",\"dtype\":" << json_string(ctk::dtype_name(dtype))
                   << ",\"num_threads\":" << ctk::num_threads() << ",\"blas\":" << json_string(mapped_blas())
                   << ",\"build\":" << json_string(info.build_type + " " + info.git_sha);
+        if (trainer) {
+            const ctk::MemoryPlanStats m = trainer->step_memory();
+            std::cout << ",\"step_arena_mb\":" << json_number(static_cast<double>(m.arena_bytes) / (1 << 20))
+                      << ",\"step_planned_peak_mb\":"
+                      << json_number(static_cast<double>(m.planned_peak_bytes) / (1 << 20))
+                      << ",\"step_plan_misses\":" << m.last_run_misses;
+        }
         if (trainer && trainer->cuda_graph())
             std::cout << ",\"cuda_graph_replays\":" << trainer->cuda_graph_replays()
                       << ",\"cuda_graph_status\":" << json_string(trainer->cuda_graph_status());

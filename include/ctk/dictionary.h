@@ -1,8 +1,8 @@
 // Dictionary: CNTK's nested key/value state (learner state, reader position, checkpoint contents).
 // Checkpoints hold one: the learners' smoothed gradients and counters, the reader's position and the
-// user's external state. save_dictionary writes ctk's own binary framing atomically (a temporary file,
-// then rename), so a crash while saving never loses the previous file; the CNTK v2 protobuf framing of the
-// same Dictionary belongs to the model-file code (src/formats).
+// user's external state. On disk a Dictionary is CNTK's v2 protobuf framing (save_cntk_dictionary in
+// ctk/model.h), written atomically (write_file_atomically: a temporary file, then rename), so a crash
+// while saving never loses the previous file.
 #pragma once
 
 #include <cstdint>
@@ -77,16 +77,8 @@ inline bool operator==(const Dictionary& a, const Dictionary& b) {
     return a.items() == b.items();
 }
 
-// Bytes in ctk's dictionary framing, and back. Reading checks every length against the bytes left, so a
-// truncated or hostile buffer throws IOError (naming `source`) instead of allocating unbounded memory.
-std::string serialize_dictionary(const Dictionary& d);
-Dictionary deserialize_dictionary(const std::string& bytes, const std::string& source = "<buffer>");
-
-// Writes `path` atomically: `path.tmp` is written and flushed, then renamed over `path`.
-// Throws IOError naming the file.
-void save_dictionary(const Dictionary& d, const std::string& path);
-Dictionary load_dictionary(const std::string& path);
-// Atomically replaces `path` with `bytes` (the same temporary-file-and-rename rule).
+// Atomically replaces `path` with `bytes`: `path.tmp` is written and flushed, then renamed over `path`
+// (the folders on the way are made). Throws IOError naming the file.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 // The whole file's bytes; throws IOError naming the file when it cannot be opened or read.
 std::string read_file(const std::string& path);

@@ -39,6 +39,9 @@ public:
         bool is_training = true;     // dropout drops, batch norm uses (and updates) batch statistics
         double root_gradient = 1.0;  // backward's seed on every element of the first output
         GradientReady on_gradient_ready;
+        // Called with the outputs as soon as forward has made them (a Trainer starts the loss on its way
+        // to the host there); returning false skips backward (an empty minibatch).
+        std::function<bool(const ValueMap& outputs)> after_forward;
         // False when the caller already runs in a Scope of memory_plan() (a Trainer's whole step).
         bool open_memory_scope = true;
     };

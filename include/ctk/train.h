@@ -20,6 +20,7 @@
 #include "ctk/io.h"
 #include "ctk/learners.h"
 #include "ctk/mixed_precision.h"
+#include "ctk/program.h"
 
 namespace ctk {
 
@@ -258,6 +259,12 @@ public:
     std::string cuda_graph_status() const;
     int64_t cuda_graph_replays() const;
 
+    // The training step's memory plan (memory_plan.h): a step is one run of a compiled Program inside
+    // one Scope of its plan (binding, forward, backward, updates, accounting), so a step that repeats the
+    // previous one takes nothing from the allocators but what outlives it. Empty before the first step;
+    // steps recorded as CUDA Graphs keep the graph's own memory instead.
+    MemoryPlanStats step_memory() const;
+
     // CNTK's layout: the model (parameter and constant values) as a CNTK v2 model file at `path`, and
     // the learner states, counters, random-stream positions and external state in `path.ckp` (a CNTK
     // Dictionary). Written so that a crash at any point leaves one whole checkpoint (see trainer.cpp).
@@ -272,6 +279,9 @@ public:
 
 private:
     Variable step_variable(const Variable& v) const;  // v's counterpart in step_graph_
+    // The compiled step for these outputs (the aggregate loss first) on `device`; made again when they,
+    // the device or the graph change.
+    Program& step_program(const std::vector<Variable>& outputs, Device device);
 
     FunctionPtr model_, loss_, metric_;
     FunctionPtr aggregate_loss_, aggregate_metric_, combined_;
@@ -292,6 +302,7 @@ private:
     bool cuda_graph_ = false;
     std::string update_refusal_;  // why the last step's updates were not part of its graph
     std::unique_ptr<detail::StepGraph> recorded_step_;  // made at the first step on a GPU with cuda_graph_
+    std::unique_ptr<Program> program_;
 };
 
 // ---- training_session ----

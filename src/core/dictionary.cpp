@@ -1,5 +1,5 @@
-// Dictionary values and ctk's binary framing of them (checkpoint state). The framing is little-endian:
-// "CTKDICT1", then one tagged value per entry; every length is checked against the bytes left.
+// Dictionary values, and the atomic file write and whole-file read that checkpoints use (the bytes of a
+// Dictionary on disk are CNTK's protobuf framing, src/formats/cntk_dictionary.cpp).
 #include "ctk/dictionary.h"
 
 #include <cstdio>
@@ -87,181 +87,7 @@ bool operator==(const DictionaryValue& a, const DictionaryValue& b) {
     return a.as_dictionary() == b.as_dictionary();
 }
 
-// ---- framing ----
-namespace {
-constexpr char kMagic[8] = {'C', 'T', 'K', 'D', 'I', 'C', 'T', '1'};
-constexpr int kMaxDepth = 64;
-enum Tag : uint8_t { none = 0, boolean, integer, real, string, tensor, list, dictionary };
-
-class Writer {
-public:
-    template <typename T>
-    void pod(T v) {
-        out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
-    }
-    void str(const std::string& s) {
-        pod<uint64_t>(s.size());
-        out_ += s;
-    }
-    void value(const DictionaryValue& v) {
-        if (v.is_none()) {
-            pod<uint8_t>(none);
-        } else if (v.is<bool>()) {
-            pod<uint8_t>(boolean);
-            pod<uint8_t>(v.as_bool() ? 1 : 0);
-        } else if (v.is<int64_t>()) {
-            pod<uint8_t>(integer);
-            pod<int64_t>(v.as_int());
-        } else if (v.is<double>()) {
-            pod<uint8_t>(real);
-            pod<double>(v.as_double());
-        } else if (v.is<std::string>()) {
-            pod<uint8_t>(string);
-            str(v.as_string());
-        } else if (v.is<Tensor>()) {
-            pod<uint8_t>(tensor);
-            write_tensor(v.as_tensor());
-        } else if (v.is<DictionaryValue::List>()) {
-            pod<uint8_t>(list);
-            pod<uint64_t>(v.as_list().size());
-            for (const auto& item : v.as_list()) value(item);
-        } else {
-            pod<uint8_t>(dictionary);
-            dict(v.as_dictionary());
-        }
-    }
-    void dict(const Dictionary& d) {
-        pod<uint64_t>(d.size());
-        for (const auto& [k, v] : d.items()) {
-            str(k);
-            value(v);
-        }
-    }
-    void write_tensor(const Tensor& t) {
-        CTK_CHECK(t.defined(), ValueError, "Dictionary: cannot save an undefined tensor");
-        Tensor c = t.to(Device::cpu()).contiguous();
-        pod<uint8_t>(static_cast<uint8_t>(c.dtype()));
-        pod<uint32_t>(static_cast<uint32_t>(c.rank()));
-        for (int64_t d : c.shape().dims()) pod<int64_t>(d);
-        out_.append(static_cast<const char*>(c.raw_data()), c.numel() * c.element_size());
-    }
-    std::string& out() { return out_; }
-
-private:
-    std::string out_;
-};
-
-class Reader {
-public:
-    Reader(const std::string& bytes, const std::string& source) : b_(bytes), source_(source) {}
-    void need(uint64_t n, const char* what) {
-        CTK_CHECK(n <= b_.size() - pos_, IOError, source_, ": truncated or corrupt dictionary: ", what,
-                  " needs ", n, " bytes at offset ", pos_, ", only ", b_.size() - pos_, " left");
-    }
-    template <typename T>
-    T pod(const char* what) {
-        need(sizeof(T), what);
-        T v;
-        std::memcpy(&v, b_.data() + pos_, sizeof(T));
-        pos_ += sizeof(T);
-        return v;
-    }
-    std::string str(const char* what) {
-        uint64_t n = pod<uint64_t>(what);
-        need(n, what);
-        std::string s = b_.substr(pos_, n);
-        pos_ += n;
-        return s;
-    }
-    DictionaryValue value(int depth) {
-        CTK_CHECK(depth < kMaxDepth, IOError, source_, ": dictionary nested deeper than ", kMaxDepth);
-        auto tag = pod<uint8_t>("value tag");
-        switch (tag) {
-            case none:
-                return {};
-            case boolean:
-                return DictionaryValue(pod<uint8_t>("bool") != 0);
-            case integer:
-                return DictionaryValue(pod<int64_t>("int"));
-            case real:
-                return DictionaryValue(pod<double>("double"));
-            case string:
-                return DictionaryValue(str("string"));
-            case tensor:
-                return DictionaryValue(read_tensor());
-            case list: {
-                uint64_t n = pod<uint64_t>("list length");
-                need(n, "list items");  // every item takes at least its tag byte
-                DictionaryValue::List items;
-                items.reserve(n);
-                for (uint64_t i = 0; i < n; ++i) items.push_back(value(depth + 1));
-                return DictionaryValue(std::move(items));
-            }
-            case dictionary:
-                return DictionaryValue(dict(depth + 1));
-            default:
-                CTK_THROW(IOError, source_, ": corrupt dictionary: unknown value tag ", int(tag),
-                          " at offset ", pos_ - 1);
-        }
-    }
-    Dictionary dict(int depth) {
-        uint64_t n = pod<uint64_t>("dictionary size");
-        need(n, "dictionary entries");
-        Dictionary d;
-        for (uint64_t i = 0; i < n; ++i) {
-            std::string key = str("key");
-            d.set(key, value(depth));
-        }
-        return d;
-    }
-    Tensor read_tensor() {
-        auto dtype = pod<uint8_t>("tensor dtype");
-        CTK_CHECK(dtype < kNumDataTypes, IOError, source_, ": corrupt dictionary: tensor dtype ", int(dtype));
-        auto rank = pod<uint32_t>("tensor rank");
-        CTK_CHECK(rank <= 64, IOError, source_, ": corrupt dictionary: tensor rank ", rank);
-        Dims dims(rank);
-        uint64_t numel = 1;
-        for (auto& d : dims) {
-            d = pod<int64_t>("tensor dim");
-            CTK_CHECK(d >= 0 && uint64_t(d) <= b_.size(), IOError, source_,
-                      ": corrupt dictionary: tensor dim ", d);
-            numel *= uint64_t(d);
-            CTK_CHECK(numel <= b_.size(), IOError, source_,
-                      ": corrupt dictionary: tensor larger than the file");
-        }
-        auto dt = static_cast<DataType>(dtype);
-        uint64_t bytes = numel * size_of(dt);
-        need(bytes, "tensor data");
-        Tensor t = Tensor::empty(Shape(dims), dt);
-        if (bytes) std::memcpy(t.raw_data(), b_.data() + pos_, bytes);
-        pos_ += bytes;
-        return t;
-    }
-    bool done() const { return pos_ == b_.size(); }
-
-private:
-    const std::string& b_;
-    const std::string& source_;
-    uint64_t pos_ = 0;
-};
-}  // namespace
-
-std::string serialize_dictionary(const Dictionary& d) {
-    Writer w;
-    w.out().append(kMagic, sizeof(kMagic));
-    w.dict(d);
-    return std::move(w.out());
-}
-
-Dictionary deserialize_dictionary(const std::string& bytes, const std::string& source) {
-    CTK_CHECK(bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0,
-              IOError, source, ": not a ctk dictionary (wrong magic)");
-    Reader r(bytes, source);
-    for (size_t i = 0; i < sizeof(kMagic); ++i) r.pod<char>("magic");
-    Dictionary d = r.dict(0);
-    CTK_CHECK(r.done(), IOError, source, ": corrupt dictionary: trailing bytes");
-    return d;
-}
+// ---- files ----
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
     // The folders on the way are made, as CNTK made them for its models and checkpoints.
@@ -285,10 +111,6 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
               "': ", std::strerror(errno));
 }
 
-void save_dictionary(const Dictionary& d, const std::string& path) {
-    write_file_atomically(path, serialize_dictionary(d));
-}
-
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     CTK_CHECK(in, IOError, "cannot open '", path, "' for reading");
@@ -296,10 +118,6 @@ std::string read_file(const std::string& path) {
     ss << in.rdbuf();
     CTK_CHECK(!in.bad(), IOError, "error reading '", path, "'");
     return ss.str();
-}
-
-Dictionary load_dictionary(const std::string& path) {
-    return deserialize_dictionary(read_file(path), path);
 }
 
 }  // namespace ctk

@@ -77,9 +77,9 @@ struct MemoryPlan::State {
     int64_t run = 0;  // the current (or last) run's number
     bool running = false;
     int64_t event = 0;
-    std::vector<Recorded> recorded;  // this run's allocations, in order
-    bool missed = false;             // this run did something its plan did not foresee
-    std::vector<Planned> plan;       // empty: nothing planned yet
+    std::vector<Recorded> recorded;                // this run's allocations, in order
+    bool missed = false;                           // this run did something its plan did not foresee
+    std::vector<Planned> plan;                     // empty: nothing planned yet
     std::map<int, std::shared_ptr<Arena>> arenas;  // by device key
     MemoryPlanStats stats;
     int64_t from_arena = 0, misses = 0;  // this run's
@@ -220,7 +220,8 @@ bool serve_from_memory_plan(size_t bytes, Device device, void** data, std::share
             const size_t n = arena_size_of(bytes);
             if (offset >= 0) {
                 const auto off = static_cast<size_t>(offset);
-                if (it != s.arenas.end() && off + n <= it->second->bytes && !it->second->overlaps_live(off, n)) {
+                if (it != s.arenas.end() && off + n <= it->second->bytes &&
+                    !it->second->overlaps_live(off, n)) {
                     Arena& a = *it->second;
                     a.live.emplace(off, off + n);
                     lease->arena = it->second;

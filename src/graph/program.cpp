@@ -13,8 +13,8 @@ namespace ctk {
 Program::Program(std::vector<Variable> outputs, std::vector<Variable> wrt, ProgramOptions options)
     : outputs_(std::move(outputs)), wrt_(std::move(wrt)), options_(options) {
     CTK_CHECK(!outputs_.empty(), ValueError, "Program: no outputs to compute");
-    CTK_CHECK(device_available(options_.device), DeviceError, "Program: device ",
-              options_.device.to_string(), " is not available here");
+    CTK_CHECK(device_available(options_.device), DeviceError, "Program: device ", options_.device.to_string(),
+              " is not available here");
     root_ = combine(outputs_, "Program");
     generation_ = detail::graph_generation();
     const std::shared_ptr<detail::Plan> plan = detail::build_plan(outputs_);
@@ -48,11 +48,13 @@ Program::Result Program::run(const ValueMap& arguments, const RunOptions& option
     if (backward) retain.push_back(outputs_[0]);
     std::shared_ptr<BackPropState> state =
         root_->forward(arguments, r.outputs, retain, options.is_training, options_.device);
+    if (options.after_forward && !options.after_forward(r.outputs)) return r;
     if (!backward) return r;
     const Value& y = r.outputs.at(outputs_[0]);
-    const Tensor seed = Tensor::full(y.data().shape(), options.root_gradient, y.data().dtype(), y.data().device());
-    r.gradients =
-        detail::run_backward(*state, {{outputs_[0], Value(seed, y.layout())}}, wrt_, options.on_gradient_ready);
+    const Tensor seed =
+        Tensor::full(y.data().shape(), options.root_gradient, y.data().dtype(), y.data().device());
+    r.gradients = detail::run_backward(*state, {{outputs_[0], Value(seed, y.layout())}}, wrt_,
+                                       options.on_gradient_ready);
     return r;
 }
 

@@ -178,6 +178,16 @@ int64_t Trainer::cuda_graph_replays() const {
     return recorded_step_ ? recorded_step_->replays() : 0;
 }
 
+MemoryPlanStats Trainer::step_memory() const {
+    return program_ ? program_->memory_stats() : MemoryPlanStats{};
+}
+
+Program& Trainer::step_program(const std::vector<Variable>& outputs, Device device) {
+    if (!program_ || program_->device() != device || !program_->current() || program_->outputs() != outputs)
+        program_ = std::make_unique<Program>(outputs, parameters_, ProgramOptions{device});
+    return *program_;
+}
+
 Variable Trainer::step_variable(const Variable& v) const {
     if (step_graph_ == combined_) return v;
     auto it = step_map_.find(v);
@@ -210,10 +220,18 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     const Variable agg_var = step_variable(aggregate_loss_->output());
     const Variable loss_var = step_variable(loss_->output());
     const Variable metric_var = metric_ ? step_variable(aggregate_metric_->output()) : Variable();
-    ValueMap outs{{agg_var, Value()}, {loss_var, Value()}};
-    if (metric_) outs.emplace(metric_var, Value());
-    for (const auto& [v, value] : outputs) outs.emplace(step_variable(v), Value());
+    std::vector<Variable> out_vars{agg_var, loss_var};
+    if (metric_) out_vars.push_back(metric_var);
+    for (const auto& [v, value] : outputs) out_vars.push_back(step_variable(v));
+    ValueMap outs;
+    for (const Variable& v : out_vars) outs.emplace(v, Value());
     const double scale = loss_scale();
+    const bool graphs = cuda_graph_ && device.is_cuda();
+    Program& program = step_program(out_vars, device);
+    // Everything the step makes and drops comes from the step's arena (a recorded CUDA Graph keeps its
+    // own memory instead).
+    std::optional<MemoryPlan::Scope> memory;
+    if (!graphs) memory.emplace(program.memory_plan());
 
     // The loss and metric start their way to the host as soon as they exist: right behind the forward
     // when it runs directly, behind the whole graph when it is replayed.
@@ -224,7 +242,6 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     };
     // With CUDA Graphs the parameter updates are part of the recorded step unless a learner's update
     // needs the host mid-step, or f16 loss scaling must first see whether the gradients are finite.
-    const bool graphs = cuda_graph_ && device.is_cuda();
     update_refusal_.clear();
     if (graphs && scaler_)
         update_refusal_ = "f16 loss scaling reads the gradients' finiteness on the host before the update";
@@ -255,15 +272,18 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     // (`recorded`: nothing may go to the host).
     auto forward_backward = [&](const ValueMap& args, bool recorded) {
         detail::StepValues r;
-        r.outputs = outs;
-        auto state = step_graph_->forward(args, r.outputs, {agg_var}, true, device);
-        r.samples = sample_count(r.outputs.at(loss_var), loss_->output());
+        Program::RunOptions run;
+        run.root_gradient = scale;
+        run.open_memory_scope = false;  // the step's Scope is open
+        run.after_forward = [&](const ValueMap& o) {
+            r.samples = sample_count(o.at(loss_var), loss_->output());
+            if (r.samples > 0 && !recorded) read_back(o);
+            return r.samples > 0;
+        };
+        Program::Result result = program.run(args, run);  // the forward's intermediates are gone
+        r.outputs = std::move(result.outputs);
+        r.gradients = std::move(result.gradients);
         if (r.samples == 0) return r;
-        if (!recorded) read_back(r.outputs);
-        const Tensor& agg = r.outputs.at(agg_var).data();
-        ValueMap root{{agg_var, Value(Tensor::full(agg.shape(), scale, agg.dtype(), agg.device()))}};
-        r.gradients = step_graph_->backward(*state, root, parameters_);
-        state.reset();  // the forward's intermediates are released before the update
         if (updates_in_step) {
             if (!recorded) prepare_updates(r.samples);
             apply_updates(r.gradients, r.samples);

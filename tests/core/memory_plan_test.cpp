@@ -21,8 +21,8 @@ int64_t cpu_allocations() {
 Tensor work(int64_t n, double v) {
     Tensor a = Tensor::full(Shape{n}, v);
     Tensor b = Tensor::full(Shape{n}, 2 * v);
-    Tensor c = plus(a, b);   // a, b die here
-    return plus(c, c);       // 6 v
+    Tensor c = plus(a, b);  // a, b die here
+    return plus(c, c);      // 6 v
 }
 
 void expect_all(const Tensor& t, double v) {

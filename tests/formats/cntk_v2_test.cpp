@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -148,6 +149,45 @@ TEST(CntkDictionary, RefusesTensorsLargerThanTheirData) {
     v.mutable_nd_array_view_value()->mutable_shape()->set_shape_dim(0, ~uint64_t(0) / 3);
     (*d.mutable_data())["t"] = v;
     EXPECT_THROW(formats::parse_cntk_dictionary(formats::serialize_cntk_dictionary(d), "hostile"), IOError);
+}
+
+TEST(CntkDictionary, HostileLengthsAreRejectedNamingTheFile) {
+    Dictionary d;
+    d.set_version(1);
+    (*d.mutable_data())["t"] = formats::dv_tensor(random_tensor({6}, 3));
+    (*d.mutable_data())["n"] = formats::dv_int(5);
+    // Both framings: protobuf's own, and CNTK's large-file framing (a length header, values after).
+    for (uint64_t threshold : {uint64_t(1) << 31, uint64_t(1)}) {
+        const std::string bytes = formats::serialize_cntk_dictionary(d, threshold);
+        // Every 4-byte window overwritten with a huge length: the file is either still a well-formed
+        // Dictionary (the window held a value) or refused with an IOError naming it, never a crash or an
+        // unbounded allocation (the ASan build runs this).
+        int refused = 0;
+        for (size_t at = 0; at + 4 <= bytes.size(); ++at) {
+            std::string bad = bytes;
+            const uint32_t huge = 0x7ffffff0u;
+            std::memcpy(bad.data() + at, &huge, sizeof(huge));
+            try {
+                formats::from_cntk_proto(formats::parse_cntk_dictionary(bad, "hostile.ckp"), "hostile.ckp");
+            } catch (const IOError& e) {
+                ++refused;
+                EXPECT_NE(std::string(e.what()).find("hostile.ckp"), std::string::npos) << e.what();
+            }
+        }
+        EXPECT_GT(refused, static_cast<int>(bytes.size()) / 4) << "threshold " << threshold;
+        if (threshold == 1) {  // the header's metadata length: refused with the sizes named
+            std::string bad = bytes;
+            const uint32_t huge = 0x7ffffff0u;
+            std::memcpy(bad.data() + 4, &huge, sizeof(huge));
+            std::string e;
+            try {
+                formats::parse_cntk_dictionary(bad, "hostile.ckp");
+            } catch (const IOError& error) {
+                e = error.what();
+            }
+            EXPECT_NE(e.find("declares 2147483632 bytes of metadata"), std::string::npos) << e;
+        }
+    }
 }
 
 // ---------------------------------------------------------------- the models CNTK wrote

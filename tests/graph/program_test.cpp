@@ -95,7 +95,10 @@ TEST(Program, RefusesAtCompileTime) {
     Variable other = parameter_from(ramp({2}, 1.0), "other");
     EXPECT_NE(test::error_of([&] { Program({m.loss->output()}, {other}); }).find("not upstream"),
               std::string::npos);
-    EXPECT_NE(test::error_of([&] { Program({m.loss->output()}, {m.w1, m.w1}); }).find("twice"), std::string::npos);
+    EXPECT_NE(test::error_of([&] {
+                  Program({m.loss->output()}, {m.w1, m.w1});
+              }).find("twice"),
+              std::string::npos);
     Variable ph = placeholder(Dims{3});
     FunctionPtr unbound = plus(ph, m.y);
     EXPECT_NE(test::error_of([&] { Program({unbound->output()}); }).find("not bound"), std::string::npos);
