@@ -335,4 +335,14 @@ FunctionPtr scatter(const Variable& x, const Variable& condition, const std::str
 FunctionPtr unpack(const Variable& x, double padding_value = 0.0, const std::string& name = "");
 }  // namespace sequence
 
+// ---- rebuilding a graph from a model file ----
+// A primitive Function applying `op` to `inputs` with `attributes` as the op's definition names them
+// (CNTK's attribute names: "axis", "offset", "rngSeed", ...): what model-file readers use to rebuild a
+// graph op by op. Shapes are inferred at once; errors name the op, as the builders above do.
+FunctionPtr primitive_function(PrimitiveOp op, std::vector<Variable> inputs, Attributes attributes,
+                               const std::string& name = "");
+// Gives a leaf variable just read from a file the uid the file gave it (CNTK's loaded variables keep
+// their uids; unnamed inputs are known by them). Throws ValueError for outputs of Functions.
+void restore_uid(const Variable& leaf, const std::string& uid);
+
 }  // namespace ctk

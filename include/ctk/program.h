@@ -16,9 +16,14 @@
 
 namespace ctk {
 
+// Whether Programs plan their memory unless told: true, or the environment's CTK_MEMORY_PLAN (0, off or
+// false turns it off: every block then comes from the allocators, as for a first run). Throws ValueError
+// for another value.
+bool memory_plan_by_default();
+
 struct ProgramOptions {
     Device device = default_device();
-    bool plan_memory = true;  // runs take their intermediates from the Program's MemoryPlan
+    bool plan_memory = memory_plan_by_default();  // runs take their blocks from the Program's MemoryPlan
 };
 
 class Program {
@@ -55,10 +60,18 @@ public:
     const std::vector<Variable>& outputs() const { return outputs_; }
     const std::vector<Variable>& wrt() const { return wrt_; }
     Device device() const { return options_.device; }
+    bool plans_memory() const { return options_.plan_memory; }
     // The number of primitive steps in the schedule (a recurrent loop's steps counted once).
     int64_t num_steps() const;
     // False once the graph was edited in place (replace_placeholders): make a new Program.
     bool current() const;
+    // Distinct for every Program made in this process.
+    uint64_t id() const { return id_; }
+    // The parameters and constants the schedule reads (what a recorded CUDA Graph reads by address).
+    const std::vector<Variable>& parameters_and_constants() const { return stored_; }
+    // Why a run cannot be recorded as a CUDA Graph ("Dropout 'd': its random stream ..."), from the ops'
+    // definitions; empty when nothing in the schedule rules it out.
+    const std::string& capture_refusal() const { return capture_refusal_; }
 
     MemoryPlan& memory_plan() { return memory_; }
     MemoryPlanStats memory_stats() const { return memory_.stats(); }
@@ -69,6 +82,9 @@ private:
     FunctionPtr root_;  // combine(outputs): holds the compiled schedule
     uint64_t generation_ = 0;
     int64_t num_steps_ = 0;
+    uint64_t id_ = 0;
+    std::vector<Variable> stored_;
+    std::string capture_refusal_;
     MemoryPlan memory_;
 };
 

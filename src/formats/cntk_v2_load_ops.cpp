@@ -8,11 +8,9 @@
 #include "ctk/graph_ops.h"
 #include "ctk/ops.h"
 #include "formats/cntk_v2_internal.h"
-#include "graph/graph_internal.h"
 
 namespace ctk::formats::v2 {
 
-using detail::FunctionAccess;
 
 namespace {
 
@@ -99,7 +97,7 @@ FunctionPtr make_loaded_op(PrimitiveOp op, std::vector<Variable> inputs, Attribu
                            const DictReader& r, const std::string& name) {
     const proto::Dictionary unread = r.unread();
     if (!unread.data().empty()) attrs.set(kUnknownAttributesKey, to_hex(serialize_cntk_dictionary(unread)));
-    return FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
+    return primitive_function(op, std::move(inputs), std::move(attrs), name);
 }
 
 FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r, const std::string& name) {

@@ -11,7 +11,6 @@
 #include "ctk/graph_ops.h"
 #include "ctk/model.h"
 #include "formats/cntk_v2_internal.h"
-#include "graph/graph_internal.h"
 
 namespace ctk {
 
@@ -449,7 +448,7 @@ private:
                               " cannot be a graph input");
         }
         if (!variables_.emplace(uid, v).second) throw IOError(r.where + ": duplicate uid '" + uid + "'");
-        v.impl()->uid = uid;  // as CNTK: a loaded variable keeps its uid (unnamed inputs are known by it)
+        restore_uid(v, uid);  // as CNTK: a loaded variable keeps its uid (unnamed inputs are known by it)
     }
 
     // A block's body is complete once its root is read: the loops inside it (an LSTM's past_value of

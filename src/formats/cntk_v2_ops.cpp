@@ -10,11 +10,9 @@
 #include "ctk/graph_ops.h"
 #include "ctk/ops.h"
 #include "formats/cntk_v2_internal.h"
-#include "graph/graph_internal.h"
 
 namespace ctk::formats::v2 {
 
-using detail::FunctionAccess;
 
 void put(proto::Dictionary& d, const std::string& key, proto::DictionaryValue v) {
     (*d.mutable_data())[key] = std::move(v);

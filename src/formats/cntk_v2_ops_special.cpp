@@ -5,7 +5,6 @@
 // takes its shift and count as scalar Constant operands).
 #include "ctk/graph_ops.h"
 #include "formats/cntk_v2_internal.h"
-#include "graph/graph_internal.h"
 
 namespace ctk::formats::v2 {
 

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "formats/onnx_import_internal.h"
-#include "ops/ops_common.h"
 
 namespace ctk::detail::onnx_io::importer {
 namespace {

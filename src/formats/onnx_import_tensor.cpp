@@ -9,7 +9,6 @@
 #include <numbers>
 
 #include "formats/onnx_import_internal.h"
-#include "ops/ops_common.h"
 
 namespace ctk::detail::onnx_io::importer {
 

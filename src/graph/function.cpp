@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "ctk/graph_ops.h"
 #include "graph/executor.h"
 #include "graph/graph_internal.h"
 
@@ -401,6 +402,19 @@ std::vector<Variable>& FunctionAccess::argument_order(Function& f) {
 }
 
 }  // namespace detail
+
+FunctionPtr primitive_function(PrimitiveOp op, std::vector<Variable> inputs, Attributes attributes,
+                               const std::string& name) {
+    CTK_CHECK(op != PrimitiveOp::combine, ValueError,
+              "primitive_function: combine is not a primitive (use combine())");
+    return detail::FunctionAccess::make_primitive(op, std::move(inputs), std::move(attributes), name);
+}
+
+void restore_uid(const Variable& leaf, const std::string& uid) {
+    CTK_CHECK(!leaf.is_output(), ValueError, "restore_uid: ", leaf.to_string(),
+              " is an output of a Function");
+    leaf.impl()->uid = uid;
+}
 
 FunctionPtr combine(const std::vector<Variable>& outputs, const std::string& name) {
     CTK_CHECK(!outputs.empty(), ValueError, "combine '", name, "': no outputs given");

@@ -111,6 +111,9 @@ struct OpDef {
     // holds only what the backward rules need (as PyTorch's saved tensors). Declared per op where its
     // backward rule was checked; the graph harness verifies it by poisoning every value not declared.
     uint32_t backward_reads = kReadsInputs | kReadsOutputs;
+    // Why a step of this op cannot be recorded once as a CUDA Graph and replayed, after the step's name
+    // ("is a random op, ..."); null: it can.
+    const char* capture_refusal = nullptr;
 };
 
 // A parameter's or constant's value on `device`, moved there for good when it lives elsewhere (a graph

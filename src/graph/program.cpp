@@ -3,12 +3,26 @@
 // inside a Scope of the Program's memory plan.
 #include "ctk/program.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <optional>
 #include <unordered_set>
 
 #include "graph/executor.h"
 
 namespace ctk {
+
+bool memory_plan_by_default() {
+    static const bool on = [] {
+        const char* v = std::getenv("CTK_MEMORY_PLAN");
+        if (v == nullptr) return true;
+        const std::string s(v);
+        CTK_CHECK(s.empty() || s == "0" || s == "1" || s == "on" || s == "off" || s == "true" || s == "false",
+                  ValueError, "CTK_MEMORY_PLAN must be 1/on/true or 0/off/false, not '", s, "'");
+        return !(s == "0" || s == "off" || s == "false");
+    }();
+    return on;
+}
 
 Program::Program(std::vector<Variable> outputs, std::vector<Variable> wrt, ProgramOptions options)
     : outputs_(std::move(outputs)), wrt_(std::move(wrt)), options_(options) {
@@ -19,6 +33,17 @@ Program::Program(std::vector<Variable> outputs, std::vector<Variable> wrt, Progr
     generation_ = detail::graph_generation();
     const std::shared_ptr<detail::Plan> plan = detail::build_plan(outputs_);
     num_steps_ = static_cast<int64_t>(plan->steps.size());
+    static std::atomic<uint64_t> next_id{1};
+    id_ = next_id++;
+    for (int slot : plan->leaves) {
+        const Variable& v = plan->slot_vars[static_cast<size_t>(slot)];
+        if (v.is_parameter() || v.is_constant()) stored_.push_back(v);
+    }
+    for (const detail::Step& s : plan->steps)
+        if (s.def->capture_refusal) {
+            capture_refusal_ = s.where + " " + s.def->capture_refusal;
+            break;
+        }
     std::unordered_set<const void*> seen;
     for (const Variable& v : wrt_) {
         CTK_CHECK(plan->slot(v) >= 0, ValueError, "Program: ", v.to_string(),

@@ -107,6 +107,11 @@ void register_ctc_ops(OpTable& t);
 void register_crop_ops(OpTable& t);
 void register_user_function_ops(OpTable& t);
 
+// Ops that draw from their Function's random stream: a recording would replay the same draws.
+inline constexpr const char* kRandomStreamRecorded =
+    "is a random op, whose stream position would be recorded with its kernels (every replay would draw the "
+    "same numbers)";
+
 struct OpTable {
     std::vector<OpDef> defs = std::vector<OpDef>(static_cast<size_t>(kNumPrimitiveOps));
     std::vector<bool> present = std::vector<bool>(static_cast<size_t>(kNumPrimitiveOps), false);
@@ -117,6 +122,10 @@ struct OpTable {
     // Declares what op's backward reads (kReadsInputs | kReadsOutputs, or kReadsNothing: shapes only).
     void backward_reads(PrimitiveOp op, uint32_t reads) {
         defs[static_cast<size_t>(op)].backward_reads = reads;
+    }
+    // Declares why op cannot be recorded in a CUDA Graph (see OpDef::capture_refusal).
+    void refuse_capture(PrimitiveOp op, const char* why) {
+        defs[static_cast<size_t>(op)].capture_refusal = why;
     }
 };
 

@@ -134,6 +134,8 @@ void register_random_ops(OpTable& t) {
     t.backward_reads(PrimitiveOp::dropout, kReadsNothing);  // its mask is saved
     t.add(PrimitiveOp::random_distribution,
           OpDef{"RandomDistribution", 0, 1, infer_random, forward_random, nullptr});
+    t.refuse_capture(PrimitiveOp::dropout, kRandomStreamRecorded);
+    t.refuse_capture(PrimitiveOp::random_distribution, kRandomStreamRecorded);
 }
 
 }  // namespace detail

@@ -194,6 +194,8 @@ void register_sampling_ops(OpTable& t) {
     t.add(PrimitiveOp::random_sample_inclusion_frequency,
           OpDef{"RandomSampleInclusionFrequency", 1, 1, infer_inclusion_frequency,
                 forward_inclusion_frequency, nullptr});
+    t.refuse_capture(PrimitiveOp::random_sample, kRandomStreamRecorded);
+    t.refuse_capture(PrimitiveOp::random_sample_inclusion_frequency, kRandomStreamRecorded);
 }
 
 }  // namespace detail

@@ -92,6 +92,8 @@ void register_user_function_ops(OpTable& t) {
     // Not frame-local: a callback sees whole values (it cannot run frame by frame inside a loop).
     t.add(PrimitiveOp::user_function,
           OpDef{"UserFunction", 0, 1 << 20, infer_user, forward_user, backward_user, false});
+    t.refuse_capture(PrimitiveOp::user_function,
+                     "is a user function, whose host callbacks would not run when the graph is replayed");
 }
 
 }  // namespace detail

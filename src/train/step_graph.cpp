@@ -1,15 +1,14 @@
 // Records a training step as a CUDA Graph and replays it (step_graph.h). What a recording keeps is
 // exactly what its kernels were queued with: the argument tensors (refilled in place before each replay),
 // the parameter and constant tensors and the learners' state (their addresses are part of the key, so a
-// replaced value is recorded again), the loss scale (in the key) and the shapes (in the key). Random ops
-// and user functions are refused up front; anything else that cannot be recorded (a read of a GPU value
-// on the host, a host-to-device copy) fails the recording, and the step runs directly.
+// replaced value is recorded again), the loss scale (in the key) and the shapes (in the key). Ops whose
+// definitions say they cannot be recorded (random ops, user functions) are refused up front; anything
+// else that cannot be recorded (a read of a GPU value on the host, a host-to-device copy) fails the
+// recording, and the step runs directly.
 #include "train/step_graph.h"
 
 #include <algorithm>
 #include <cstring>
-
-#include "graph/executor.h"
 
 namespace ctk::detail {
 
@@ -25,33 +24,16 @@ void add_device(std::vector<int64_t>& w, Device d) {
 }
 }  // namespace
 
-StepGraph::StepGraph(const FunctionPtr& graph, int64_t replays)
-    : generation_(graph_generation()), replays_(replays) {
-    try {
-        const std::shared_ptr<Plan> plan = build_plan(graph->outputs());
-        for (const auto& s : plan->steps) {
-            if (s.fn->op() == PrimitiveOp::user_function)
-                refusal_ = "the graph has a user function (" + s.where +
-                           "): its host callbacks would not run when the graph is replayed";
-            else if (s.fn->attributes().has("rngSeed"))
-                refusal_ = "the graph has a random op (" + s.where +
-                           "): its random stream position would be recorded with its kernels";
-            if (!refusal_.empty()) break;
-        }
-        for (int slot : plan->leaves) {
-            const Variable& v = plan->slot_vars[static_cast<size_t>(slot)];
-            if (v.is_parameter() || v.is_constant()) leaves_.push_back(v);
-        }
-    } catch (const std::exception& e) {  // the step itself will say what is wrong with the graph
-        refusal_ = e.what();
-    }
-    if (!refusal_.empty()) refusal_ = "not recorded as a CUDA Graph: " + refusal_;
+StepGraph::StepGraph(const Program& program, int64_t replays)
+    : program_id_(program.id()), leaves_(program.parameters_and_constants()), replays_(replays) {
+    if (!program.capture_refusal().empty())
+        refusal_ = "not recorded as a CUDA Graph: " + program.capture_refusal();
 }
 
 StepGraph::~StepGraph() = default;
 
-bool StepGraph::current() const {
-    return generation_ == graph_generation();
+bool StepGraph::made_for(const Program& program) const {
+    return program.id() == program_id_ && program.current();
 }
 
 StepGraph::Key StepGraph::key_of(const ValueMap& arguments, const ValueMap& requested, Device device,

@@ -12,6 +12,7 @@
 
 #include "ctk/cuda.h"
 #include "ctk/function.h"
+#include "ctk/program.h"
 
 namespace ctk::detail {
 
@@ -34,10 +35,10 @@ public:
     // Appends what else the recorded work reads or writes (learner state, by address) to a step's key.
     using ExtraKey = std::function<void(std::vector<int64_t>& words)>;
 
-    // Looks at `graph` once for what rules a recording out: random ops (their stream positions would be
-    // recorded with the kernels) and user functions (their host callbacks would not run at replay).
-    // `replays`: the count to continue from (a trainer's earlier StepGraph for an edited graph).
-    explicit StepGraph(const FunctionPtr& graph, int64_t replays = 0);
+    // For the steps of `program`: what rules a recording out is its capture_refusal() (random ops, user
+    // functions: the ops' definitions say so). `replays`: the count to continue from (a trainer's earlier
+    // StepGraph for another Program).
+    explicit StepGraph(const Program& program, int64_t replays = 0);
     ~StepGraph();
 
     // Runs `step` on `arguments` on `device`: by replaying the graph recorded for steps like this one (the
@@ -47,9 +48,9 @@ public:
     StepValues run(const ValueMap& arguments, const ValueMap& requested, Device device, double loss_scale,
                    const ExtraKey& extra_key, const Step& step, const Prepare& prepare);
 
-    // False once a graph was edited (replace_placeholders) after this was made: what it found in the graph
-    // (its parameters and constants, what rules a recording out) may be out of date.
-    bool current() const;
+    // Whether this was made for `program` and its graph has not been edited since (what it found in the
+    // graph, its parameters and constants and what rules a recording out, would be out of date).
+    bool made_for(const Program& program) const;
 
     // Why the last step was not replayed; empty when it was.
     const std::string& status() const { return status_; }
@@ -66,7 +67,7 @@ private:
     bool record(const ValueMap& arguments, Device device, const Step& step, const Prepare& prepare,
                 const Key& key, StepValues* out);
 
-    uint64_t generation_;           // graph_generation() when made
+    uint64_t program_id_;           // the Program this was made for
     std::string refusal_;           // why this graph is never recorded (empty: it may be)
     std::vector<Variable> leaves_;  // parameters and constants: the tensors the recorded kernels read
     std::unique_ptr<cuda::Graph> graph_;

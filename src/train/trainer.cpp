@@ -231,7 +231,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     // Everything the step makes and drops comes from the step's arena (a recorded CUDA Graph keeps its
     // own memory instead).
     std::optional<MemoryPlan::Scope> memory;
-    if (!graphs) memory.emplace(program.memory_plan());
+    if (!graphs && program.plans_memory()) memory.emplace(program.memory_plan());
 
     // The loss and metric start their way to the host as soon as they exist: right behind the forward
     // when it runs directly, behind the whole graph when it is replayed.
@@ -293,10 +293,10 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     ValueMap args(arguments.begin(), arguments.end());
     detail::StepValues step;
     if (graphs) {
-        if (!recorded_step_ || !recorded_step_->current()) {
+        if (!recorded_step_ || !recorded_step_->made_for(program)) {
             const int64_t replays = recorded_step_ ? recorded_step_->replays() : 0;
             recorded_step_.reset();  // its recording's memory goes back first
-            recorded_step_ = std::make_unique<detail::StepGraph>(step_graph_, replays);
+            recorded_step_ = std::make_unique<detail::StepGraph>(program, replays);
         }
         // The updates' part of a step's key: which learners update (a learning rate of 0 skips one) and
         // the state their kernels read and write.

@@ -119,3 +119,15 @@ TEST(Program, RecurrentLoopUnderTheMemoryPlan) {
     for (int run = 0; run < 3; ++run) expect_near(p.run(args).gradients.at(w).data(), expected.at(w).data());
     EXPECT_EQ(p.memory_stats().last_run_misses, 0);
 }
+
+TEST(Program, KnowsWhatItReadsAndWhatRulesOutACudaGraph) {
+    Mlp m;
+    Program plain({m.loss->output()}, {m.w1});
+    EXPECT_EQ(plain.capture_refusal(), "");
+    EXPECT_EQ(plain.parameters_and_constants().size(), 3u);
+    FunctionPtr dropped = reduce_sum(dropout(m.z->output(), 0.5, 7, "drop")->output(), {Axis::all_axes()});
+    Program random({dropped->output()}, {m.w2});
+    EXPECT_NE(random.capture_refusal().find("Dropout 'drop' is a random op"), std::string::npos)
+        << random.capture_refusal();
+    EXPECT_NE(plain.id(), random.id());
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""Checks that ctk's layers hold: a file under src/<folder>/ or include/ctk/ includes only public headers
+of its own layer or the layers below it, and private headers ("<folder>/x.h" under src/) of its own
+folder, or of another folder where an exception below names why. Exits 1 naming each offending
+include; `--self-test` plants violations in a scratch tree and checks that each is caught.
+
+The layers (docs/architecture.md): core < kernels < graph (src/graph, and src/ops, which implements
+the graph's op definitions) < learners, layers, io, formats < train.
+"""
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+
+# Each folder of src/ and the folders whose headers it may use (its own always; the rest by closure).
+BELOW = {
+    "core": [],
+    "kernels": ["core"],
+    "graph": ["kernels"],
+    "ops": ["graph"],
+    "learners": ["graph"],
+    "layers": ["graph"],
+    "io": ["graph"],
+    "formats": ["graph"],
+    "train": ["learners", "layers", "io", "formats"],
+}
+
+# The layer of each public header (include/ctk/<name>.h); ctk.h, the umbrella, is above them all.
+PUBLIC = {
+    "core": ["build_info", "cuda", "device", "device_info", "dictionary", "dtype", "error", "memory_plan",
+             "op_profile", "parallel", "rng", "shape", "storage", "tensor"],
+    "kernels": ["kernel_table", "op", "ops"],
+    "graph": ["axis", "function", "graph_ops", "initializer", "mixed_precision", "primitive_op", "program",
+              "user_function", "value", "variable"],
+    "learners": ["learners"],
+    "layers": ["layers"],
+    "io": ["io"],
+    "formats": ["model"],
+    "train": ["train"],
+}
+
+# Private headers another folder may include, and why. Anything else across folders is an error.
+PRIVATE_EXCEPTIONS = {
+    ("ops", "graph/graph_internal.h"): "src/ops implements the op definitions the graph declares there",
+    ("kernels", "core/cuda/"): "the CUDA backend shares the core's CUDA runtime helpers (error checks, "
+                               "device copies, capture pools), which need CUDA's headers",
+    ("kernels", "core/strided_loop.h"): "the CPU kernels' strided loop template lives beside the tensor copy",
+    ("learners", "core/cuda/"): "the learners' fused update kernels are CUDA code (until they move into "
+                                "the kernels)",
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def closure(folder):
+    seen, todo = set(), [folder]
+    while todo:
+        f = todo.pop()
+        if f not in seen:
+            seen.add(f)
+            todo.extend(BELOW[f])
+    return seen
+
+
+def public_layer(header):
+    name = os.path.splitext(os.path.basename(header))[0]
+    for layer, names in PUBLIC.items():
+        if name in names:
+            return layer
+    return None
+
+
+def check(root):
+    """The offending includes under root, one message each."""
+    problems = []
+    files = []
+    for top in ("src", os.path.join("include", "ctk")):
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for n in names:
+                if n.endswith((".h", ".cpp", ".cu", ".cuh")):
+                    files.append(os.path.join(dirpath, n))
+    for path in sorted(files):
+        rel = os.path.relpath(path, root)
+        parts = rel.split(os.sep)
+        if parts[0] == "include":
+            if parts[-1] == "ctk.h":
+                continue
+            layer = public_layer(parts[-1])
+            if layer is None:
+                problems.append(f"{rel}: a public header with no layer: add it to PUBLIC in {__file__}")
+                continue
+            folder = None
+        else:
+            if len(parts) < 3 or parts[1] not in BELOW:
+                continue  # src/CMakeLists.txt and the like
+            folder = layer = parts[1]
+        allowed = closure(layer)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for m in INCLUDE.finditer(text):
+            inc = m.group(1)
+            line = text.count("\n", 0, m.start()) + 1
+            head = inc.split("/")[0]
+            if head == "ctk":
+                if inc == "ctk/ctk.h":
+                    problems.append(f"{rel}:{line}: includes the umbrella ctk/ctk.h (include what you use)")
+                    continue
+                target = public_layer(inc)
+                if target is not None and target not in allowed:
+                    problems.append(f"{rel}:{line}: includes {inc} of the {target} layer, above {layer}")
+            elif head in BELOW:
+                if folder is None:
+                    problems.append(f"{rel}:{line}: a public header includes the private {inc}")
+                elif head != folder and not any(
+                        f == folder and inc.startswith(prefix) for (f, prefix) in PRIVATE_EXCEPTIONS):
+                    problems.append(f"{rel}:{line}: includes {inc}, private to src/{head}")
+                elif head != folder and head not in allowed:
+                    problems.append(f"{rel}:{line}: includes {inc} of src/{head}, above {layer}")
+    return problems
+
+
+def self_test():
+    """Plants one violation of each kind in a scratch tree and checks each is reported."""
+    planted = {
+        "src/core/up.cpp": '#include "ctk/function.h"\n',            # core reaching up to the graph
+        "src/io/private.cpp": '#include "graph/executor.h"\n',        # another folder's private header
+        "src/kernels/up.cpp": '#include "ops/ops_common.h"\n',        # up and private
+        "include/ctk/tensor.h": '#include "ctk/train.h"\n',           # a public header reaching up
+        "include/ctk/value.h": '#include "graph/graph_internal.h"\n',  # a public header, private include
+        "src/train/fine.cpp": '#include "ctk/model.h"\n#include "train/step_graph.h"\n',  # allowed
+        "src/ops/fine.cpp": '#include "graph/graph_internal.h"\n',    # an allowed exception
+    }
+    with tempfile.TemporaryDirectory() as root:
+        for rel, text in planted.items():
+            path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+        problems = check(root)
+    expected = ["src/core/up.cpp", "src/io/private.cpp", "src/kernels/up.cpp", "include/ctk/tensor.h",
+                "include/ctk/value.h"]
+    ok = True
+    for rel in expected:
+        if not any(p.startswith(rel + ":") for p in problems):
+            print(f"self-test: the violation planted in {rel} was not caught", file=sys.stderr)
+            ok = False
+    for p in problems:
+        if p.startswith(("src/train/fine.cpp", "src/ops/fine.cpp")):
+            print(f"self-test: an allowed include was refused: {p}", file=sys.stderr)
+            ok = False
+    print("self-test: " + ("every planted violation caught" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("root", nargs="?", default=os.path.join(os.path.dirname(__file__), ".."))
+    parser.add_argument("--self-test", action="store_true")
+    args = parser.parse_args()
+    if args.self_test:
+        return self_test()
+    problems = check(os.path.abspath(args.root))
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems:
+        print(f"{len(problems)} include(s) break the layers (scripts/check_layers.py)", file=sys.stderr)
+        return 1
+    print("layers: every include points down or stays in its folder")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
