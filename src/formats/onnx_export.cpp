@@ -184,7 +184,14 @@ void Exporter::export_primitive(const Function& f, int scope) {
         if (op == PrimitiveOp::element_select) {
             o = emit("Where", {to_bool(al[0], base), al[1], al[2]}, base);
         } else if (op == PrimitiveOp::param_relu) {  // operands (x, alpha)
-            o = emit("PRelu", {al[0], al[1]}, base);
+            // ONNX's PRelu broadcasts the slope to x only; when x is the smaller operand, the select.
+            if (inputs[0].dynamic_axes() == y.dynamic_axes() && inputs[0].shape() == y.shape())
+                o = emit("PRelu", {al[0], al[1]}, base);
+            else
+                o = emit("Where",
+                         {emit("Greater", {al[0], const_scalar(0.0, dt)}, base), al[0],
+                          emit("Mul", {al[1], al[0]}, base)},
+                         base);
         } else if (op == PrimitiveOp::log_add_exp) {  // max(a, b) + log(1 + exp(-|a - b|))
             std::string d = emit("Abs", {emit("Sub", {al[0], al[1]}, base)}, base);
             std::string l = emit(
@@ -229,8 +236,8 @@ void Exporter::export_primitive(const Function& f, int scope) {
                 break;
             }
             case PrimitiveOp::transpose_times: {
-                CTK_CHECK(dyn_rank(inputs[1]) == 0 && inputs[1].rank() == 2, NotImplementedError,
-                          "save_onnx_model: transpose_times '", base, "' with a non-matrix right operand");
+                if (dyn_rank(inputs[1]) != 0 || inputs[1].rank() != 2)
+                    unsupported(f, "a right operand that is not a static matrix");
                 onnx::NodeProto* t;
                 std::string bt = emit("Transpose", {in[1]}, base, &t);
                 attr_ints(t, "perm", {1, 0});
@@ -276,6 +283,8 @@ void Exporter::export_primitive(const Function& f, int scope) {
                     attr_ints(n, "axes", axes);
                     attr_i(n, "keepdims", keep ? 1 : 0);
                 }
+                // A reduced batch axis leaves the result even when the static axes are kept.
+                if (keep && dyn == 1 && axes.front() == 0) o = emit("Squeeze", {o, const_i64({0})}, base);
                 break;
             }
             case PrimitiveOp::argmax:
@@ -466,13 +475,16 @@ void Exporter::export_loss(const Function& f, const std::vector<std::string>& in
     const Attributes& a = f.attributes();
     onnx::NodeProto* n = nullptr;
     switch (f.op()) {
-        case PrimitiveOp::cross_entropy_with_softmax: {  // -sum(t * log_softmax(z)) along the axis
+        case PrimitiveOp::cross_entropy_with_softmax: {
+            // CNTK's block, log_sum_exp(z) - sum(t * z) along the axis: -sum(t * log_softmax(z)) only for
+            // targets that sum to 1 (soft or all-zero targets keep CNTK's value).
             const int64_t ax = onnx_axis(f, a.get<Axis>("axis"), rank, dyn);
-            std::string ls = emit("LogSoftmax", {in[0]}, base, &n);
-            attr_i(n, "axis", ax);
-            std::string s = emit("ReduceSum", {emit("Mul", {tn, ls}, base), const_i64({ax})}, base, &n);
+            std::string lse = emit("ReduceLogSumExp", {in[0]}, base, &n);
+            attr_ints(n, "axes", {ax});
             attr_i(n, "keepdims", 1);
-            out = emit("Neg", {s}, base);
+            std::string s = emit("ReduceSum", {emit("Mul", {tn, in[0]}, base), const_i64({ax})}, base, &n);
+            attr_i(n, "keepdims", 1);
+            out = emit("Sub", {lse, s}, base);
             return;
         }
         case PrimitiveOp::classification_error: {

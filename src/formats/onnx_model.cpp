@@ -4,6 +4,7 @@
 // the file's own bytes justify.
 #include <google/protobuf/io/coded_stream.h>
 #include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include <cstring>
 #include <fstream>
@@ -339,6 +340,16 @@ void save_onnx_model(const FunctionPtr& model, const std::string& path, int64_t 
     } catch (const onnx::checker::ValidationError& e) {
         CTK_THROW(NotImplementedError, "save_onnx_model: the model exported for '", path,
                   "' fails ONNX's checker at opset ", opset, ": ", e.what());
+    }
+    // And ONNX's shape inference, strict (a node whose inference fails, or a type or shape that disagrees
+    // with what ctk declared, is an error), on a copy: the file keeps only what ctk wrote.
+    try {
+        onnx::ModelProto inferred = proto;
+        onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
+                                           onnx::ShapeInferenceOptions(true, 1, false));
+    } catch (const std::exception& e) {
+        CTK_THROW(NotImplementedError, "save_onnx_model: the model exported for '", path,
+                  "' fails ONNX's shape inference at opset ", opset, ": ", e.what());
     }
     std::string bytes;
     CTK_CHECK(proto.SerializeToString(&bytes), IOError, "save_onnx_model: cannot serialize the model for '",

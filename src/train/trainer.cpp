@@ -197,6 +197,15 @@ Variable Trainer::step_variable(const Variable& v) const {
 }
 
 namespace {
+// The gradients of a learner's parameters, out of a step's gradients of every trained parameter.
+GradientMap gradients_of(const Learner& learner, const ValueMap& gradients) {
+    GradientMap g;
+    for (const Variable& p : learner.parameters()) {
+        auto it = gradients.find(p);
+        if (it != gradients.end()) g.emplace(p, it->second.data());
+    }
+    return g;
+}
 // True when every gradient is finite: one sum over all of them (inf and NaN propagate), one wait.
 bool all_finite(const ValueMap& grads) {
     Tensor total;
@@ -260,12 +269,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
         detail::OpProfileScope profiled("learners", "update", device);
         for (size_t i = 0; i < learners_.size(); ++i) {
             if (!updating[i]) continue;
-            GradientMap g;
-            for (const Variable& p : learners_[i]->parameters()) {
-                auto it = grads.find(p);
-                if (it != grads.end()) g.emplace(p, it->second.data());
-            }
-            learners_[i]->apply_update(g, samples);
+            learners_[i]->apply_update(gradients_of(*learners_[i], grads), samples);
         }
     };
     // The forward and backward (and the updates when updates_in_step): what a CUDA Graph records
@@ -290,7 +294,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
         }
         return r;
     };
-    ValueMap args(arguments.begin(), arguments.end());
+    const ValueMap& args = arguments;  // (MinibatchArguments is a ValueMap)
     detail::StepValues step;
     if (graphs) {
         if (!recorded_step_ || !recorded_step_->made_for(program)) {
@@ -347,12 +351,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     if (finite && !updates_in_step) profiled_update.emplace("learners", "update", device);
     for (const LearnerPtr& l : learners_) {
         if (!finite || updates_in_step) break;
-        GradientMap g;
-        for (const Variable& p : l->parameters()) {
-            auto it = grads.find(p);
-            if (it != grads.end()) g.emplace(p, it->second.data());
-        }
-        updated = l->update(g, samples, is_sweep_end) || updated;
+        updated = l->update(gradients_of(*l, grads), samples, is_sweep_end) || updated;
     }
 
     profiled_update.reset();
@@ -419,8 +418,7 @@ double Evaluator::test_minibatch(const MinibatchArguments& arguments, Device dev
     // An empty minibatch (a reader that ran dry) tests no samples: CNTK returned 0 / 0, a NaN.
     if (arguments.empty()) return std::numeric_limits<double>::quiet_NaN();
     ValueMap outs{{aggregate_->output(), Value()}, {metric_->output(), Value()}};
-    ValueMap args(arguments.begin(), arguments.end());
-    combined_->forward(args, outs, {}, false, device);
+    combined_->forward(arguments, outs, {}, false, device);
     const int64_t samples = sample_count(outs.at(metric_->output()), metric_->output());
     const double sum = scalar_of(outs.at(aggregate_->output()));
     acc_ += sum;

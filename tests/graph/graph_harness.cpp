@@ -254,6 +254,46 @@ std::string check_graph_on_device(const GraphCase& c, DataType dtype, Device dev
     }
 }
 
+FunctionPtr build_case_graph(const GraphCase& c, DataType dtype) {
+    Built b = build(c, dtype);
+    arguments(c, b, dtype, b.data);  // parameters and constants take the case's data
+    return b.f;
+}
+
+std::string check_graph_round_trip(const GraphCase& c,
+                                   const std::function<FunctionPtr(const FunctionPtr&)>& convert) {
+    try {
+        Built b = build(c, DataType::f32);
+        const ValueMap args = arguments(c, b, DataType::f32, b.data);
+        const FunctionPtr back = convert(b.f);
+        // The converted graph's inputs by name (the harness names them x<i> and s<i>).
+        ValueMap converted_args;
+        for (const Variable& a : back->arguments()) {
+            bool found = false;
+            for (const auto& [var, value] : args)
+                if (var.name() == a.name()) {
+                    converted_args.emplace(a, value);
+                    found = true;
+                }
+            if (!found)
+                return c.name + ": the converted graph has an input '" + a.name() + "' the original lacks";
+        }
+        if (back->outputs().size() != b.f->outputs().size())
+            return c.name + ": the converted graph has " + std::to_string(back->outputs().size()) +
+                   " outputs, the original " + std::to_string(b.f->outputs().size());
+        const Variable out = back->outputs().at(static_cast<size_t>(c.output));
+        if (c.replay_random) b.f->set_random_stream_positions(b.random_start);
+        ValueMap want{{b.out, Value()}}, got{{out, Value()}};
+        b.f->forward(args, want, {}, c.training, Device::cpu());
+        back->forward(converted_args, got, {}, c.training, Device::cpu());
+        const std::string m =
+            compare_tensors(real_frames(got.at(out)), real_frames(want.at(b.out)), c.rtol_f32, c.atol_f32);
+        return m.empty() ? "" : c.name + ": " + m;
+    } catch (const std::exception& e) {
+        return c.name + ": threw " + e.what();
+    }
+}
+
 GraphCase make_case(std::string name, std::vector<PrimitiveOp> ops, std::vector<Slot> slots,
                     std::function<FunctionPtr(const std::vector<Variable>&)> build,
                     std::function<Tensor(const std::vector<Tensor>&)> reference) {

@@ -113,6 +113,14 @@ std::string check_graph_gradient(const GraphCase& c);
 // with the CPU's within `tol_scale` times the case's tolerances for `dtype`.
 std::string check_graph_on_device(const GraphCase& c, DataType dtype, Device device, double tol_scale = 1.0);
 
+// The case's graph in `dtype`, its parameters and constants holding the case's data (for model files).
+FunctionPtr build_case_graph(const GraphCase& c, DataType dtype);
+// Runs the case's graph and `convert(graph)` (e.g. written to a model file and read back) on the same
+// data in f32 and compares the checked output (the converted graph's inputs matched by name). Empty when
+// they agree, else what differs or what threw.
+std::string check_graph_round_trip(const GraphCase& c,
+                                   const std::function<FunctionPtr(const FunctionPtr&)>& convert);
+
 // ---- reference helpers ----
 // Applies fn to every frame of an input's data (all dims before the sample), returning the stacked results.
 Tensor per_sample(const Tensor& data, int dyn, const std::function<Tensor(const Tensor&)>& fn);
