@@ -215,6 +215,14 @@ Initializer init_from(const py::handle& init) {
 }  // namespace
 
 void bind_graph(py::module_& m) {
+    // Every graph primitive's name (ctk's, as primitive_op_name gives it), for the coverage test that
+    // checks each is reachable from the cntk package.
+    m.def("primitive_op_names", [] {
+        std::vector<std::string> names;
+        for (int i = 0; i < kNumPrimitiveOps; ++i)
+            names.emplace_back(primitive_op_name(static_cast<PrimitiveOp>(i)));
+        return names;
+    });
     // ---- Axis ----
     py::class_<Axis>(m, "Axis")
         .def(py::init<int>(), py::arg("static_axis_index"))
