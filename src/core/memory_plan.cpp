@@ -30,6 +30,8 @@ namespace {
 // Offsets and sizes in the arena are multiples of this (what cuBLASLt, cuDNN and AVX-512 like best).
 constexpr size_t kArenaAlignment = 256;
 constexpr int64_t kStillLive = -1;
+// How far ahead of its cursor a run looks for its next planned block of the same size.
+constexpr size_t kResyncWindow = 256;
 
 size_t arena_size_of(size_t bytes) {
     return std::max<size_t>((bytes + kArenaAlignment - 1) / kArenaAlignment, 1) * kArenaAlignment;
@@ -77,9 +79,11 @@ struct MemoryPlan::State {
     int64_t run = 0;  // the current (or last) run's number
     bool running = false;
     int64_t event = 0;
-    std::vector<Recorded> recorded;                // this run's allocations, in order
-    bool missed = false;                           // this run did something its plan did not foresee
-    std::vector<Planned> plan;                     // empty: nothing planned yet
+    std::vector<Recorded> recorded;  // this run's allocations, in order
+    bool missed = false;             // this run did something its plan did not foresee
+    bool skipped = false;            // this run left out blocks of its plan (planned again, tighter)
+    size_t cursor = 0;               // the planned block after the last one this run took
+    std::vector<Planned> plan;       // empty: nothing planned yet
     std::map<int, std::shared_ptr<Arena>> arenas;  // by device key
     MemoryPlanStats stats;
     int64_t from_arena = 0, misses = 0;  // this run's
@@ -144,6 +148,10 @@ struct MemoryPlan::State {
         }
         // An arena too small, or one whose blocks are not all back, is replaced; the old one goes with
         // its last lease.
+        // The blocks the recorded run freed sit in the allocators' caches; the arenas serve such runs
+        // from now on, so the caches go back first (else a process holds activations twice).
+        for (const auto& [key, n] : needed)
+            if (n > 0) allocator_for(recorded[by_device[key].front()].device).empty_cache();
         std::map<int, std::shared_ptr<Arena>> kept;
         for (const auto& [key, n] : needed) {
             if (n == 0) continue;
@@ -214,8 +222,18 @@ bool serve_from_memory_plan(size_t bytes, Device device, void** data, std::share
         s.recorded.push_back({bytes, device, ++s.event, kStillLive});
         lease->run = s.run;
         lease->index = index;
-        if (index < s.plan.size() && s.plan[index].bytes == bytes && s.plan[index].device == device) {
-            const int64_t offset = s.plan[index].offset;
+        // The planned block this allocation is: the next one of its size and device at or after the
+        // cursor (a run may skip what the planned run did once, such as making state that outlived it).
+        size_t match = s.plan.size();
+        for (size_t j = s.cursor; j < s.plan.size() && j < s.cursor + kResyncWindow; ++j)
+            if (s.plan[j].bytes == bytes && s.plan[j].device == device) {
+                match = j;
+                break;
+            }
+        if (match < s.plan.size()) {
+            if (match != s.cursor) s.skipped = true;
+            s.cursor = match + 1;
+            const int64_t offset = s.plan[match].offset;
             auto it = s.arenas.find(MemoryPlan::State::device_key(device));
             const size_t n = arena_size_of(bytes);
             if (offset >= 0) {
@@ -261,6 +279,8 @@ MemoryPlan::Scope::Scope(MemoryPlan& plan) : plan_(plan), previous_(t_active) {
         s.event = 0;
         s.recorded.clear();
         s.from_arena = s.misses = 0;
+        s.cursor = 0;
+        s.skipped = false;
         s.missed = s.plan.empty();
         // A block of the last run that outlived it sits in its arena: this run takes a fresh one (the old
         // one goes with its last block) and is planned again.
@@ -285,7 +305,8 @@ MemoryPlan::Scope::~Scope() {
     s.stats.last_run_blocks = static_cast<int64_t>(s.recorded.size());
     s.stats.last_run_from_arena = s.from_arena;
     s.stats.last_run_misses = s.misses;
-    if (!s.missed) return;
+    if (s.cursor < s.plan.size()) s.skipped = true;  // it ended before its plan did
+    if (!s.missed && !s.skipped) return;
     try {
         s.replan();
     } catch (const std::exception&) {  // no memory for the arena: the next runs use the allocator

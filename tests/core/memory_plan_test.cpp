@@ -156,3 +156,23 @@ TEST(MemoryPlan, BlocksMayOutliveThePlan) {
     }
     expect_all(kept, 6);
 }
+
+TEST(MemoryPlan, ARunThatSkipsOneTimeWorkStillFollowsThePlan) {
+    MemoryPlan plan;
+    Tensor state, out;
+    {
+        MemoryPlan::Scope scope(plan);
+        state = Tensor::empty(Shape{100});  // made once (as a learner makes its state), outlives the run
+        out = work(1000, 1);
+    }
+    for (int run = 2; run <= 3; ++run) {
+        const int64_t before = cpu_allocations();
+        {
+            MemoryPlan::Scope scope(plan);
+            out = work(1000, run);
+        }
+        EXPECT_EQ(cpu_allocations() - before, 1) << "run " << run << ": only the result";
+        EXPECT_EQ(plan.stats().last_run_misses, 0) << "run " << run;
+        expect_all(out, 6.0 * run);
+    }
+}
