@@ -10,7 +10,7 @@
 #include "ctk/build_info.h"
 #include "ctk/cuda.h"
 #include "ctk/device_info.h"
-#include "ctk/train.h"
+#include "ctk/train/progress.h"
 
 namespace ctk {
 

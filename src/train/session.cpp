@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "ctk/op_profile.h"
-#include "ctk/train.h"
+#include "ctk/train/session.h"
 
 namespace ctk {
 

@@ -14,7 +14,7 @@
 #include <filesystem>
 
 #include "ctk/error.h"
-#include "ctk/train.h"
+#include "ctk/train/progress.h"
 
 namespace ctk {
 

@@ -13,7 +13,7 @@
 #include "ctk/model.h"
 #include "ctk/op_profile.h"
 #include "ctk/ops.h"
-#include "ctk/train.h"
+#include "ctk/train/trainer.h"
 #include "train/step_graph.h"
 
 namespace ctk {
