@@ -4,6 +4,7 @@
 #pragma once
 
 // The training layer's umbrella: one header per concept under ctk/train/.
+#include "ctk/train/profiler.h"  // IWYU pragma: export
 #include "ctk/train/progress.h"  // IWYU pragma: export
 #include "ctk/train/session.h"   // IWYU pragma: export
 #include "ctk/train/trainer.h"   // IWYU pragma: export

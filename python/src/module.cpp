@@ -48,7 +48,7 @@ PYBIND11_MODULE(_ctk, m) {
     // are skipped; ctk's CPU kernels are deterministic for a given thread count already.
     m.def("_set_deterministic", &cuda::set_deterministic, py::arg("value"));
     m.def("_deterministic", &cuda::deterministic);
-    // CNTK's profiler (cntk.debugging.start_profiler ...) over ctk's op profile (ctk/op_profile.h).
+    // CNTK's profiler (cntk.debugging.start_profiler ...; ctk/train/profiler.h) over ctk's op profile.
     m.def("_start_profiler", &start_profiler, py::arg("dir"), py::arg("sync_gpu"), py::arg("reserve_mem"));
     m.def("_enable_profiler", &enable_profiler);
     m.def("_disable_profiler", &disable_profiler);

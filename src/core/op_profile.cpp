@@ -7,9 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,16 +55,6 @@ Profile& profile() {
 
 constexpr size_t kMaxPending = 4096;
 
-// The CNTK profiler session (start_profiler ... stop_profiler).
-struct Session {
-    std::mutex mutex;
-    bool started = false;
-    std::string dir;
-};
-Session& session() {
-    static Session* s = new Session;
-    return *s;
-}
 std::atomic<bool> g_sync_gpu{false};  // the host waits for the GPU at the end of each op
 
 thread_local bool t_flushing = false;  // the profiler's own waits are nobody's
@@ -170,83 +157,8 @@ std::string op_profile_table(int64_t steps) {
     return out;
 }
 
-void start_profiler(const std::string& dir, bool sync_gpu, int64_t reserve_mem) {
-    CTK_CHECK(!dir.empty(), ValueError, "start_profiler: the output folder is empty");
-    CTK_CHECK(reserve_mem > 0, ValueError, "start_profiler: reserve_mem ", reserve_mem, " must be positive");
-    Session& s = session();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.started = true;
-    s.dir = dir;
-    g_sync_gpu.store(sync_gpu, std::memory_order_relaxed);
-    set_op_profile(false);
-    reset_op_profile();
-}
-
-void enable_profiler() {
-    set_op_profile(true);
-}
-
-void disable_profiler() {
-    set_op_profile(false);
-}
-
-bool profiler_started() {
-    Session& s = session();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    return s.started;
-}
-
-std::string stop_profiler() {
-    Session& s = session();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    set_op_profile(false);
-    g_sync_gpu.store(false, std::memory_order_relaxed);
-    if (!s.started) return "";
-    s.started = false;
-    int64_t steps = 0;
-    for (const OpProfileEntry& e : op_profile())
-        if (e.label == "train_minibatch whole step") steps = e.calls;
-    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-    if (!rank) rank = std::getenv("PMI_RANK");
-    char stamp[32];
-    const std::time_t now = std::time(nullptr);
-    std::tm local{};
-    localtime_r(&now, &local);
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", &local);
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(s.dir, ec);
-    CTK_CHECK(!ec, IOError, "stop_profiler: cannot create the folder '", s.dir, "': ", ec.message());
-    // Two sessions stopped within one second get two files.
-    const std::string base = std::string(stamp) + "_summary_" + (rank ? rank : "0");
-    fs::path path = fs::path(s.dir) / (base + ".txt");
-    for (int k = 2; fs::exists(path); ++k) path = fs::path(s.dir) / (base + "_" + std::to_string(k) + ".txt");
-    const fs::path tmp = path.string() + ".tmp";
-    struct RemoveOnFailure {  // a summary that could not be finished leaves no .tmp behind
-        const fs::path& file;
-        bool keep = false;
-        ~RemoveOnFailure() {
-            std::error_code ignored;
-            if (!keep) fs::remove(file, ignored);
-        }
-    } cleanup{tmp};
-    {
-        std::ofstream out(tmp);
-        CTK_CHECK(out.good(), IOError, "stop_profiler: cannot write '", tmp.string(), "'");
-        out << "ctk op profile, " << stamp << ", rank " << (rank ? rank : "0") << ": "
-            << (steps > 0 ? "per training step, over " + std::to_string(steps) + " steps"
-                          : std::string("totals (no training step was profiled)"))
-            << "\n"
-            << op_profile_table(std::max<int64_t>(steps, 1));
-        out.flush();
-        CTK_CHECK(out.good(), IOError, "stop_profiler: writing '", tmp.string(), "' failed");
-    }
-    fs::rename(tmp, path, ec);
-    CTK_CHECK(!ec, IOError, "stop_profiler: cannot rename '", tmp.string(), "' to '", path.string(),
-              "': ", ec.message());
-    cleanup.keep = true;
-    reset_op_profile();
-    return path.string();
+void set_op_profile_gpu_sync(bool on) {
+    g_sync_gpu.store(on, std::memory_order_relaxed);
 }
 
 namespace detail {

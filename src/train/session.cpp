@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "ctk/op_profile.h"
+#include "ctk/train/profiler.h"
 #include "ctk/train/session.h"
 
 namespace ctk {

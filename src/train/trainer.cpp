@@ -15,6 +15,7 @@
 #include "ctk/ops.h"
 #include "ctk/train/trainer.h"
 #include "train/step_graph.h"
+#include "train/step_profile.h"
 
 namespace ctk {
 
@@ -225,7 +226,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, bool is_sweep
 bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end,
                               Device device) {
     if (arguments.empty()) return false;
-    detail::OpProfileScope profiled_step("train_minibatch", "whole step", device);
+    detail::OpProfileScope profiled_step(detail::kStepProfileLabel, detail::kStepProfilePhase, device);
     const Variable agg_var = step_variable(aggregate_loss_->output());
     const Variable loss_var = step_variable(loss_->output());
     const Variable metric_var = metric_ ? step_variable(aggregate_metric_->output()) : Variable();
