@@ -9,6 +9,8 @@
 // it comes from the device's allocator, and the run is planned again when it ends. A block that outlives
 // its run (an output handed out, state kept for the next run) is never in the arena; if one planned to
 // die does outlive its run, the next run takes a fresh arena and the old one is freed with its last block.
+// Work that does not repeat at all is left to the allocators for a while (MemoryPlanStats::unplanned_runs),
+// so that planning again at every run costs nothing.
 //
 // Like the CUDA Graph capture pools (cuda.h), a plan serves only the thread that entered its Scope: the
 // allocation API stays as it is for every kernel, and other threads (a reader's prefetch) are unaffected.
@@ -32,6 +34,10 @@ struct MemoryPlanStats {
     int64_t last_run_blocks = 0;     // allocations the last run made
     int64_t last_run_from_arena = 0;
     int64_t last_run_misses = 0;  // allocations of the last run that the plan did not foresee
+    // Runs the plan sat out, served by the allocators: after two runs in a row that missed it (work that
+    // does not repeat, such as minibatches of sequences of varying lengths), the plan rests for 64 runs,
+    // then for twice as many each time it misses again (at most 4096), and plans again after.
+    int64_t unplanned_runs = 0;
 };
 
 class MemoryPlan {

@@ -6,6 +6,7 @@
 #include "ctk/memory_plan.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -32,19 +33,27 @@ constexpr size_t kArenaAlignment = 256;
 constexpr int64_t kStillLive = -1;
 // How far ahead of its cursor a run looks for its next planned block of the same size.
 constexpr size_t kResyncWindow = 256;
+// Work that misses its plan this many runs in a row is left to the allocators for kFirstRest runs, then
+// for twice as long at each new streak, up to kLongestRest: re-planning every run would cost each run a
+// placement over all its blocks (a 4x slower step for an LSTM over sequences of varying lengths).
+constexpr int kMissesBeforeRest = 2;
+constexpr int64_t kFirstRest = 64, kLongestRest = 4096;
 
 size_t arena_size_of(size_t bytes) {
     return std::max<size_t>((bytes + kArenaAlignment - 1) / kArenaAlignment, 1) * kArenaAlignment;
 }
 
-// One arena: a block of device memory from the device's allocator, and which of its byte ranges are
-// handed out now (offset -> end). Freed with its last lease.
+// One arena: a block of device memory from the device's allocator, and which of its kArenaAlignment-byte
+// granules are handed out now (one byte each: marking and checking a block costs no allocation, and a
+// granule of bookkeeping per 256 bytes of tensor is nothing beside the kernels that fill them). Freed
+// with its last lease.
 struct Arena {
     Device device;
     void* base = nullptr;
     size_t bytes = 0;
-    std::map<size_t, size_t> live;
-    Arena(Device d, size_t n) : device(d), bytes(n) {
+    std::vector<uint8_t> busy;  // per granule
+    size_t live = 0;            // blocks handed out now
+    Arena(Device d, size_t n) : device(d), bytes(n), busy(n / kArenaAlignment, 0) {
         base = allocator_for(d).allocate(n);
         CTK_POISON(base, n);
     }
@@ -53,10 +62,12 @@ struct Arena {
         allocator_for(device).deallocate(base, bytes);
     }
     bool overlaps_live(size_t offset, size_t n) const {
-        auto next = live.lower_bound(offset);
-        if (next != live.end() && next->first < offset + n) return true;
-        if (next == live.begin()) return false;
-        return std::prev(next)->second > offset;
+        const uint8_t* b = busy.data() + offset / kArenaAlignment;
+        return std::memchr(b, 1, n / kArenaAlignment) != nullptr;
+    }
+    void mark(size_t offset, size_t n, bool on) {
+        std::memset(busy.data() + offset / kArenaAlignment, on ? 1 : 0, n / kArenaAlignment);
+        live = on ? live + 1 : live - 1;
     }
 };
 
@@ -83,7 +94,10 @@ struct MemoryPlan::State {
     bool missed = false;             // this run did something its plan did not foresee
     bool skipped = false;            // this run left out blocks of its plan (planned again, tighter)
     size_t cursor = 0;               // the planned block after the last one this run took
-    std::vector<Planned> plan;       // empty: nothing planned yet
+    bool sitting_out = false;        // this run is left to the allocators (see kMissesBeforeRest)
+    int miss_streak = 0;
+    int64_t rest_until = 0, rest_length = kFirstRest;
+    std::vector<Planned> plan;                     // empty: nothing planned yet
     std::map<int, std::shared_ptr<Arena>> arenas;  // by device key
     MemoryPlanStats stats;
     int64_t from_arena = 0, misses = 0;  // this run's
@@ -156,7 +170,7 @@ struct MemoryPlan::State {
         for (const auto& [key, n] : needed) {
             if (n == 0) continue;
             auto it = arenas.find(key);
-            if (it != arenas.end() && it->second->bytes >= n && it->second->live.empty()) {
+            if (it != arenas.end() && it->second->bytes >= n && it->second->live == 0) {
                 kept[key] = it->second;
                 continue;
             }
@@ -196,7 +210,7 @@ struct Lease {
             std::lock_guard<std::mutex> lock(state->mutex);
             if (state->running && state->run == run) state->recorded[index].freed = ++state->event;
             if (arena) {
-                arena->live.erase(offset);
+                arena->mark(offset, arena_size_of(bytes), false);
                 CTK_POISON(data, arena_size_of(bytes));
             }
         }
@@ -241,7 +255,7 @@ bool serve_from_memory_plan(size_t bytes, Device device, void** data, std::share
                 if (it != s.arenas.end() && off + n <= it->second->bytes &&
                     !it->second->overlaps_live(off, n)) {
                     Arena& a = *it->second;
-                    a.live.emplace(off, off + n);
+                    a.mark(off, n, true);
                     lease->arena = it->second;
                     lease->offset = off;
                     lease->data = static_cast<char*>(a.base) + off;
@@ -254,7 +268,7 @@ bool serve_from_memory_plan(size_t bytes, Device device, void** data, std::share
             }
         } else {
             s.missed = true;
-            ++s.misses;
+            if (!s.plan.empty()) ++s.misses;  // (a first run has nothing to miss)
         }
     }
     if (!lease->arena) lease->data = allocator_for(device).allocate(bytes);
@@ -282,10 +296,11 @@ MemoryPlan::Scope::Scope(MemoryPlan& plan) : plan_(plan), previous_(t_active) {
         s.cursor = 0;
         s.skipped = false;
         s.missed = s.plan.empty();
+        s.sitting_out = s.run <= s.rest_until;
         // A block of the last run that outlived it sits in its arena: this run takes a fresh one (the old
         // one goes with its last block) and is planned again.
         for (auto& [key, arena] : s.arenas)
-            if (!arena->live.empty()) {
+            if (!s.sitting_out && arena->live != 0) {
                 const Device d = arena->device;
                 const size_t n = arena->bytes;
                 arena.reset();
@@ -293,7 +308,7 @@ MemoryPlan::Scope::Scope(MemoryPlan& plan) : plan_(plan), previous_(t_active) {
                 s.missed = true;
             }
     }
-    t_active = &plan.state_;
+    t_active = s.sitting_out ? nullptr : &plan.state_;
 }
 
 MemoryPlan::Scope::~Scope() {
@@ -305,6 +320,25 @@ MemoryPlan::Scope::~Scope() {
     s.stats.last_run_blocks = static_cast<int64_t>(s.recorded.size());
     s.stats.last_run_from_arena = s.from_arena;
     s.stats.last_run_misses = s.misses;
+    if (s.sitting_out) {
+        ++s.stats.unplanned_runs;
+        return;
+    }
+    if (s.misses > 0 && ++s.miss_streak >= kMissesBeforeRest) {
+        // This work does not repeat: the allocators serve it for a while, and the arenas go back.
+        s.rest_until = s.run + s.rest_length;
+        s.rest_length = std::min(s.rest_length * 2, kLongestRest);
+        s.miss_streak = 0;
+        s.plan.clear();
+        s.arenas.clear();
+        s.stats.arena_bytes = s.stats.planned_peak_bytes = s.stats.planned_blocks = s.stats.escaped_blocks =
+            0;
+        return;
+    }
+    if (s.misses == 0 && !s.plan.empty()) {
+        s.miss_streak = 0;
+        s.rest_length = kFirstRest;
+    }
     if (s.cursor < s.plan.size()) s.skipped = true;  // it ended before its plan did
     if (!s.missed && !s.skipped) return;
     try {

@@ -176,3 +176,28 @@ TEST(MemoryPlan, ARunThatSkipsOneTimeWorkStillFollowsThePlan) {
         expect_all(out, 6.0 * run);
     }
 }
+
+TEST(MemoryPlan, WorkThatNeverRepeatsIsLeftToTheAllocator) {
+    MemoryPlan plan;
+    for (int run = 1; run <= 10; ++run) {
+        MemoryPlan::Scope scope(plan);
+        Tensor t = work(100 * run, run);  // new sizes every run
+    }
+    // Runs 2 and 3 missed: planning rests for 64 runs from run 4 on.
+    EXPECT_EQ(plan.stats().unplanned_runs, 7);
+    EXPECT_EQ(plan.stats().arena_bytes, 0);
+    const int64_t before = cpu_allocations();
+    {
+        MemoryPlan::Scope scope(plan);
+        Tensor t = work(4000, 1);
+    }
+    EXPECT_GT(cpu_allocations() - before, 3) << "a run the plan sits out is the allocator's";
+    // Once the rest is over, repeated work is planned again.
+    for (int run = 12; run <= 70; ++run) {
+        MemoryPlan::Scope scope(plan);
+        Tensor t = work(4000, 1);
+    }
+    EXPECT_EQ(plan.stats().unplanned_runs, 64);
+    EXPECT_EQ(plan.stats().last_run_misses, 0);
+    EXPECT_GT(plan.stats().last_run_from_arena, 0);
+}
