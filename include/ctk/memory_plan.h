@@ -18,9 +18,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <vector>
-
-#include "ctk/device.h"
 
 namespace ctk {
 
@@ -62,10 +59,6 @@ public:
     };
 
     MemoryPlanStats stats() const;
-    // The arenas' sizes per device.
-    std::vector<std::pair<Device, int64_t>> arena_bytes_per_device() const;
-    // Forgets the plan and gives the arenas back (once their blocks are freed); the next run plans again.
-    void reset();
 
     struct State;
 

@@ -104,6 +104,14 @@ struct MemoryPlan::State {
 
     static int device_key(Device d) { return static_cast<int>(d.type) * 1024 + d.index; }
 
+    // Drops the plan and gives the arenas back (each once its blocks are freed): the allocators serve
+    // the next run, which plans again.
+    void forget() {
+        plan.clear();
+        arenas.clear();
+        stats.arena_bytes = stats.planned_peak_bytes = stats.planned_blocks = stats.escaped_blocks = 0;
+    }
+
     // Places the blocks that died within the run; sizes the arenas.
     void replan() {
         std::vector<Planned> next(recorded.size());
@@ -160,12 +168,12 @@ struct MemoryPlan::State {
             for (const auto& e : events) peak = std::max(peak, now += e.second);
             peak_total += peak;
         }
-        // An arena too small, or one whose blocks are not all back, is replaced; the old one goes with
-        // its last lease.
         // The blocks the recorded run freed sit in the allocators' caches; the arenas serve such runs
         // from now on, so the caches go back first (else a process holds activations twice).
         for (const auto& [key, n] : needed)
             if (n > 0) allocator_for(recorded[by_device[key].front()].device).empty_cache();
+        // An arena too small, or one whose blocks are not all back, is replaced; the old one goes with
+        // its last lease.
         std::map<int, std::shared_ptr<Arena>> kept;
         for (const auto& [key, n] : needed) {
             if (n == 0) continue;
@@ -329,10 +337,7 @@ MemoryPlan::Scope::~Scope() {
         s.rest_until = s.run + s.rest_length;
         s.rest_length = std::min(s.rest_length * 2, kLongestRest);
         s.miss_streak = 0;
-        s.plan.clear();
-        s.arenas.clear();
-        s.stats.arena_bytes = s.stats.planned_peak_bytes = s.stats.planned_blocks = s.stats.escaped_blocks =
-            0;
+        s.forget();
         return;
     }
     if (s.misses == 0 && !s.plan.empty()) {
@@ -344,29 +349,13 @@ MemoryPlan::Scope::~Scope() {
     try {
         s.replan();
     } catch (const std::exception&) {  // no memory for the arena: the next runs use the allocator
-        s.plan.clear();
-        s.arenas.clear();
+        s.forget();
     }
 }
 
 MemoryPlanStats MemoryPlan::stats() const {
     std::lock_guard<std::mutex> lock(state_->mutex);
     return state_->stats;
-}
-
-std::vector<std::pair<Device, int64_t>> MemoryPlan::arena_bytes_per_device() const {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    std::vector<std::pair<Device, int64_t>> out;
-    for (const auto& [key, a] : state_->arenas) out.emplace_back(a->device, static_cast<int64_t>(a->bytes));
-    return out;
-}
-
-void MemoryPlan::reset() {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->plan.clear();
-    state_->arenas.clear();
-    state_->stats.arena_bytes = state_->stats.planned_peak_bytes = 0;
-    state_->stats.planned_blocks = state_->stats.escaped_blocks = 0;
 }
 
 }  // namespace ctk

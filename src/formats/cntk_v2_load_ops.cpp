@@ -11,7 +11,6 @@
 
 namespace ctk::formats::v2 {
 
-
 namespace {
 
 // The inverse of the save side's generic_attributes (the extension encoding).

@@ -13,7 +13,6 @@
 
 namespace ctk::formats::v2 {
 
-
 void put(proto::Dictionary& d, const std::string& key, proto::DictionaryValue v) {
     (*d.mutable_data())[key] = std::move(v);
 }

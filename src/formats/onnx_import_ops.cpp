@@ -161,7 +161,8 @@ Handler unary_handler(Unary fn, bool integer_ok = false) {
 Handler scalar_unary(PrimitiveOp op, const char* ka, double da, const char* kb, double db) {
     return [=](NodeCtx& c) -> std::vector<Variable> {
         const double alpha = ka ? attr_f(c, ka, da) : da, beta = kb ? attr_f(c, kb, db) : db;
-        return {primitive_function(op, {c.im.in(c, 0)}, Attributes{{"alpha", alpha}, {"beta", beta}}, c.name)};
+        return {
+            primitive_function(op, {c.im.in(c, 0)}, Attributes{{"alpha", alpha}, {"beta", beta}}, c.name)};
     };
 }
 
@@ -427,8 +428,8 @@ std::map<std::string, Handler> make_handlers() {
     h["Selu"] = [](NodeCtx& c) -> std::vector<Variable> {
         const double alpha = attr_f(c, "alpha", 1.67326319217681884765625);
         const double gamma = attr_f(c, "gamma", 1.05070102214813232421875);
-        return {primitive_function(PrimitiveOp::selu, {c.im.in(c, 0)}, Attributes{{"alpha", gamma}, {"beta", alpha}},
-                        c.name)};
+        return {primitive_function(PrimitiveOp::selu, {c.im.in(c, 0)},
+                                   Attributes{{"alpha", gamma}, {"beta", alpha}}, c.name)};
     };
     h["HardSwish"] = [](NodeCtx& c) -> std::vector<Variable> {
         Variable x = c.im.in(c, 0);

@@ -592,10 +592,12 @@ ValueMap detail::run_backward(const BackPropState& kept_state, const ValueMap& r
     const auto& values = state.values;
     std::vector<Tensor> grads(values.size());
     std::vector<bool> leads(values.size(), false), wanted(values.size(), false);
+    std::vector<size_t> wrt_slot;  // per wrt variable
     for (const Variable& v : wrt) {
         const int s = plan.slot(v);
         CTK_CHECK(s >= 0, ValueError, "backward: ", v.to_string(),
                   " is not part of the graph that forward ran");
+        wrt_slot.push_back(static_cast<size_t>(s));
         leads[static_cast<size_t>(s)] = wanted[static_cast<size_t>(s)] = true;
     }
     for (const auto& [v, g] : root_gradients) {
@@ -642,14 +644,12 @@ ValueMap detail::run_backward(const BackPropState& kept_state, const ValueMap& r
             by_first_use.push_back(k);
         }
     std::stable_sort(by_first_use.begin(), by_first_use.end(), [&](size_t a, size_t b) {
-        return plan.first_use[static_cast<size_t>(plan.slot(wrt[a]))] >
-               plan.first_use[static_cast<size_t>(plan.slot(wrt[b]))];
+        return plan.first_use[wrt_slot[a]] > plan.first_use[wrt_slot[b]];
     });
     size_t next_ready = 0;
     auto finish = [&](size_t k) {
-        const int s = plan.slot(wrt[k]);
-        const Value& val = values[static_cast<size_t>(s)];
-        Tensor g = grads[static_cast<size_t>(s)];
+        const Value& val = values[wrt_slot[k]];
+        Tensor g = grads[wrt_slot[k]];
         if (!g.defined()) g = Tensor::zeros(val.data().shape(), val.data().dtype(), val.data().device());
         Value& out = result.at(wrt[k]) = Value(g, val.layout());
         if (on_ready) on_ready(wrt[k], out);
@@ -729,8 +729,7 @@ ValueMap detail::run_backward(const BackPropState& kept_state, const ValueMap& r
         i = unit_begin;
         // Gradients that no earlier step adds to are final.
         while (next_ready < by_first_use.size() &&
-               plan.first_use[static_cast<size_t>(plan.slot(wrt[by_first_use[next_ready]]))] >=
-                   static_cast<int>(i))
+               plan.first_use[wrt_slot[by_first_use[next_ready]]] >= static_cast<int>(i))
             finish(by_first_use[next_ready++]);
     }
     while (next_ready < by_first_use.size()) finish(by_first_use[next_ready++]);

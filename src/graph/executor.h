@@ -37,9 +37,9 @@ struct Plan {
     std::vector<int> last_use;                     // per slot: the last step reading it (-1: none)
     std::vector<int> first_use;  // per slot: the first step reading it (-1: none); backward is done with
                                  // a slot's gradient once it has gone back past this step
-    std::vector<bool> read_by_backward;            // per slot: some backward rule reads its value
-    uint64_t generation = 0;                       // graph_generation() when built
-    bool has_side_effects = false;                 // some step commits a side effect (assign)
+    std::vector<bool> read_by_backward;  // per slot: some backward rule reads its value
+    uint64_t generation = 0;             // graph_generation() when built
+    bool has_side_effects = false;       // some step commits a side effect (assign)
     // Per step, for a past_value given sequences with seq_starts: its input's last `offset` frames per
     // sequence [sequences, offset, sample...] from the latest forward, which a following minibatch's
     // continuing sequences read (CNTK's state carried across minibatches). Empty until then.
