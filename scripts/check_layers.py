@@ -5,7 +5,7 @@ folder, or of another folder where an exception below names why. Exits 1 naming 
 include; `--self-test` plants violations in a scratch tree and checks that each is caught.
 
 The layers (docs/architecture.md): core < kernels < graph (src/graph, and src/ops, which implements
-the graph's op definitions) < learners, layers, io, formats < train.
+the graph's op definitions) < learners, layers, io, formats < distributed < train.
 """
 
 import argparse
@@ -24,7 +24,8 @@ BELOW = {
     "layers": ["graph"],
     "io": ["graph"],
     "formats": ["graph"],
-    "train": ["learners", "layers", "io", "formats"],
+    "distributed": ["learners", "formats"],
+    "train": ["learners", "layers", "io", "formats", "distributed"],
 }
 
 # The layer of each public header directly in include/ctk/ (one in include/ctk/<layer>/ is of that layer);

@@ -7,6 +7,7 @@ packages=(cmake ninja-build g++ ccache pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev
           zlib1g-dev dataset-fashion-mnist
           libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+          libopenmpi-dev openmpi-bin
           python3 python3-numpy python3-dev pybind11-dev python3-pytest python3-venv python3-pip)
 if [[ "${1:-}" == "--bench" ]]; then
     packages+=(python3-torch libopenblas0-openmp)

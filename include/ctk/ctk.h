@@ -7,6 +7,8 @@
 #include "ctk/device.h"
 #include "ctk/device_info.h"
 #include "ctk/dictionary.h"
+#include "ctk/distributed/communicator.h"
+#include "ctk/distributed/learners.h"
 #include "ctk/dtype.h"
 #include "ctk/error.h"
 #include "ctk/function.h"

@@ -124,9 +124,9 @@ public:
 
     const std::vector<Variable>& parameters() const { return parameters_; }
     // The learning rate (as scheduled, before scaling to the minibatch) in force now.
-    double learning_rate() const;
+    virtual double learning_rate() const;
     const TrainingParameterSchedule& learning_rate_schedule() const { return lr_; }
-    void reset_learning_rate(const TrainingParameterSchedule& lr);
+    virtual void reset_learning_rate(const TrainingParameterSchedule& lr);
     int64_t total_number_of_samples_seen() const { return samples_seen_; }
     int64_t total_number_of_minibatches_seen() const { return minibatches_seen_; }
     int64_t sweeps_seen() const { return sweeps_seen_; }
@@ -135,7 +135,7 @@ public:
     // or ("Learning rate per 1 samples", 0.01) and ("Momentum per minibatch", 0.9): ProgressPrinter prints
     // "{key}: {value}" as CNTK does.
     using ValueReporter = std::function<void(const std::string& key, double value)>;
-    void add_value_reporter(ValueReporter r) { reporters_.push_back(std::move(r)); }
+    virtual void add_value_reporter(ValueReporter r) { reporters_.push_back(std::move(r)); }
 
     // Everything needed to continue bit-identically: counters, schedules and per-parameter state
     // (smoothed gradients), keyed by parameter uid. restore() checks shapes and names what differs.

@@ -35,6 +35,10 @@ FunctionPtr load_model(const std::string& path, std::optional<ModelFormat> forma
 // value types newer than this reader become None, as in CNTK.
 Dictionary load_cntk_dictionary(const std::string& path);
 void save_cntk_dictionary(const Dictionary& d, const std::string& path);
+// The same bytes in memory (what distributed training sends between workers); `source` names them in
+// errors.
+std::string cntk_dictionary_bytes(const Dictionary& d);
+Dictionary cntk_dictionary_from_bytes(const std::string& bytes, const std::string& source);
 
 // ---- the individual formats (load_model/save_model dispatch to these) ----
 FunctionPtr load_cntk_v2_model(const std::string& path);

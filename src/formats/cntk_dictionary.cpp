@@ -503,4 +503,12 @@ void save_cntk_dictionary(const Dictionary& d, const std::string& path) {
     formats::write_cntk_dictionary_file(formats::to_cntk_proto(d), path);
 }
 
+std::string cntk_dictionary_bytes(const Dictionary& d) {
+    return formats::serialize_cntk_dictionary(formats::to_cntk_proto(d));
+}
+
+Dictionary cntk_dictionary_from_bytes(const std::string& bytes, const std::string& source) {
+    return formats::from_cntk_proto(formats::parse_cntk_dictionary(bytes, source), source);
+}
+
 }  // namespace ctk

@@ -220,7 +220,7 @@ FunctionPtr Dropout(std::optional<double> dropout_rate, std::optional<double> ke
     const double rate = dropout_rate ? *dropout_rate : 1.0 - *keep_prob;
     CTK_CHECK(rate >= 0.0 && rate < 1.0, ValueError, "Dropout '", name, "': dropout rate ", rate,
               " is outside [0, 1)");
-    if (seed == kSentinelSeed) seed = next_random_seed();
+    if (seed == kSentinelSeed) seed = next_worker_random_seed();  // masks differ between workers
     return make_layer("Dropout", name, [=](const Variable& x) { return dropout(x, rate, seed); });
 }
 

@@ -155,7 +155,7 @@ FunctionPtr assign(const Variable& ref, const Variable& input, const std::string
 FunctionPtr dropout(const Variable& x, double dropout_rate, uint64_t seed, const std::string& name) {
     CTK_CHECK(dropout_rate >= 0.0 && dropout_rate < 1.0, ValueError, "dropout '", name, "': rate ",
               dropout_rate, " must be in [0, 1)");
-    const uint64_t s = seed == kSentinelSeed ? next_random_seed() : seed;
+    const uint64_t s = seed == kSentinelSeed ? next_worker_random_seed() : seed;
     return detail::FunctionAccess::make_primitive(
         PrimitiveOp::dropout, {x},
         Attributes{{"dropoutRate", dropout_rate}, {"rngSeed", static_cast<int64_t>(s)}}, name);
@@ -169,7 +169,7 @@ FunctionPtr draw(std::vector<Variable> like, const Dims& shape, DataType dtype, 
     for (int64_t d : shape)
         CTK_CHECK(d >= 0, ShapeError, kind, " '", name, "': shape ", dims_to_string(shape),
                   " must be fully known");
-    const uint64_t s = seed == kSentinelSeed ? next_random_seed() : seed;
+    const uint64_t s = seed == kSentinelSeed ? next_worker_random_seed() : seed;
     return detail::FunctionAccess::make_primitive(PrimitiveOp::random_distribution, std::move(like),
                                                   Attributes{{"rvType", std::string(kind)},
                                                              {"arg0", a},

@@ -202,7 +202,7 @@ void register_sampling_ops(OpTable& t) {
 
 namespace {
 Attributes sampling_attributes(int64_t num_samples, bool allow_duplicates, uint64_t seed) {
-    const uint64_t s = seed == kSentinelSeed ? next_random_seed() : seed;
+    const uint64_t s = seed == kSentinelSeed ? next_worker_random_seed() : seed;
     return Attributes{{"numSamples", num_samples},
                       {"allowDuplicates", allow_duplicates},
                       {"rngSeed", static_cast<int64_t>(s)}};
@@ -264,7 +264,7 @@ FunctionPtr nce_loss(const Variable& weights, const Variable& biases, const Vari
         total += q[i];
     }
     for (double& v : q) v /= total;
-    const uint64_t s = seed == kSentinelSeed ? next_random_seed() : seed;
+    const uint64_t s = seed == kSentinelSeed ? next_worker_random_seed() : seed;
     const std::vector<double> included = detail::inclusion_frequency(q, num_samples, allow_duplicates, s);
     const double k = static_cast<double>(num_samples);
     std::vector<double> log_kq(q.size()), k_iw(q.size());

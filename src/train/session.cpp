@@ -1,8 +1,10 @@
 // training_session: CNTK's training loop with progress summaries, checkpoints (restored on start),
 // cross-validation and a final test, all driven by sample, minibatch or sweep frequencies.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
+#include "ctk/distributed/learners.h"
 #include "ctk/op_profile.h"
 #include "ctk/train/profiler.h"
 #include "ctk/train/session.h"
@@ -125,15 +127,31 @@ void TrainingSession::train(Device device) {
         source_->restore_from_checkpoint(external.at("TrainingMinibatchSource").as_dictionary());
         checkpoint_index = external.at("CheckpointIndex").as_int() + 1;
     }
+    // Under distributed learners every worker reads its part of each minibatch (CNTK's partitioning,
+    // scaled up for block momentum), except during the warm start, when all read the whole of it.
+    int64_t workers = 1, rank = 0, scale = 1, distributed_after = 0;
+    for (const LearnerPtr& l : trainer_->parameter_learners())
+        if (auto d = std::dynamic_pointer_cast<distributed::DistributedLearner>(l)) {
+            workers = d->communicator()->num_workers();
+            rank = d->communicator()->rank();
+            scale = std::max(scale, d->minibatch_size_scale_factor());
+            distributed_after = std::max(distributed_after, d->distributed_after());
+        }
     int64_t minibatches = 0, since_summary = 0, cv_index = 0;
     bool stop = false, profiler_enabled = false;
     while (!stop && trainer_->total_number_of_samples_seen() < max_samples_) {
         const int64_t samples_before = trainer_->total_number_of_samples_seen();
         const int64_t sweeps_before = source_->sweeps_completed();
         const auto size = static_cast<int64_t>(minibatch_size_.at(samples_before, sweeps_before));
-        auto mb = source_->next_minibatch(std::min(size, max_samples_ - samples_before));
-        if (mb.empty()) break;
+        const bool partitioned = workers > 1 && samples_before >= distributed_after;
+        auto mb =
+            source_->next_minibatch(std::min(size * (partitioned ? scale : 1), max_samples_ - samples_before),
+                                    partitioned ? workers : 1, partitioned ? rank : 0);
+        if (mb.empty() && workers == 1) break;
+        // A distributed worker steps with whatever it got (nothing, at the end): the job's step ends
+        // training when no worker had samples.
         trainer_->train_minibatch(mb, map_, device_);
+        if (workers > 1 && trainer_->total_number_of_samples_seen() == samples_before) break;
         ++minibatches;
         const int64_t samples_after = trainer_->total_number_of_samples_seen();
         const int64_t sweeps_after = source_->sweeps_completed();

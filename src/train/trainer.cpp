@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "ctk/cuda.h"
+#include "ctk/distributed/learners.h"
 #include "ctk/graph_ops.h"
 #include "ctk/model.h"
 #include "ctk/op_profile.h"
@@ -142,6 +143,7 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr metric, std::v
             l->add_value_reporter([raw](const std::string& key, double value) { raw->write(key, value); });
         }
     }
+    check_distributed_learners();
     CTK_CHECK(mixed_.enabled() || mixed_.compute == DataType::f32, ValueError,
               "Trainer: mixed precision computes in bf16 or f16 (f32: off), not ",
               dtype_name(mixed_.compute));
@@ -223,9 +225,62 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, bool is_sweep
     return train_minibatch(arguments, none, is_sweep_end, device);
 }
 
+void Trainer::check_distributed_learners() {
+    for (const LearnerPtr& l : learners_)
+        if (auto d = std::dynamic_pointer_cast<distributed::DistributedLearner>(l)) distributed_.push_back(d);
+    if (distributed_.empty()) return;
+    // CNTK's rules for the learners of one distributed Trainer, with its messages.
+    CTK_CHECK(distributed_.size() == learners_.size(), ValueError,
+              "Cannot use a non-distributed learner for some parameters together with a distributed learner "
+              "for other parameters, in a single Trainer.");
+    for (const auto& d : distributed_) {
+        CTK_CHECK(d->distributed_after() == distributed_[0]->distributed_after(), ValueError,
+                  "All distributed learners need to have the same DistributeAfterSamples limit.");
+        CTK_CHECK(!d->quantized() || distributed_.size() == 1, ValueError,
+                  "Learners with QuantizedDistributedCommunicator is not supported in a multiple learner "
+                  "distributed training scenarios.");
+    }
+}
+
+bool Trainer::distributed_step(const ValueMap& gradients, int64_t samples, double loss,
+                               std::optional<double> metric, bool sweep_end) {
+    distributed::MinibatchInfo job;
+    bool updated = false;
+    for (size_t i = 0; i < distributed_.size(); ++i) {
+        // Each learner aggregates its own copy of this worker's sums (CNTK's non-aggregator copies); the
+        // first one's result is the step's.
+        distributed::MinibatchInfo info{samples == 0, sweep_end, samples, loss, metric.value_or(0.0)};
+        GradientMap g = gradients_of(*distributed_[i], gradients);
+        updated = distributed_[i]->update(g, info) || updated;
+        if (i == 0) job = info;
+    }
+    if (job.number_of_samples == 0) return false;
+    account(job.number_of_samples, job.training_loss,
+            metric_ ? std::optional<double>(job.eval_criterion) : std::nullopt);
+    return updated;
+}
+
+void Trainer::account(int64_t samples, double loss, std::optional<double> metric) {
+    prev_samples_ = samples;
+    total_samples_ += samples;
+    prev_loss_ = loss;
+    acc_loss_ += prev_loss_;
+    if (metric) {
+        prev_metric_ = *metric;
+        acc_metric_ += prev_metric_;
+        metric = acc_metric_;
+    }
+    for (const ProgressWriterPtr& w : writers_) w->update_training(samples, acc_loss_, metric);
+}
+
 bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& outputs, bool is_sweep_end,
                               Device device) {
-    if (arguments.empty()) return false;
+    if (!distributed_.empty() && !distributed_started_) {
+        for (const auto& d : distributed_) d->synchronize_start();
+        distributed_started_ = true;
+    }
+    // A distributed worker whose reader ran dry still takes part in the job's step.
+    if (arguments.empty()) return distributed_.empty() ? false : distributed_step({}, 0, 0, 0, is_sweep_end);
     detail::OpProfileScope profiled_step(detail::kStepProfileLabel, detail::kStepProfilePhase, device);
     const Variable agg_var = step_variable(aggregate_loss_->output());
     const Variable loss_var = step_variable(loss_->output());
@@ -327,13 +382,18 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
             value = Value(value.data().clone(), value.layout());
     }
     const int64_t samples = step.samples;
-    if (samples == 0) return false;
+    if (samples == 0) return distributed_.empty() ? false : distributed_step({}, 0, 0, 0, is_sweep_end);
     if (!loss_on_host) read_back(step.outputs);
     ValueMap& grads = step.gradients;
 
     bool finite = true;
     if (scaler_) {  // unscale (exact: powers of two), or skip the step and back off
         finite = all_finite(grads);
+        if (!distributed_.empty()) {  // every worker skips, or none
+            std::vector<double> flag{finite ? 1.0 : 0.0};
+            distributed_[0]->communicator()->all_reduce(flag, distributed::ReduceOp::min);
+            finite = flag[0] > 0;
+        }
         scaler_->update(finite);
         if (finite)
             for (auto& [p, g] : grads)
@@ -350,6 +410,13 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     }
     std::optional<detail::OpProfileScope> profiled_update;
     if (finite && !updates_in_step) profiled_update.emplace("learners", "update", device);
+    if (!distributed_.empty()) {     // the learners need the step's loss and metric on the host
+        if (!finite) grads.clear();  // this step contributes nothing
+        const double loss = finite ? loss_on_host->get() : 0.0;
+        const std::optional<double> metric =
+            metric_ ? std::optional<double>(finite ? metric_on_host->get() : 0.0) : std::nullopt;
+        return distributed_step(grads, finite ? samples : 0, loss, metric, is_sweep_end);
+    }
     for (const LearnerPtr& l : learners_) {
         if (!finite || updates_in_step) break;
         updated = l->update(gradients_of(*l, grads), samples, is_sweep_end) || updated;
@@ -358,24 +425,21 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     profiled_update.reset();
 
     detail::OpProfileScope profiled_read("loss and metric", "read back", device);
-    prev_samples_ = samples;
-    total_samples_ += samples;
-    prev_loss_ = loss_on_host->get();
-    acc_loss_ += prev_loss_;
-    std::optional<double> metric;
-    if (metric_) {
-        prev_metric_ = metric_on_host->get();
-        acc_metric_ += prev_metric_;
-        metric = acc_metric_;
-    }
-    for (const ProgressWriterPtr& w : writers_) w->update_training(samples, acc_loss_, metric);
+    const double loss = loss_on_host->get();
+    account(samples, loss, metric_ ? std::optional<double>(metric_on_host->get()) : std::nullopt);
     return updated;
 }
 
 bool Trainer::train_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                               const StreamMap& input_map, Device device) {
-    bool sweep_end = false;
-    for (const auto& [name, data] : minibatch) sweep_end = sweep_end || data.sweep_end;
+    bool sweep_end = false, empty = true;
+    for (const auto& [name, data] : minibatch) {
+        sweep_end = sweep_end || data.sweep_end;
+        const Value& v = data.data;
+        empty = empty && v.defined() && v.shape().rank() > 0 && v.shape().dims()[0] == 0;  // no sequences
+    }
+    // A worker's part of a minibatch can be empty (fewer sequences than workers): no samples, no step.
+    if (empty) return train_minibatch(MinibatchArguments{}, sweep_end, device);
     return train_minibatch(bind_minibatch(minibatch, input_map), sweep_end, device);
 }
 
@@ -468,23 +532,54 @@ std::vector<Tensor> checked_values(const std::vector<Variable>& vars, const std:
 }  // namespace
 
 void Trainer::save_checkpoint(const std::string& path, const Dictionary& external_state) const {
-    const std::string model = serialize_cntk_v2_model(combined_);
+    // Every worker's learners make their state (a distributed learner may exchange, or reset residuals,
+    // there); under distribution every worker's own state goes to worker 0, which alone writes.
     DictionaryValue::List learner_states, streams;
     for (const LearnerPtr& l : learners_) learner_states.emplace_back(l->checkpoint_state());
     for (uint64_t pos : step_graph_->random_stream_positions()) streams.emplace_back(pos);
-    Dictionary state{{"Version", int64_t(1)},
-                     {"Learners", learner_states},
-                     {"ExternalState", external_state},
-                     {"DistributedState", Dictionary{}},
-                     {"ctkRandomStreams", streams},
-                     {"ctkTotalSamples", total_samples_},
-                     {"ctkModelChecksum", fnv1a64(model)}};
-    if (scaler_) state.set("ctkLossScaler", scaler_->state());
-    write_file_atomically(path + ".new", model);
-    save_cntk_dictionary(state, path + ".ckp");
-    std::error_code ec;
-    std::filesystem::rename(path + ".new", path, ec);
-    CTK_CHECK(!ec, IOError, "cannot rename '", path, ".new' to '", path, "': ", ec.message());
+    const distributed::CommunicatorPtr comm =
+        distributed_.empty() || distributed_[0]->communicator()->num_workers() == 1
+            ? nullptr
+            : distributed_[0]->communicator();
+    Dictionary workers;
+    if (comm) {
+        const Dictionary mine{{"ExternalState", external_state}, {"ctkRandomStreams", streams}};
+        const std::vector<std::string> all = comm->gather(cntk_dictionary_bytes(mine), 0);
+        for (size_t r = 0; r < all.size(); ++r)
+            workers.set(std::to_string(r), cntk_dictionary_from_bytes(all[r], "worker " + std::to_string(r) +
+                                                                                  "'s checkpoint state"));
+        if (!comm->is_main()) {
+            std::string failure;  // worker 0 says whether it wrote the files
+            comm->broadcast(failure, 0);
+            CTK_CHECK(failure.empty(), IOError, "worker 0 could not write checkpoint '", path,
+                      "': ", failure);
+            return;
+        }
+    }
+    std::string failure;
+    try {
+        const std::string model = serialize_cntk_v2_model(combined_);
+        Dictionary state{{"Version", int64_t(1)},
+                         {"Learners", learner_states},
+                         {"ExternalState", external_state},
+                         {"DistributedState", workers},
+                         {"ctkRandomStreams", streams},
+                         {"ctkTotalSamples", total_samples_},
+                         {"ctkModelChecksum", fnv1a64(model)}};
+        if (scaler_) state.set("ctkLossScaler", scaler_->state());
+        write_file_atomically(path + ".new", model);
+        save_cntk_dictionary(state, path + ".ckp");
+        std::error_code ec;
+        std::filesystem::rename(path + ".new", path, ec);
+        CTK_CHECK(!ec, IOError, "cannot rename '", path, ".new' to '", path, "': ", ec.message());
+    } catch (const std::exception& e) {
+        if (!comm) throw;
+        failure = e.what();
+    }
+    if (comm) {
+        comm->broadcast(failure, 0);  // the others wait for the files, as CNTK's barrier did
+        CTK_CHECK(failure.empty(), IOError, failure);
+    }
 }
 
 Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
@@ -514,6 +609,18 @@ Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
     const auto& learner_states = d.at("Learners").as_list();
     CTK_CHECK(learner_states.size() == learners_.size(), ValueError, path, ": the checkpoint holds ",
               learner_states.size(), " learners, the trainer has ", learners_.size());
+    // A worker other than 0 of a distributed job takes its own external state and random streams. A
+    // job of more workers than wrote the checkpoint takes worker 0's (ctk's readers keep one position
+    // for the whole job, the same on every worker).
+    Dictionary external = d.at("ExternalState").as_dictionary();
+    const int64_t rank = distributed_.empty() ? 0 : distributed_[0]->communicator()->rank();
+    const std::string key = std::to_string(rank);
+    if (rank > 0 && d.contains("DistributedState") &&
+        d.at("DistributedState").as_dictionary().contains(key)) {
+        const Dictionary& mine = d.at("DistributedState").as_dictionary().at(key).as_dictionary();
+        external = mine.at("ExternalState").as_dictionary();
+        if (mine.contains("ctkRandomStreams")) d.set("ctkRandomStreams", mine.at("ctkRandomStreams"));
+    }
     std::vector<uint64_t> streams;
     if (d.contains("ctkRandomStreams"))
         for (const auto& s : d.at("ctkRandomStreams").as_list())
@@ -531,7 +638,7 @@ Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
     } else if (!learner_states.empty() && learner_states[0].as_dictionary().contains("sample_count")) {
         total_samples_ = learner_states[0].as_dictionary().at("sample_count").as_int();  // CNTK's checkpoint
     }
-    return d.at("ExternalState").as_dictionary();
+    return external;
 }
 
 }  // namespace ctk

@@ -47,6 +47,9 @@ private:
 namespace detail {
 class StepGraph;
 }
+namespace distributed {
+class DistributedLearner;
+}
 
 class Trainer {
 public:
@@ -139,6 +142,14 @@ private:
     // The compiled step for these outputs (the aggregate loss first) on `device`; made again when they,
     // the device or the graph change.
     Program& step_program(const std::vector<Variable>& outputs, Device device);
+    // CNTK's rules for distributed learners (all or none, one distributed_after, one quantized alone).
+    void check_distributed_learners();
+    // The distributed learners' part of a step: they sum this worker's gradients, count, loss and metric
+    // over the job and update; the Trainer reports the job's sums. Returns whether anything was updated.
+    bool distributed_step(const ValueMap& gradients, int64_t samples, double loss,
+                          std::optional<double> metric, bool sweep_end);
+    // A step's counts and sums into the previous-minibatch values, the running sums and the writers.
+    void account(int64_t samples, double loss, std::optional<double> metric);
 
     FunctionPtr model_, loss_, metric_;
     FunctionPtr aggregate_loss_, aggregate_metric_, combined_;
@@ -160,6 +171,8 @@ private:
     std::string update_refusal_;  // why the last step's updates were not part of its graph
     std::unique_ptr<detail::StepGraph> recorded_step_;  // made at the first step on a GPU with cuda_graph_
     std::unique_ptr<Program> program_;
+    std::vector<std::shared_ptr<distributed::DistributedLearner>> distributed_;  // all learners, or none
+    bool distributed_started_ = false;  // the workers' parameters checked and made equal
 };
 
 }  // namespace ctk
