@@ -137,6 +137,11 @@ public:
     using ValueReporter = std::function<void(const std::string& key, double value)>;
     virtual void add_value_reporter(ValueReporter r) { reporters_.push_back(std::move(r)); }
 
+    // Zeroes the per-parameter state (momentum, Adam's moments, ...): CNTK's ResetSmoothedGradients,
+    // which block momentum calls after each block. Learners whose state is not ctk's tensors (an update
+    // written in Python or as a graph) keep theirs.
+    virtual void reset_smoothed_gradients();
+
     // Everything needed to continue bit-identically: counters, schedules and per-parameter state
     // (smoothed gradients), keyed by parameter uid. restore() checks shapes and names what differs.
     virtual Dictionary checkpoint_state() const;

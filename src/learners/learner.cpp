@@ -346,6 +346,11 @@ void Learner::add_recording_key(std::vector<int64_t>& words) const {
     for (const ScalarBlock& b : scalar_blocks_) address(b.slots);
 }
 
+void Learner::reset_smoothed_gradients() {
+    for (auto& [p, tensors] : state_)
+        for (Tensor& t : tensors) t.fill(0.0);
+}
+
 Dictionary Learner::checkpoint_state() const {
     Dictionary d;
     d.set("type", std::string(name_));

@@ -197,5 +197,40 @@ TEST(DistributedLearner, TrainerRulesAreCntks) {
     EXPECT_FALSE(dist.train_minibatch(MinibatchArguments{}));  // the job had no samples
 }
 
+TEST(BlockMomentum, TwoCombinationsFollowTheHandComputation) {
+    // The reference's trace: two workers, bm = 0.5, block learning rate 1, Nesterov.
+    std::vector<double> last{1.0}, smoothed{0.0};
+    detail::combine_block(last, {(1.0 - 0.8) + (1.0 - 0.6)}, smoothed, 0.5, 1.0, true);
+    EXPECT_NEAR(smoothed[0], 0.3, 1e-15);
+    EXPECT_NEAR(last[0], 0.55, 1e-15);
+    detail::combine_block(last, {(0.55 - 0.5) + (0.55 - 0.45)}, smoothed, 0.5, 1.0, true);
+    EXPECT_NEAR(smoothed[0], 0.225, 1e-15);
+    EXPECT_NEAR(last[0], 0.2125, 1e-15);
+    // Without Nesterov the step is D alone.
+    std::vector<double> plain{1.0}, d{0.0};
+    detail::combine_block(plain, {0.6}, d, 0.5, 1.0, false);
+    EXPECT_NEAR(plain[0], 0.7, 1e-15);
+}
+
+TEST(BlockMomentum, ArgumentsAreCheckedAsCntkChecked) {
+    Variable w = parameter({3}, constant_initializer(0.0), DataType::f32, "w");
+    LearnerPtr local = momentum_sgd({w}, learning_parameter_schedule(0.1), momentum_schedule(0.9));
+    EXPECT_THROW(block_momentum_distributed_learner(local, 0), ValueError);  // "Sync period is too small."
+    EXPECT_THROW(block_momentum_distributed_learner(local, 100, -5.0), ValueError);  // bm > 1
+    DistributedLearnerPtr d = block_momentum_distributed_learner(local, 100);
+    EXPECT_EQ(d->minibatch_size_scale_factor(), 1);  // N, one worker here
+    EXPECT_FALSE(d->quantized());
+    // CNTK's ResetSmoothedGradients: the local learner's momentum is zeroed.
+    Tensor g = Tensor::full(Shape{3}, 1.0);
+    local->update({{w, g}}, 1);
+    local->update({{w, g}}, 1);
+    const std::vector<float> with_momentum = w.value().to_vector<float>();
+    local->reset_smoothed_gradients();
+    w.set_value(Tensor::zeros(Shape{3}));
+    local->update({{w, g}}, 1);
+    EXPECT_NEAR(w.value().to_vector<float>()[0], -0.1f * (1 - 0.9f), 1e-6f);  // unit-gain, from zero momentum
+    EXPECT_NE(with_momentum[0], w.value().to_vector<float>()[0]);
+}
+
 }  // namespace
 }  // namespace ctk::distributed

@@ -151,6 +151,19 @@ void expect_same_on_every_worker(const std::vector<Tensor>& values) {
     expect_same_bits(mine, main);
 }
 
+// A directory every worker names alike: worker 0's, broadcast.
+fs::path shared_dir(const std::string& name) {
+    std::string d =
+        (fs::temp_directory_path() / ("ctk_mpi_test_" + name + "_" + std::to_string(::getpid()))).string();
+    world()->broadcast(d, 0);
+    if (world()->is_main()) {
+        fs::remove_all(d);
+        fs::create_directories(d);
+    }
+    world()->barrier();
+    return d;
+}
+
 TEST(Mpi, RunsUnderMpiexec) {
     EXPECT_TRUE(Communicator::launched_distributed());
     EXPECT_GE(world()->num_workers(), 2);
@@ -271,17 +284,79 @@ TEST(Mpi, DifferentModelsAreNamedAtTheFirstStep) {
     }
 }
 
-// A directory every worker names alike: worker 0's, broadcast.
-fs::path shared_dir(const std::string& name) {
-    std::string d =
-        (fs::temp_directory_path() / ("ctk_mpi_test_" + name + "_" + std::to_string(::getpid()))).string();
-    world()->broadcast(d, 0);
-    if (world()->is_main()) {
-        fs::remove_all(d);
-        fs::create_directories(d);
+TEST(Mpi, WorkersStartFromWorkerZerosParameters) {
+    // Each worker initialises differently; the first step gives them worker 0's values.
+    Mlp m(DataType::f64, 11 + static_cast<uint64_t>(world()->rank()));
+    Trainer t(m.z, m.loss, m.metric, {data_parallel_distributed_learner(momentum(m.z->parameters()))});
+    const int64_t n = world()->num_workers(), r = world()->rank();
+    for (size_t s = 0; s < kSizes.size(); ++s) {
+        Batch b = global_batch(static_cast<int>(s), kSizes[s], DataType::f64);
+        t.train_minibatch({{m.x, Value(rows_of(b.x, n, r))}, {m.y, Value(rows_of(b.y, n, r))}});
     }
+    expect_close(m.values(), train_single(momentum, DataType::f64, kSizes), 1e-10);
+}
+
+TEST(Mpi, BlockMomentumFollowsTheHandComputationOfTwoCombinations) {
+    if (world()->num_workers() != 2) GTEST_SKIP() << "the hand computation is for two workers";
+    // loss = x * w per sample, so a worker's SGD step (rate 1 per sample) is w -= x; one sample per
+    // worker per step and block_size 2: a combination after each step, bm = 1 - 1/2.
+    Variable x = input_variable({1}, DataType::f64, false, false, default_batch_axes(), "x");
+    Variable w = parameter({1}, constant_initializer(1.0), DataType::f64, "w");
+    FunctionPtr loss = reduce_sum(element_times(x, w)->output(), {Axis::all_static_axes()});
+    Trainer t(nullptr, loss, nullptr,
+              {block_momentum_distributed_learner(sgd({w}, learning_parameter_schedule_per_sample(1.0)), 2)});
+    const bool first = world()->rank() == 0;
+    t.train_minibatch({{x, Value(Tensor::full(Shape{1, 1}, first ? 0.2 : 0.4, DataType::f64))}});
+    EXPECT_NEAR(w.value().item(), 0.55, 1e-15);         // worker models 0.8 and 0.6
+    EXPECT_EQ(t.previous_minibatch_sample_count(), 2);  // the job's
+    t.train_minibatch({{x, Value(Tensor::full(Shape{1, 1}, first ? 0.05 : 0.1, DataType::f64))}});
+    EXPECT_NEAR(w.value().item(), 0.2125, 1e-15);  // worker models 0.5 and 0.45
+    EXPECT_EQ(t.total_number_of_samples_seen(), 4);
+}
+
+TEST(Mpi, BlockMomentumWithoutMomentumAveragesModels) {
+    // bm = 0 (time constant 0), block learning rate 1/N, a block per step and equal parts: the average
+    // of the workers' SGD steps is one SGD step on the global minibatch.
+    const int64_t n = world()->num_workers(), r = world()->rank();
+    const std::vector<int64_t> sizes(6, 3 * n);
+    Mlp m(DataType::f64, 11);
+    Trainer t(m.z, m.loss, m.metric,
+              {block_momentum_distributed_learner(plain_sgd(m.z->parameters()), 3 * n, 0.0, false, false,
+                                                  1.0 / double(n))});
+    for (size_t s = 0; s < sizes.size(); ++s) {
+        Batch b = global_batch(static_cast<int>(s), sizes[s], DataType::f64);
+        t.train_minibatch({{m.x, Value(rows_of(b.x, n, r))}, {m.y, Value(rows_of(b.y, n, r))}});
+    }
+    expect_close(m.values(), train_single(plain_sgd, DataType::f64, sizes), 1e-10);
+    expect_same_on_every_worker(m.values());
+}
+
+TEST(Mpi, BlockMomentumCheckpointRestartContinuesAsTheUninterruptedRun) {
+    const fs::path dir = shared_dir("bmuf");
+    const std::string path = (dir / "model").string();
+    const int64_t n = world()->num_workers(), r = world()->rank();
+    auto run = [&](Mlp& m, Trainer& t, size_t from, size_t to) {
+        for (size_t s = from; s < to; ++s) {
+            Batch b = global_batch(static_cast<int>(s), kSizes[s], DataType::f32);
+            t.train_minibatch({{m.x, Value(rows_of(b.x, n, r))}, {m.y, Value(rows_of(b.y, n, r))}});
+        }
+    };
+    auto learner = [](const Mlp& m) {
+        return block_momentum_distributed_learner(momentum(m.z->parameters()), 30);
+    };
+    Mlp a(DataType::f32, 5);
+    Trainer ta(a.z, a.loss, a.metric, {learner(a)});
+    run(a, ta, 0, 3);          // 36 samples: a combination at 30, 6 into the next block
+    ta.save_checkpoint(path);  // combines first
+    expect_same_on_every_worker(a.values());
+    run(a, ta, 3, kSizes.size());
+    Mlp b(DataType::f32, 99);
+    Trainer tb(b.z, b.loss, b.metric, {learner(b)});
+    tb.restore_from_checkpoint(path);
+    run(b, tb, 3, kSizes.size());
+    expect_same_bits(a.values(), b.values());
     world()->barrier();
-    return d;
+    if (world()->is_main()) fs::remove_all(dir);
 }
 
 TEST(Mpi, CheckpointRestartContinuesAsTheUninterruptedRun) {

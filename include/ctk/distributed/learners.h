@@ -1,11 +1,13 @@
-// CNTK's distributed learners: a local learner (sgd, momentum_sgd, adam, ...) whose updates see the whole
-// job's minibatch. data_parallel_distributed_learner sums every worker's gradients (32-bit, or quantized
-// to 1-16 bits with error feedback: "1-bit SGD"); a Trainer with one of them trains as one process would
-// on the global minibatch. See docs/distributed.md.
+// CNTK's distributed learners around a local learner (sgd, momentum_sgd, adam, ...):
+// data_parallel_distributed_learner sums every worker's gradients (32-bit, or quantized to 1-16 bits
+// with error feedback: "1-bit SGD"), so that a Trainer with it trains as one process would on the global
+// minibatch; block_momentum_distributed_learner (BMUF) combines models every block of samples instead.
+// See docs/distributed.md.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ctk/distributed/communicator.h"
@@ -86,5 +88,28 @@ DistributedLearnerPtr data_parallel_distributed_learner(LearnerPtr learner, int6
                                                         int64_t num_quantization_bits = 32,
                                                         bool use_async_buffered_parameter_update = false,
                                                         CommunicatorPtr communicator = nullptr);
+
+// CNTK's block_momentum_distributed_learner (BMUF, Chen and Huo, ICASSP 2016): each worker trains alone
+// with its local learner on its part of the data (training_session reads N times the minibatch size,
+// partitioned, so each worker gets about the user's size); every block_size samples of the job, the
+// workers' models are combined: G = sum over workers of (W_last - W_w), D = bm D + (1 - bm) lr_b G,
+// W = W_last - D (Nesterov: W = W_last - (1 + bm) D), with bm = exp(-samples in the block /
+// time constant) and the time constant -block_size / ln(1 - 1/N) unless given (bm = 1 - 1/N: model
+// averaging with block momentum). The local learner's momenta are zeroed after each combination when
+// reset_sgd_momentum_after_aggregation. Every step also sums the workers' counts, losses and metrics (a
+// few bytes), so that all workers decide blocks, checkpoints and the end together. Throws ValueError
+// when block_size / N is 0 ("Sync period is too small.") or bm is outside [0, 1).
+DistributedLearnerPtr block_momentum_distributed_learner(
+    LearnerPtr learner, int64_t block_size, std::optional<double> block_momentum_as_time_constant = {},
+    bool use_nestrov_momentum = true, bool reset_sgd_momentum_after_aggregation = true,
+    double block_learning_rate = 1.0, int64_t distributed_after = 0, CommunicatorPtr communicator = nullptr);
+
+namespace detail {
+// One block's combination for one parameter, in place (the formulas above): `sum_of_differences` is G,
+// `smoothed` D, `last` W_last (the new W on return, which is also the next block's W_last).
+void combine_block(std::vector<double>& last, const std::vector<double>& sum_of_differences,
+                   std::vector<double>& smoothed, double block_momentum, double block_learning_rate,
+                   bool nesterov);
+}  // namespace detail
 
 }  // namespace ctk::distributed
