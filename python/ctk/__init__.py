@@ -7,7 +7,7 @@ this one under CNTK's module paths.
 """
 from ._ctk import __version__
 from . import (ops, layers, learners, losses, metrics, initializer, io, train, logging, cntk_py, device,
-               random, debugging, core, variables)
+               random, debugging, core, variables, distributed)
 from .variables import Parameter, Constant  # noqa: F401
 from .device import (cpu, gpu, all_devices, use_default_device, try_set_default_device,  # noqa: F401
                      DeviceDescriptor)

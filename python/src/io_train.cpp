@@ -287,7 +287,7 @@ void bind_io_train(py::module_& m) {
         .def(py::init([](const py::object& freq, int64_t first, const std::string& tag,
                          const py::object& log_to_file, const py::object& rank, bool gen_heartbeat,
                          const py::object& num_epochs, const py::object& test_freq, int64_t test_first,
-                         bool metric_is_pct) {
+                         bool metric_is_pct, const py::object& distributed_freq, int64_t distributed_first) {
                  StdoutSync sync;
                  ProgressPrinterOptions o;
                  if (!freq.is_none()) o.freq = freq.cast<int64_t>();
@@ -300,11 +300,14 @@ void bind_io_train(py::module_& m) {
                  if (!test_freq.is_none()) o.test_freq = test_freq.cast<int64_t>();
                  o.test_first = test_first;
                  o.metric_is_pct = metric_is_pct;
+                 if (!distributed_freq.is_none()) o.distributed_freq = distributed_freq.cast<int64_t>();
+                 o.distributed_first = distributed_first;
                  return std::make_shared<ProgressPrinter>(o);
              }),
              arg("freq") = py::none(), arg("first") = 0, arg("tag") = "", arg("log_to_file") = py::none(),
              arg("rank") = py::none(), arg("gen_heartbeat") = false, arg("num_epochs") = py::none(),
-             arg("test_freq") = py::none(), arg("test_first") = 0, arg("metric_is_pct") = true)
+             arg("test_freq") = py::none(), arg("test_first") = 0, arg("metric_is_pct") = true,
+             arg("distributed_freq") = py::none(), arg("distributed_first") = 0)
         .def(
             "log",
             [](ProgressPrinter& p, const std::string& msg) {

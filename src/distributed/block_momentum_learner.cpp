@@ -73,12 +73,9 @@ public:
         info.number_of_samples = static_cast<int64_t>(header[2]);
         samples_seen_ += info.number_of_samples;
         block_samples_ += info.number_of_samples;
-        if (info.number_of_samples == 0) {  // the job's data ended: the last block is combined
-            if (block_samples_ > 0) combine();
-            return false;
-        }
-        if (block_samples_ >= block_size_) combine();
-        return true;
+        info.synchronized = info.number_of_samples == 0 ? block_samples_ > 0 : block_samples_ >= block_size_;
+        if (info.synchronized) combine();
+        return info.number_of_samples > 0;  // at the end of the job's data, the last block is combined
     }
 
     void restore_from_checkpoint(const Dictionary& state) override {

@@ -144,6 +144,7 @@ public:
             info.eval_criterion = header[0];
             info.training_loss = header[1];
             info.number_of_samples = static_cast<int64_t>(header[2]);
+            info.synchronized = true;
         }
         samples_seen_ += info.number_of_samples;
         if (info.number_of_samples == 0) return false;

@@ -110,6 +110,7 @@ public:
             info.eval_criterion = header[0];
             info.training_loss = header[1];
             info.number_of_samples = static_cast<int64_t>(header[2]);
+            info.synchronized = true;
             std::vector<Tensor> grads = ordered_gradients(gradients);
             const DataType dtype = grads.empty() ? DataType::f32 : grads[0].dtype();
             std::vector<Shape> shapes;

@@ -74,6 +74,19 @@ void ProgressWriter::update_training(int64_t samples, double accumulated_loss,
     training_.mark_written();
 }
 
+void ProgressWriter::set_distributed_schedule(int64_t frequency, int64_t first) {
+    CTK_CHECK(frequency >= 0 && first >= 0, ValueError,
+              "ProgressWriter: distributed_freq and distributed_first must be >= 0");
+    distributed_.frequency = frequency;
+    distributed_.first = first;
+}
+
+void ProgressWriter::update_distributed_sync(int64_t samples) {
+    if (!distributed_.count(samples)) return;
+    on_write_distributed_sync(distributed_.samples, distributed_.updates);
+    distributed_.mark_written();
+}
+
 void ProgressWriter::update_test(int64_t samples, double accumulated_metric) {
     if (samples == 0 || !test_.count(samples)) return;
     test_.metric.second = accumulated_metric;
@@ -115,6 +128,7 @@ ProgressPrinter::ProgressPrinter(ProgressPrinterOptions options)
                      options.test_first),
       o_(std::move(options)) {
     tag_ = o_.tag.empty() ? "" : "[" + o_.tag + "] ";
+    if (o_.distributed_freq) set_distributed_schedule(*o_.distributed_freq, o_.distributed_first);
     if (o_.print_build_info) {
         std::fputs(format_build_banner(build_info()).c_str(), stdout);
         std::fflush(stdout);
@@ -141,6 +155,11 @@ ProgressPrinter::ProgressPrinter(ProgressPrinterOptions options)
 
 ProgressPrinter::~ProgressPrinter() {
     if (file_) std::fclose(file_);
+}
+
+void ProgressPrinter::on_write_distributed_sync(Range samples, Range updates) {
+    log("Distributed training: #Syncs elapsed = " + std::to_string(updates.second - updates.first) +
+        ", #Samples elapsed = " + std::to_string(samples.second - samples.first));
 }
 
 void ProgressPrinter::log(const std::string& message) {

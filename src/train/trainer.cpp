@@ -254,10 +254,14 @@ bool Trainer::distributed_step(const ValueMap& gradients, int64_t samples, doubl
         updated = distributed_[i]->update(g, info) || updated;
         if (i == 0) job = info;
     }
-    if (job.number_of_samples == 0) return false;
-    account(job.number_of_samples, job.training_loss,
-            metric_ ? std::optional<double>(job.eval_criterion) : std::nullopt);
-    return updated;
+    if (job.number_of_samples > 0)
+        account(job.number_of_samples, job.training_loss,
+                metric_ ? std::optional<double>(job.eval_criterion) : std::nullopt);
+    if (job.synchronized) {  // CNTK's UpdateDistributedSync: the job's samples since the previous one
+        for (const ProgressWriterPtr& w : writers_) w->update_distributed_sync(total_samples_ - samples_at_sync_);
+        samples_at_sync_ = total_samples_;
+    }
+    return job.number_of_samples > 0 && updated;
 }
 
 void Trainer::account(int64_t samples, double loss, std::optional<double> metric) {

@@ -23,6 +23,7 @@ struct MinibatchInfo {
     int64_t number_of_samples = 0;
     double training_loss = 0;   // summed over the samples
     double eval_criterion = 0;  // summed over the samples
+    bool synchronized = false;  // out: the workers' gradients or models were combined in this step
 };
 
 // A Learner that trains with the other workers. Every worker's Trainer must call update() the same

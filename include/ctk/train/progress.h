@@ -30,6 +30,11 @@ public:
     void update_test(int64_t samples, double accumulated_metric);
     void write_training_summary(double accumulated_loss, std::optional<double> accumulated_metric);
     void write_test_summary(double accumulated_metric);
+    // CNTK's distributed-sync lines: each time a distributed learner combined the workers' gradients or
+    // models, with the job's samples since the previous one; written on the same schedule rule as
+    // training updates (every `frequency`-th, and each of the first `first`); never by default.
+    void set_distributed_schedule(int64_t frequency, int64_t first);
+    void update_distributed_sync(int64_t samples);
     int64_t total_training_updates() const { return training_.total_updates; }
     int64_t total_test_updates() const { return test_.total_updates; }
 
@@ -45,6 +50,7 @@ public:
                                        int64_t elapsed_ms) = 0;
     // A named value (learners report "Learning rate per minibatch" this way).
     virtual void write(const std::string& key, double value) = 0;
+    virtual void on_write_distributed_sync(Range /*samples*/, Range /*updates*/) {}
 
 private:
     struct Window {
@@ -59,6 +65,7 @@ private:
         void reset();
     };
     Window training_, test_;
+    Window distributed_{kNever, 0};
 };
 using ProgressWriterPtr = std::shared_ptr<ProgressWriter>;
 
@@ -75,6 +82,8 @@ struct ProgressPrinterOptions {
     std::optional<int64_t> test_freq{};
     int64_t test_first = 0;
     bool metric_is_pct = true;
+    std::optional<int64_t> distributed_freq{};  // "Distributed training: #Syncs elapsed = ..." lines
+    int64_t distributed_first = 0;
     bool print_build_info = true;
 };
 class ProgressPrinter : public ProgressWriter {
@@ -92,6 +101,7 @@ public:
     void on_write_test_summary(int64_t samples, int64_t updates, int64_t summaries, double metric,
                                int64_t elapsed_ms) override;
     void write(const std::string& key, double value) override;
+    void on_write_distributed_sync(Range samples, Range updates) override;
 
 private:
     void write_update(Range samples, Range updates, std::optional<Sums> loss, std::optional<Sums> metric,

@@ -173,6 +173,7 @@ private:
     std::unique_ptr<Program> program_;
     std::vector<std::shared_ptr<distributed::DistributedLearner>> distributed_;  // all learners, or none
     bool distributed_started_ = false;  // the workers' parameters checked and made equal
+    int64_t samples_at_sync_ = 0;       // total_samples_ at the last distributed sync
 };
 
 }  // namespace ctk

@@ -1,0 +1,161 @@
+"""cntk.train.distributed: the API in one process, and real jobs under `mpiexec -n 2`: the distributed
+example (SimpleMNIST_Distributed.py, written as CNTK's distributed examples are) with 32-bit, 1-bit and
+block momentum on a small CTF set, both workers reporting the same test metric as CNTK's distributed
+end-to-end tests demanded; CNTK's finalize_test (a worker raising must stop the job, not hang it)."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import cntk as C
+from cntk.train.distributed import (Communicator, WorkerDescriptor, DistributedLearner,
+                                    data_parallel_distributed_learner, block_momentum_distributed_learner)
+import ctk._ctk as _ctk
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, 'examples', 'Image', 'Classification', 'MNIST', 'Python', 'SimpleMNIST_Distributed.py')
+MPIEXEC = shutil.which('mpiexec')
+with_mpi = pytest.mark.skipif(MPIEXEC is None or not _ctk._info()['build']['mpi_distribution'],
+                              reason='needs mpiexec and a ctk built with MPI')
+
+
+def test_one_process_is_worker_zero_of_one():
+    assert Communicator.rank() == 0
+    assert Communicator.num_workers() == 1
+    c = Communicator()
+    assert c.is_main()
+    workers = c.workers()
+    assert len(workers) == 1 and isinstance(workers[0], WorkerDescriptor)
+    assert workers[0].global_rank == 0 and workers[0].host_id
+    assert c.current_worker() == workers[0]
+    c.barrier()
+
+
+def test_learner_arguments_are_checked_as_cntk_checked():
+    x = C.input_variable(3)
+    z = C.times(x, C.parameter((3, 2)))
+    local = C.sgd(z.parameters, C.learning_parameter_schedule(0.1))
+    for bits in (0, 3, 5, 6, 7):
+        with pytest.raises(ValueError):
+            data_parallel_distributed_learner(local, num_quantization_bits=bits)
+    with pytest.raises(RuntimeError, match='Asynchronous parameter update'):
+        data_parallel_distributed_learner(local, use_async_buffered_parameter_update=True)
+    for bits in (1, 2, 4, 8, 16, 32, 64):
+        learner = data_parallel_distributed_learner(local, num_quantization_bits=bits, distributed_after=10)
+        assert isinstance(learner, DistributedLearner) and isinstance(learner, C.learners.Learner)
+        assert learner.distributed_after == 10
+        assert learner.total_number_of_samples_seen == 0
+    with pytest.raises(ValueError, match='Sync period is too small'):
+        block_momentum_distributed_learner(local, block_size=0)
+    with pytest.raises(ValueError, match='block momentum'):
+        block_momentum_distributed_learner(local, block_size=100, block_momentum_as_time_constant=-1.0)
+    bm = block_momentum_distributed_learner(local, 3200, use_nestrov_momentum=False,
+                                            reset_sgd_momentum_after_aggregation=False, block_learning_rate=0.5)
+    assert bm.communicator().is_main()
+
+
+def test_one_process_trains_as_without_the_distributed_learner():
+    def train(distributed):
+        C.set_fixed_random_seed(3)
+        x = C.input_variable(4)
+        y = C.input_variable(2)
+        z = C.layers.Dense(2)(x)
+        learner = C.momentum_sgd(z.parameters, C.learning_parameter_schedule(0.1), C.momentum_schedule(0.9))
+        if distributed:
+            learner = data_parallel_distributed_learner(learner)
+        t = C.Trainer(z, (C.cross_entropy_with_softmax(z, y), C.classification_error(z, y)), [learner])
+        rng = np.random.RandomState(0)
+        for _ in range(5):
+            t.train_minibatch({x: rng.rand(8, 4).astype(np.float32),
+                               y: np.eye(2, dtype=np.float32)[rng.randint(0, 2, 8)]})
+        return [p.value for p in z.parameters]
+    for a, b in zip(train(False), train(True)):
+        np.testing.assert_array_equal(a, b)
+
+
+def write_ctf(path, rows, seed):
+    rng = np.random.RandomState(seed)
+    with open(path, 'w') as f:
+        for i in range(rows):
+            label = i % 10
+            pixels = (rng.rand(784) * 255 * (np.arange(784) % 10 == label)).astype(int)
+            f.write('|labels %s |features %s\n' % (' '.join('1' if c == label else '0' for c in range(10)),
+                                                    ' '.join(map(str, pixels))))
+
+
+def mpiexec(args, cwd, timeout=300):
+    env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism='none',
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    return subprocess.run([MPIEXEC, '--allow-run-as-root', '--oversubscribe', '-n', '2', sys.executable] + args,
+                          cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope='module')
+def mnist_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp('mnist')
+    write_ctf(str(d / 'Train-28x28_cntk_text.txt'), 640, 1)
+    write_ctf(str(d / 'Test-28x28_cntk_text.txt'), 200, 2)
+    return d
+
+
+@with_mpi
+@pytest.mark.parametrize('flags', [['-q', '32'], ['-q', '1'], ['-b', '640'], ['-q', '32', '-a', '320']])
+def test_distributed_example_runs_on_two_workers(mnist_dir, tmp_path, flags):
+    out = mpiexec([EXAMPLE, '-datadir', str(mnist_dir), '-outputdir', str(tmp_path), '-n', '3', '-e', '640',
+                   '-m', '32', '-r'] + flags, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stdout
+    # Both workers print the same test result (CNTK's distributed_common.py compares these lines). The
+    # workers' lines reach mpiexec's output interleaved, so they are found by pattern.
+    results = re.findall(r'Finished Evaluation \[1\]: Minibatch\[1-1\]: metric = ([0-9.]+)% \* 200;', out.stdout)
+    assert len(results) == 2, out.stdout
+    assert results[0] == results[1], out.stdout
+    assert float(results[0]) < 30.0, out.stdout  # ten easy classes: far below chance (90%)
+    epochs = re.findall(r'Finished Epoch\[3 of 3\]: \[Training\] loss = [0-9.]+ \* 640, ', out.stdout)
+    assert len(epochs) == 2, out.stdout  # the job's samples per epoch
+    if '-b' in flags:
+        assert 'Distributed training: #Syncs elapsed = 1, #Samples elapsed = 640' in out.stdout, out.stdout
+    assert os.path.exists(str(tmp_path / 'SimpleMNIST_Distributed.model'))
+    assert os.path.exists(str(tmp_path / 'SimpleMNIST_Distributed.model.ckp'))
+
+
+@with_mpi
+def test_restarted_job_continues_from_its_checkpoint(mnist_dir, tmp_path):
+    args = [EXAMPLE, '-datadir', str(mnist_dir), '-outputdir', str(tmp_path), '-e', '640', '-m', '32']
+    first = mpiexec(args + ['-n', '2', '-r'], cwd=str(tmp_path))
+    assert first.returncode == 0, first.stdout
+    second = mpiexec(args + ['-n', '3'], cwd=str(tmp_path))
+    assert second.returncode == 0, second.stdout
+    # Restored after epoch 2: each worker trains one more epoch (its printer counts from 1, as CNTK's).
+    epochs = re.findall(r'Finished Epoch\[[0-9] of 3\]: \[Training\] loss = [0-9.]+ \* 640, ', second.stdout)
+    assert len(epochs) == 2, second.stdout
+
+
+FINALIZE_TEST = '''
+import sys, time
+from cntk.train.distributed import Communicator
+if Communicator.rank() == 0:
+    raise RuntimeError("worker 0 fails before finalize")
+Communicator().barrier()
+print("worker %d passed the barrier" % Communicator.rank())
+Communicator.finalize()
+'''
+
+
+@with_mpi
+def test_a_worker_that_raises_stops_the_job(tmp_path):
+    # CNTK's finalize_test: worker 0 raises, worker 1 waits in a barrier; the job must end (no hang).
+    script = tmp_path / 'finalize_test.py'
+    script.write_text(FINALIZE_TEST)
+    start = time.time()
+    out = mpiexec([str(script)], cwd=str(tmp_path), timeout=120)
+    assert out.returncode != 0, out.stdout
+    assert time.time() - start < 60
+    assert 'worker 0 fails before finalize' in out.stdout
+    assert 'worker 0 of 2' in out.stdout  # ctk names the worker that stopped the job
+    assert 'passed the barrier' not in out.stdout
