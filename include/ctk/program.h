@@ -59,6 +59,9 @@ public:
 
     const std::vector<Variable>& outputs() const { return outputs_; }
     const std::vector<Variable>& wrt() const { return wrt_; }
+    // `wrt` in the order on_gradient_ready hears of them (the same for every run: it follows the
+    // schedule), so that workers can agree on how to group gradients before any run.
+    const std::vector<Variable>& gradient_order() const { return gradient_order_; }
     Device device() const { return options_.device; }
     bool plans_memory() const { return options_.plan_memory; }
     // The number of primitive steps in the schedule (a recurrent loop's steps counted once).
@@ -77,7 +80,7 @@ public:
     MemoryPlanStats memory_stats() const { return memory_.stats(); }
 
 private:
-    std::vector<Variable> outputs_, wrt_;
+    std::vector<Variable> outputs_, wrt_, gradient_order_;
     ProgramOptions options_;
     FunctionPtr root_;  // combine(outputs): holds the compiled schedule
     uint64_t generation_ = 0;

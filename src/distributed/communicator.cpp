@@ -36,6 +36,7 @@ public:
     void barrier() override {}
     void all_reduce(std::vector<double>&, ReduceOp) override {}
     void all_reduce_sum(std::vector<Tensor>&) override {}
+    void all_reduce_sum(void*, int64_t, DataType) override {}
     std::vector<std::string> all_gather(const std::string& bytes) override { return {bytes}; }
     std::vector<std::string> gather(const std::string& bytes, int64_t root) override {
         CTK_CHECK(root == 0, ValueError, "gather: root ", root, " is not a worker of a one-worker job");
@@ -72,6 +73,16 @@ int checked_count(size_t n, const char* what) {
     return static_cast<int>(n);
 }
 
+// Sums host values in place; MPI counts are ints, so in pieces of at most 2^30 elements.
+template <typename T>
+void sum_in_place(T* data, int64_t total, MPI_Datatype type) {
+    constexpr int64_t kPiece = int64_t(1) << 30;
+    for (int64_t start = 0; start < total; start += kPiece) {
+        const int n = static_cast<int>(std::min(kPiece, total - start));
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + start, n, type, MPI_SUM, MPI_COMM_WORLD), "all-reduce");
+    }
+}
+
 // The elements of one dtype, packed into one host buffer so that one call reduces them all (CNTK's
 // packing of small gradients, done for all of them: a copy is cheap beside a message per tensor).
 template <typename T>
@@ -86,13 +97,7 @@ void sum_packed(std::vector<Tensor*>& tensors, MPI_Datatype type) {
         std::memcpy(buffer.data() + at, host.data<T>(), static_cast<size_t>(host.numel()) * sizeof(T));
         at += host.numel();
     }
-    // MPI counts are ints: reduce in pieces of at most 2^30 elements.
-    constexpr int64_t kPiece = int64_t(1) << 30;
-    for (int64_t start = 0; start < total; start += kPiece) {
-        const int n = static_cast<int>(std::min(kPiece, total - start));
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data() + start, n, type, MPI_SUM, MPI_COMM_WORLD),
-                  "all-reduce");
-    }
+    sum_in_place(buffer.data(), total, type);
     at = 0;
     for (Tensor* t : tensors) {
         Tensor host = Tensor::empty(t->shape(), t->dtype());
@@ -132,6 +137,15 @@ public:
         }
         sum_packed<float>(f32, MPI_FLOAT);
         sum_packed<double>(f64, MPI_DOUBLE);
+    }
+    void all_reduce_sum(void* data, int64_t count, DataType dtype) override {
+        check_usable();
+        CTK_CHECK(dtype == DataType::f32 || dtype == DataType::f64, TypeError,
+                  "all_reduce_sum: values must be float32 or float64, not ", dtype_name(dtype));
+        if (dtype == DataType::f32)
+            sum_in_place(static_cast<float*>(data), count, MPI_FLOAT);
+        else
+            sum_in_place(static_cast<double*>(data), count, MPI_DOUBLE);
     }
     std::vector<std::string> all_gather(const std::string& bytes) override {
         check_usable();

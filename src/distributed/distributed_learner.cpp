@@ -1,10 +1,12 @@
 // DistributedLearner's shared part (the start-of-training check and broadcast, uid order, warm start,
 // checkpoints) and the 32-bit data-parallel learner (CNTK's DataParallelDistributedLearner).
 #include <algorithm>
+#include <cstdlib>
 
 #include "ctk/distributed/learners.h"
 #include "ctk/error.h"
 #include "ctk/model.h"
+#include "distributed/gradient_buckets.h"
 #include "distributed/quantized_learner.h"
 
 namespace ctk::distributed {
@@ -121,13 +123,36 @@ void DistributedLearner::restore_from_checkpoint(const Dictionary& state) {
 
 namespace {
 
-// CNTK's DataParallelDistributedLearner: one all-reduce of the gradients (summed, not averaged), then
-// one of the step's loss, metric and count; the local learner updates with the job's count.
+// The size of the groups in which gradients are summed during backward (CTK_ALLREDUCE_BUCKET_MB, default
+// 1 MiB: small enough that a small model's first groups leave before backward ends; 0 turns the overlap
+// off and sums everything after backward in one call, as CNTK did).
+int64_t bucket_bytes() {
+    const char* v = std::getenv("CTK_ALLREDUCE_BUCKET_MB");
+    if (!v || !*v) return int64_t(1) << 20;
+    char* end = nullptr;
+    const double mb = std::strtod(v, &end);
+    CTK_CHECK(*end == '\0' && mb >= 0, ValueError,
+              "CTK_ALLREDUCE_BUCKET_MB must be a number of MiB >= 0, not '", v, "'");
+    return static_cast<int64_t>(mb * 1048576.0);
+}
+
+// CNTK's DataParallelDistributedLearner: the gradients summed (not averaged) over the workers, then the
+// step's loss, metric and count; the local learner updates with the job's count. ctk sums the gradients
+// in buckets while backward runs (GradientBuckets), grouped by an order all workers agree on at their
+// first shared step; until then, and with buckets off, in one call after backward.
 class DataParallelLearner final : public DistributedLearner {
 public:
     DataParallelLearner(LearnerPtr local, CommunicatorPtr communicator, int64_t distributed_after)
         : DistributedLearner(std::move(local), std::move(communicator), distributed_after,
                              "DataParallelDistributedLearner") {}
+
+    Program::GradientReady gradients_as_ready(const std::vector<Variable>& order) override {
+        if (local_order_.empty())
+            for (const Variable& v : order)
+                if (std::find(by_uid_.begin(), by_uid_.end(), v) != by_uid_.end()) local_order_.push_back(v);
+        if (!buckets_ || samples_seen_ < distributed_after_) return {};
+        return [this](const Variable& v, const Value& g) { buckets_->ready(v, g.data()); };
+    }
 
     bool update(GradientMap& gradients, MinibatchInfo& info) override {
         const int64_t workers = communicator_->num_workers();
@@ -135,9 +160,14 @@ public:
             if (!sharing_) {
                 sharing_ = true;
                 if (distributed_after_ > 0) synchronize_from_main();  // replicas may have drifted apart
+                agree_on_buckets();
             }
-            std::vector<Tensor> grads = ordered_gradients(gradients);
-            communicator_->all_reduce_sum(grads);
+            if (buckets_) {
+                buckets_->finish(gradients);
+            } else {
+                std::vector<Tensor> grads = ordered_gradients(gradients);
+                communicator_->all_reduce_sum(grads);
+            }
             std::vector<double> header{info.eval_criterion, info.training_loss,
                                        static_cast<double>(info.number_of_samples)};
             communicator_->all_reduce(header);
@@ -152,7 +182,32 @@ public:
     }
 
 private:
+    // The workers take the backward order of the first worker that knows one (the same graph gives the
+    // same order everywhere), else uid order, and group their gradients by it from now on.
+    void agree_on_buckets() {
+        const int64_t bytes = bucket_bytes();
+        if (bytes == 0 || by_uid_.empty()) return;
+        for (const Variable& p : by_uid_)
+            if (p.dtype() != by_uid_[0].dtype() || (p.dtype() != DataType::f32 && p.dtype() != DataType::f64))
+                return;
+        std::string mine;
+        for (const Variable& v : local_order_)
+            mine += std::to_string(std::find(by_uid_.begin(), by_uid_.end(), v) - by_uid_.begin()) + " ";
+        std::vector<Variable> order;
+        for (const std::string& theirs : communicator_->all_gather(mine)) {
+            if (theirs.empty()) continue;
+            size_t at = 0;
+            for (size_t next; (next = theirs.find(' ', at)) != std::string::npos; at = next + 1)
+                order.push_back(by_uid_.at(std::stoul(theirs.substr(at, next - at))));
+            break;
+        }
+        if (order.size() != by_uid_.size()) order = by_uid_;
+        buckets_ = std::make_unique<detail::GradientBuckets>(communicator_, order, bytes);
+    }
+
     bool sharing_ = false;
+    std::vector<Variable> local_order_;  // this worker's backward order, from its first step
+    std::unique_ptr<detail::GradientBuckets> buckets_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // inside a Scope of the Program's memory plan.
 #include "ctk/program.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <optional>
@@ -51,6 +52,13 @@ Program::Program(std::vector<Variable> outputs, std::vector<Variable> wrt, Progr
         CTK_CHECK(seen.insert(v.impl()).second, ValueError, "Program: ", v.to_string(),
                   " is listed twice for gradients");
     }
+    // Backward's order (detail::run_backward): by first reader in the schedule, latest first.
+    gradient_order_ = wrt_;
+    std::stable_sort(gradient_order_.begin(), gradient_order_.end(),
+                     [&](const Variable& a, const Variable& b) {
+                         return plan->first_use[static_cast<size_t>(plan->slot(a))] >
+                                plan->first_use[static_cast<size_t>(plan->slot(b))];
+                     });
 }
 
 Program::~Program() = default;

@@ -258,7 +258,8 @@ bool Trainer::distributed_step(const ValueMap& gradients, int64_t samples, doubl
         account(job.number_of_samples, job.training_loss,
                 metric_ ? std::optional<double>(job.eval_criterion) : std::nullopt);
     if (job.synchronized) {  // CNTK's UpdateDistributedSync: the job's samples since the previous one
-        for (const ProgressWriterPtr& w : writers_) w->update_distributed_sync(total_samples_ - samples_at_sync_);
+        for (const ProgressWriterPtr& w : writers_)
+            w->update_distributed_sync(total_samples_ - samples_at_sync_);
         samples_at_sync_ = total_samples_;
     }
     return job.number_of_samples > 0 && updated;
@@ -339,6 +340,10 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
         Program::RunOptions run;
         run.root_gradient = scale;
         run.open_memory_scope = false;  // the step's Scope is open
+        // A distributed learner may start summing gradients while backward runs (not under loss
+        // scaling, whose check of the local gradients comes first, nor inside a recorded graph).
+        if (distributed_.size() == 1 && !scaler_ && !recorded)
+            run.on_gradient_ready = distributed_[0]->gradients_as_ready(program.gradient_order());
         run.after_forward = [&](const ValueMap& o) {
             r.samples = sample_count(o.at(loss_var), loss_->output());
             if (r.samples > 0 && !recorded) read_back(o);

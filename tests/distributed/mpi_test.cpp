@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -227,6 +228,22 @@ TEST(Mpi, DataParallelSgdEqualsOneProcessOnTheGlobalMinibatch) {
         expect_same_bits(run.values, again.values);
         EXPECT_EQ(run.losses, again.losses);
     }
+}
+
+TEST(Mpi, GradientsSummedDuringBackwardInAnyBucketSizeAreTheSame) {
+    // One bucket per parameter (100 bytes), CNTK's single sum after backward (0), and the default: the
+    // same parameters as one process, and the same bits in two runs, with workers that have no data.
+    const int64_t n = world()->num_workers();
+    const std::vector<int64_t> sizes{12, n - 1, 16, 1, 12};
+    for (const char* mb : {"0.0001", "0", "1"}) {
+        SCOPED_TRACE(mb);
+        ::setenv("CTK_ALLREDUCE_BUCKET_MB", mb, 1);
+        const DistributedRun run = train_distributed(momentum, DataType::f64, sizes);
+        expect_close(run.values, train_single(momentum, DataType::f64, sizes), 1e-10);
+        expect_same_on_every_worker(run.values);
+        expect_same_bits(run.values, train_distributed(momentum, DataType::f64, sizes).values);
+    }
+    ::unsetenv("CTK_ALLREDUCE_BUCKET_MB");
 }
 
 TEST(Mpi, DataParallelInFloat32IsWithinRounding) {

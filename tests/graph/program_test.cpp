@@ -67,6 +67,10 @@ TEST(Program, TellsOfEachGradientWhenItIsFinal) {
     // The last layer's gradient is final before backward reaches the first layer.
     ASSERT_EQ(order, (std::vector<std::string>{"W2", "b1", "W1"}));
     for (const Variable& w : {m.w1, m.b1, m.w2}) expect_near(heard.at(w).data(), r.gradients.at(w).data());
+    // Known before any run (distributed workers group gradients by it).
+    std::vector<std::string> known;
+    for (const Variable& v : p.gradient_order()) known.push_back(v.name());
+    EXPECT_EQ(known, order);
 }
 
 TEST(Program, RepeatedRunsTakeOnlyWhatTheyHandOut) {

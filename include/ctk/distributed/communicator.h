@@ -55,6 +55,8 @@ public:
     // Sums each tensor over the workers in place (f32 or f64; contiguous, on the CPU or, through a host
     // copy, on a GPU). Tensors of one dtype are packed into one buffer and reduced in one call.
     virtual void all_reduce_sum(std::vector<Tensor>& tensors) = 0;
+    // Sums `count` host values of `dtype` (f32 or f64) over the workers, in place.
+    virtual void all_reduce_sum(void* data, int64_t count, DataType dtype) = 0;
     // Every worker's `bytes`, in rank order, on every worker.
     virtual std::vector<std::string> all_gather(const std::string& bytes) = 0;
     // Every worker's `bytes`, in rank order, on `root`; an empty list elsewhere.

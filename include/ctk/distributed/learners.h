@@ -12,6 +12,7 @@
 
 #include "ctk/distributed/communicator.h"
 #include "ctk/learners.h"
+#include "ctk/program.h"
 
 namespace ctk::distributed {
 
@@ -52,6 +53,11 @@ public:
     // A distributed learner is stepped by its Trainer only (the step needs the loss and the count).
     bool update(const GradientMap& gradients, int64_t minibatch_sample_count,
                 bool sweep_end = false) override;
+    // ctk's addition: a step's gradients may be exchanged while its backward still runs. Before each
+    // backward the Trainer passes the order in which the gradients will become final
+    // (Program::gradient_order) and gives the run what this returns; an empty function (the default):
+    // everything is exchanged in update().
+    virtual Program::GradientReady gradients_as_ready(const std::vector<Variable>& /*order*/) { return {}; }
 
     double learning_rate() const override { return local_->learning_rate(); }
     void reset_learning_rate(const TrainingParameterSchedule& lr) override {
