@@ -176,7 +176,8 @@ std::vector<ctk::ValueMap> model_batches(const ModelCase& c, const ModelGraph& g
 // summed loss.
 std::function<void()> make_model_iteration(const ModelCase& c, const std::string& dump_dir,
                                            ctk::Device device, ctk::DataType dtype,
-                                           std::shared_ptr<ctk::Trainer>* trainer_out) {
+                                           std::shared_ptr<ctk::Trainer>* trainer_out,
+                                           const LearnerWrap& wrap_learner) {
     CTK_CHECK(dtype == ctk::DataType::f32 || (dtype == ctk::DataType::bf16 && c.train),
               ctk::NotImplementedError,
               "ctk_bench: model cases train in f32 or in mixed precision (bf16); inference runs in f32");
@@ -211,9 +212,10 @@ std::function<void()> make_model_iteration(const ModelCase& c, const std::string
             if (device.is_cuda()) ctk::cuda::synchronize(device);
         };
     }
-    auto learner =
+    ctk::LearnerPtr learner =
         ctk::momentum_sgd(g.z->parameters(), ctk::learning_parameter_schedule_per_sample(kLrPerSample),
                           ctk::momentum_schedule(kMomentum));
+    if (wrap_learner) learner = wrap_learner(learner);
     auto trainer = std::make_shared<ctk::Trainer>(
         g.z, g.ce, g.pe, std::vector<ctk::LearnerPtr>{learner}, std::vector<ctk::ProgressWriterPtr>{},
         dtype == ctk::DataType::bf16 ? ctk::MixedPrecision::bf16() : ctk::MixedPrecision{});

@@ -35,9 +35,13 @@ struct ModelCase {
 // convolutions, f32 master weights; torch's side runs under torch.autocast). With dump_dir, writes what
 // compare.py's check reads (see bench_models.cpp) and returns. A training case's Trainer goes to *trainer
 // when given (its CUDA Graph status, under CTK_CUDA_GRAPH=1, joins the result line).
+// `wrap_learner`, when given, replaces the case's learner by what it returns (a distributed learner
+// around it: ctk_bench --data-parallel).
+using LearnerWrap = std::function<ctk::LearnerPtr(ctk::LearnerPtr)>;
 std::function<void()> make_model_iteration(const ModelCase& c, const std::string& dump_dir,
                                            ctk::Device device, ctk::DataType dtype,
-                                           std::shared_ptr<ctk::Trainer>* trainer = nullptr);
+                                           std::shared_ptr<ctk::Trainer>* trainer = nullptr,
+                                           const LearnerWrap& wrap_learner = {});
 
 // Throws ShapeError naming `what` unless t has shape `want`.
 void expect_shape(const ctk::Tensor& t, const ctk::Shape& want, const char* what);

@@ -440,9 +440,12 @@ void usage(std::ostream& os) {
           "       ctk_bench --case NAME [--threads N] [--min-time SECONDS] [--warmup SECONDS]\n"
           "                 [--device cpu|cuda] [--dtype f32|bf16]\n"
           "       ctk_bench --case NAME --dump DIR\n"
+          "       mpiexec -n N ctk_bench --case TRAINING_CASE --data-parallel BITS [--steps K] [--threads N]\n"
           "Times one case and prints one JSON line: case, threads, iterations, median_s, rate, unit.\n"
           "--dump writes the case's inputs and the outputs of one step to DIR/<name>.f32 (raw float32)\n"
           "instead of timing; bench/compare.py checks them against PyTorch.\n"
+          "--data-parallel trains with CNTK's data-parallel learner on every worker (BITS 32: exact, 1-16:\n"
+          "quantized) for K timed steps; worker 0 prints the job's samples/s and the bytes sent per step.\n"
           "On failure prints a JSON line with \"error\" and exits with status 2.\n";
 }
 
@@ -458,11 +461,49 @@ bool parse_int(std::string_view s, int& out) {
 
 }  // namespace
 
+// --data-parallel BITS under mpiexec: every worker trains the model case with CNTK's data-parallel
+// learner (32: exact, 1-16: quantized) for a fixed number of steps (a step holds collectives, so every
+// worker must run as many); worker 0 prints the job's samples/s (workers x batch / median step) and the
+// gradient bytes each worker sent per step.
+int run_data_parallel(const BenchCase& c, int bits, int steps, ctk::Device device, const std::string& head) {
+    namespace dist = ctk::distributed;
+    dist::DistributedLearnerPtr learner;
+    auto wrap = [&](ctk::LearnerPtr local) {
+        learner = dist::data_parallel_distributed_learner(local, 0, bits);
+        return ctk::LearnerPtr(learner);
+    };
+    std::function<void()> step =
+        make_model_iteration({c.model, c.train, c.batch}, "", device, ctk::DataType::f32, nullptr, wrap);
+    const dist::CommunicatorPtr comm = learner->communicator();
+    for (int i = 0; i < 3; ++i) step();  // warm-up: plans, buckets, caches
+    comm->barrier();
+    std::vector<double> seconds;
+    for (int i = 0; i < steps; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        step();
+        seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    std::vector<double> median{seconds[seconds.size() / 2]};
+    comm->all_reduce(median, dist::ReduceOp::max);  // the slowest worker's median sets the pace
+    if (comm->is_main()) {
+        const double rate = static_cast<double>(c.batch * comm->num_workers()) / median[0];
+        std::cout << head << ",\"workers\":" << comm->num_workers() << ",\"bits\":" << bits
+                  << ",\"steps\":" << steps << ",\"median_s\":" << json_number(median[0])
+                  << ",\"rate\":" << json_number(rate) << ",\"unit\":\"samples/s\""
+                  << ",\"bytes_sent_per_step\":" << learner->bytes_sent_last_step()
+                  << ",\"num_threads\":" << ctk::num_threads() << ",\"blas\":" << json_string(mapped_blas())
+                  << "}" << std::endl;
+    }
+    dist::Communicator::finalize();
+    return 0;
+}
+
 int main(int argc, char** argv) {
     std::string case_name, dump_dir;
     ctk::Device device = ctk::Device::cpu();
     ctk::DataType dtype = ctk::DataType::f32;
-    int threads = 1;
+    int threads = 1, data_parallel_bits = 0, steps = 20;
     double min_time = 1.0, warmup = 0.3;
     bool list = false;
     for (int i = 1; i < argc; ++i) {
@@ -489,6 +530,10 @@ int main(int argc, char** argv) {
             std::string_view v = value();
             ok = v == "f32" || v == "bf16";
             if (v == "bf16") dtype = ctk::DataType::bf16;
+        } else if (arg == "--data-parallel") {
+            ok = parse_int(value(), data_parallel_bits) && data_parallel_bits >= 1;
+        } else if (arg == "--steps") {
+            ok = parse_int(value(), steps) && steps >= 1;
         } else if (arg == "--threads") {
             ok = parse_int(value(), threads) && threads >= 1;
         } else if (arg == "--min-time") {
@@ -522,6 +567,13 @@ int main(int argc, char** argv) {
     std::string head = "{\"case\":" + json_string(c.name) + ",\"threads\":" + std::to_string(threads);
     try {
         ctk::set_num_threads(threads);
+        if (data_parallel_bits > 0) {
+            if (c.kind != CaseKind::model || !c.train) {
+                std::cerr << "ctk_bench: --data-parallel needs a training case\n";
+                return 64;
+            }
+            return run_data_parallel(c, data_parallel_bits, steps, device, head);
+        }
         const double base_rss_mb = status_mb("VmRSS");
         std::shared_ptr<ctk::Trainer> trainer;  // training cases: for the CUDA Graph status
         std::function<void()> iteration = make_iteration(c, dump_dir, device, dtype, &trainer);

@@ -40,6 +40,8 @@ void bind_distributed(py::module_& m) {
         .def("communicator", &DistributedLearner::communicator)
         .def_property_readonly("distributed_after", &DistributedLearner::distributed_after)
         .def_property_readonly("local_learner", &DistributedLearner::local_learner)
+        // ctk's: the gradient (or model) bytes this worker sent in the last step (docs/distributed.md).
+        .def_property_readonly("bytes_sent_last_step", &DistributedLearner::bytes_sent_last_step)
         // CNTK made one learner of several report the job's loss and metric; ctk's Trainer reports its
         // first distributed learner's, and every learner aggregates its own copy.
         .def("set_as_metric_aggregator", [](DistributedLearner&) {});

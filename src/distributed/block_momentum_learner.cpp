@@ -73,6 +73,7 @@ public:
         info.number_of_samples = static_cast<int64_t>(header[2]);
         samples_seen_ += info.number_of_samples;
         block_samples_ += info.number_of_samples;
+        bytes_sent_ = 0;
         info.synchronized = info.number_of_samples == 0 ? block_samples_ > 0 : block_samples_ >= block_size_;
         if (info.synchronized) combine();
         return info.number_of_samples > 0;  // at the end of the job's data, the last block is combined
@@ -137,6 +138,9 @@ private:
             differences.push_back(Tensor::from_vector<double>(d, by_uid_[i].value().shape()));
         }
         communicator_->all_reduce_sum(differences);
+        int64_t bytes = 0;
+        for (const Tensor& d : differences) bytes += d.numel() * static_cast<int64_t>(d.element_size());
+        bytes_sent_ = all_reduce_bytes(bytes);
         for (size_t i = 0; i < by_uid_.size(); ++i) {
             detail::combine_block(last_[i], differences[i].to_vector<double>(), smoothed_[i], bm, block_lr_,
                                   nesterov_);

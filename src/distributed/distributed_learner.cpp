@@ -105,6 +105,11 @@ std::vector<Tensor> DistributedLearner::ordered_gradients(GradientMap& gradients
     return out;
 }
 
+int64_t DistributedLearner::all_reduce_bytes(int64_t bytes) const {
+    const int64_t n = communicator_->num_workers();
+    return n > 1 ? 2 * (n - 1) * bytes / n : 0;
+}
+
 Dictionary DistributedLearner::checkpoint_state() const {
     Dictionary d;
     d.set("localLearners", local_->checkpoint_state());
@@ -162,12 +167,16 @@ public:
                 if (distributed_after_ > 0) synchronize_from_main();  // replicas may have drifted apart
                 agree_on_buckets();
             }
+            int64_t bytes = 0;
             if (buckets_) {
                 buckets_->finish(gradients);
+                for (const Variable& p : by_uid_) bytes += p.value().numel() * static_cast<int64_t>(size_of(p.dtype()));
             } else {
                 std::vector<Tensor> grads = ordered_gradients(gradients);
                 communicator_->all_reduce_sum(grads);
+                for (const Tensor& g : grads) bytes += g.numel() * static_cast<int64_t>(g.element_size());
             }
+            bytes_sent_ = all_reduce_bytes(bytes);
             std::vector<double> header{info.eval_criterion, info.training_loss,
                                        static_cast<double>(info.number_of_samples)};
             communicator_->all_reduce(header);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -11,11 +12,32 @@
 
 namespace ctk::distributed::detail {
 
-MatrixView matrix_view(const Shape& shape) {
+MatrixView cntk_matrix_view(const Shape& shape) {
     MatrixView m;
     if (shape.rank() == 0) return m;
     m.rows = shape.dims().back();
     m.cols = m.rows > 0 ? shape.numel() / m.rows : 0;
+    return m;
+}
+
+bool cntk_columns_requested() {
+    const char* v = std::getenv("CTK_QUANTIZATION_COLUMNS");
+    if (!v || !*v || std::strcmp(v, "ctk") == 0) return false;
+    CTK_CHECK(std::strcmp(v, "cntk") == 0, ValueError, "CTK_QUANTIZATION_COLUMNS must be 'ctk' or 'cntk', not '", v,
+              "'");
+    return true;
+}
+
+MatrixView matrix_view(const Shape& shape) {
+    MatrixView m = cntk_matrix_view(shape);
+    const int64_t numel = shape.numel();
+    if (m.rows >= kShortColumn || (shape.rank() <= 2 && numel < kFoldedColumn) || cntk_columns_requested())
+        return m;
+    // Each column's range costs two values on the wire: columns of a convolution kernel's 3 or 5 values
+    // (CNTK's view) would cost more than they save. Fold inner dims into columns of >= kFoldedColumn.
+    m.rows = 1;
+    for (auto d = shape.dims().rbegin(); d != shape.dims().rend() && m.rows < kFoldedColumn; ++d) m.rows *= *d;
+    m.cols = m.rows > 0 ? numel / m.rows : 0;
     return m;
 }
 

@@ -14,7 +14,13 @@ namespace ctk::distributed::detail {
 struct MatrixView {
     int64_t rows = 1, cols = 1;
 };
-// CNTK's matrix view of a gradient of `shape` (a scalar is 1 x 1).
+// CNTK's matrix view of a gradient of `shape`: rows = its innermost dim (a scalar is 1 x 1).
+MatrixView cntk_matrix_view(const Shape& shape);
+// The view ctk quantizes with: CNTK's where its columns hold at least kShortColumn values, and for
+// small matrices and vectors (rank <= 2, fewer than kFoldedColumn values: CNTK's own test vectors);
+// otherwise (convolution kernels, thin output layers) inner dims folded into columns of at least
+// kFoldedColumn values, or the whole tensor. CTK_QUANTIZATION_COLUMNS=cntk keeps CNTK's view always.
+inline constexpr int64_t kShortColumn = 128, kFoldedColumn = 256;
 MatrixView matrix_view(const Shape& shape);
 
 // The columns [begin, begin + count) that worker `worker` of `workers` owns out of `cols` (CNTK's

@@ -126,6 +126,7 @@ public:
                 sum(f32_, grads, shapes);
             else
                 sum(f64_, grads, shapes);
+            bytes_sent_ = dtype == DataType::f32 ? f32_.bytes_sent : f64_.bytes_sent;
         }
         samples_seen_ += info.number_of_samples;
         if (info.number_of_samples == 0) return false;

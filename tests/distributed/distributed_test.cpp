@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -117,8 +119,21 @@ TEST(Quantization, MatrixViewAndStripesAreCntks) {
     EXPECT_EQ(detail::matrix_view(Shape{784, 200}).rows, 200);  // the innermost (last Python) dim
     EXPECT_EQ(detail::matrix_view(Shape{784, 200}).cols, 784);
     EXPECT_EQ(detail::matrix_view(Shape{200}).cols, 1);
-    EXPECT_EQ(detail::matrix_view(Shape{8, 3, 5, 5}).rows, 5);
+    EXPECT_EQ(detail::matrix_view(Shape{2, 4}).rows, 4);  // the reference's vectors keep CNTK's view
+    EXPECT_EQ(detail::cntk_matrix_view(Shape{8, 3, 5, 5}).rows, 5);
     EXPECT_EQ(detail::matrix_view(Shape{}).rows, 1);
+    // ctk folds short columns: a 3x3 kernel's columns hold 3 values in CNTK's view.
+    EXPECT_EQ(detail::matrix_view(Shape{48, 32, 3, 3}).rows, 288);
+    EXPECT_EQ(detail::matrix_view(Shape{48, 32, 3, 3}).cols, 48);
+    EXPECT_EQ(detail::matrix_view(Shape{32, 1, 5, 5}).rows, 800);  // the whole tensor
+    EXPECT_EQ(detail::matrix_view(Shape{96, 10}).rows, 960);
+    EXPECT_EQ(detail::matrix_view(Shape{64, 3, 3, 96}).rows, 288);
+    EXPECT_EQ(detail::matrix_view(Shape{32, 1, 1}).rows, 32);
+    ::setenv("CTK_QUANTIZATION_COLUMNS", "cntk", 1);
+    EXPECT_EQ(detail::matrix_view(Shape{48, 32, 3, 3}).rows, 3);
+    ::setenv("CTK_QUANTIZATION_COLUMNS", "bogus", 1);
+    EXPECT_THROW(detail::matrix_view(Shape{48, 32, 3, 3}), ValueError);
+    ::unsetenv("CTK_QUANTIZATION_COLUMNS");
     // 10 columns over 4 workers: 3, 3, 2, 2; one column over 2 workers: worker 1 owns none.
     const int64_t begins[] = {0, 3, 6, 8}, counts[] = {3, 3, 2, 2};
     for (int64_t k = 0; k < 4; ++k) {

@@ -103,6 +103,7 @@ struct DistributedRun {
     std::vector<Tensor> values;
     std::vector<int64_t> counts;  // the job's sample count per step, as the Trainer reports it
     std::vector<double> losses;
+    int64_t bytes_sent = 0;  // in the last step
 };
 DistributedRun train_distributed(const LearnerFactory& make, DataType dtype,
                                  const std::vector<int64_t>& sizes, int64_t bits = 32,
@@ -123,6 +124,7 @@ DistributedRun train_distributed(const LearnerFactory& make, DataType dtype,
         run.losses.push_back(t.previous_minibatch_loss_average());
     }
     run.values = m.values();
+    run.bytes_sent = learner->bytes_sent_last_step();
     return run;
 }
 
@@ -224,6 +226,9 @@ TEST(Mpi, DataParallelSgdEqualsOneProcessOnTheGlobalMinibatch) {
         expect_close(run.values, single, 1e-10);
         expect_same_on_every_worker(run.values);
         for (size_t s = 0; s < kSizes.size(); ++s) EXPECT_EQ(run.counts[s], kSizes[s]);  // the job's count
+        // A ring all-reduce's traffic: 2 (N - 1) / N of the gradients' bytes (6*8 + 8 + 8*3 + 3 doubles).
+        const int64_t n = world()->num_workers();
+        EXPECT_EQ(run.bytes_sent, 2 * (n - 1) * (83 * 8) / n);
         const DistributedRun again = train_distributed(make, DataType::f64, kSizes);
         expect_same_bits(run.values, again.values);
         EXPECT_EQ(run.losses, again.losses);
@@ -277,6 +282,7 @@ TEST(Mpi, QuantizedTrainingIsTheSameOnEveryWorkerAndClose) {
         expect_same_on_every_worker(run.values);
         expect_same_bits(run.values, train_distributed(momentum, DataType::f32, kSizes, bits).values);
         for (size_t s = 0; s < kSizes.size(); ++s) EXPECT_EQ(run.counts[s], kSizes[s]);
+        EXPECT_GT(run.bytes_sent, 0);
     }
     // 16 bits is all but exact.
     expect_close(train_distributed(momentum, DataType::f64, kSizes, 16).values,

@@ -1,5 +1,5 @@
 """cntk.train.distributed: the API in one process, and real jobs under `mpiexec -n 2`: the distributed
-example (SimpleMNIST_Distributed.py, written as CNTK's distributed examples are) with 32-bit, 1-bit and
+example (MNIST_Distributed.py, written as CNTK's distributed examples are) with 32-bit, 1-bit and
 block momentum on a small CTF set, both workers reporting the same test metric as CNTK's distributed
 end-to-end tests demanded; CNTK's finalize_test (a worker raising must stop the job, not hang it)."""
 import os
@@ -18,7 +18,7 @@ from cntk.train.distributed import (Communicator, WorkerDescriptor, DistributedL
 import ctk._ctk as _ctk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EXAMPLE = os.path.join(ROOT, 'examples', 'Image', 'Classification', 'MNIST', 'Python', 'SimpleMNIST_Distributed.py')
+EXAMPLE = os.path.join(ROOT, 'examples', 'Image', 'Classification', 'MNIST', 'Python', 'MNIST_Distributed.py')
 MPIEXEC = shutil.which('mpiexec')
 with_mpi = pytest.mark.skipif(MPIEXEC is None or not _ctk._info()['build']['mpi_distribution'],
                               reason='needs mpiexec and a ctk built with MPI')
@@ -120,8 +120,8 @@ def test_distributed_example_runs_on_two_workers(mnist_dir, tmp_path, flags):
     assert len(epochs) == 2, out.stdout  # the job's samples per epoch
     if '-b' in flags:
         assert 'Distributed training: #Syncs elapsed = 1, #Samples elapsed = 640' in out.stdout, out.stdout
-    assert os.path.exists(str(tmp_path / 'SimpleMNIST_Distributed.model'))
-    assert os.path.exists(str(tmp_path / 'SimpleMNIST_Distributed.model.ckp'))
+    assert os.path.exists(str(tmp_path / 'MNIST_Distributed_mlp.model'))
+    assert os.path.exists(str(tmp_path / 'MNIST_Distributed_mlp.model.ckp'))
 
 
 @with_mpi

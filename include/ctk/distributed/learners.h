@@ -41,6 +41,10 @@ public:
     virtual int64_t minibatch_size_scale_factor() const { return 1; }
     // Whether aggregation is quantized (CNTK refused it among several learners).
     virtual bool quantized() const { return false; }
+    // The gradient (or model) bytes this worker sent to the others in the last step: exact for the
+    // quantized exchange; for a sum of N workers' full values, 2 (N - 1) / N of their bytes, what a ring
+    // all-reduce sends and the least any all-reduce can (MPI's own choice may send more).
+    int64_t bytes_sent_last_step() const { return bytes_sent_; }
 
     // Called by the Trainer before its first step, on every worker: checks that every worker holds the
     // same parameters (names, shapes, dtypes: a mismatch is a ValueError naming the worker and the
@@ -81,7 +85,11 @@ protected:
     LearnerPtr local_;
     CommunicatorPtr communicator_;
     int64_t distributed_after_;
+    // 2 (N - 1) / N of `bytes`: a ring all-reduce's traffic per worker.
+    int64_t all_reduce_bytes(int64_t bytes) const;
+
     std::vector<Variable> by_uid_;  // parameters in uid order
+    int64_t bytes_sent_ = 0;
 };
 using DistributedLearnerPtr = std::shared_ptr<DistributedLearner>;
 

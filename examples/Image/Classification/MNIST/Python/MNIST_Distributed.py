@@ -1,8 +1,9 @@
-# SimpleMNIST trained by several workers, written the way CNTK's distributed examples are
-# (ConvNet_CIFAR10_DataAug_Distributed.py, TrainResNet_CIFAR10_Distributed.py): the same flags, the
-# data-parallel learner (32-bit or quantized, -q) or block momentum (-b), training_session with
-# checkpoints and a final test, and Communicator.finalize() at the end. Only CNTK's API is used.
-# Usage: mpiexec -n 2 python3 SimpleMNIST_Distributed.py -datadir DIR [-n EPOCHS] [-q 1] [-b 3200]
+# SimpleMNIST's MLP (-network mlp) or ConvNet_MNIST's network (-network convnet) trained by several
+# workers, written the way CNTK's distributed examples are (ConvNet_CIFAR10_DataAug_Distributed.py,
+# TrainResNet_CIFAR10_Distributed.py): the same flags, the data-parallel learner (32-bit or quantized,
+# -q) or block momentum (-b), training_session with checkpoints and a final test, and
+# Communicator.finalize() at the end. Only CNTK's API is used.
+# Usage: mpiexec -n 2 python3 MNIST_Distributed.py -datadir DIR [-network convnet] [-n EPOCHS] [-q 1] [-b 3200]
 # (DIR holds Train-28x28_cntk_text.txt and Test-28x28_cntk_text.txt: `ctk data mnist`).
 import argparse
 import os
@@ -31,20 +32,38 @@ def create_reader(path, is_training):
         randomize=is_training, max_sweeps=INFINITELY_REPEAT if is_training else 1)
 
 
-def create_network():
-    feature = C.input_variable(input_dim, np.float32)
+def create_network(kind):
     label = C.input_variable(num_classes, np.float32)
-    scaled = C.element_times(C.constant(0.00390625), feature)
-    z = Sequential([Dense(200, activation=C.relu), Dense(num_classes)])(scaled)
+    if kind == 'mlp':
+        feature = C.input_variable(input_dim, np.float32)
+        scaled = C.element_times(C.constant(0.00390625), feature)
+        z = Sequential([Dense(200, activation=C.relu), Dense(num_classes)])(scaled)
+    else:  # ConvNet_MNIST's network
+        feature = C.input_variable((1, 28, 28), np.float32)
+        scaled = C.element_times(C.constant(0.00390625), feature)
+        with C.layers.default_options(activation=C.relu, pad=False):
+            conv1 = C.layers.Convolution2D((5, 5), 32, pad=True)(scaled)
+            pool1 = C.layers.MaxPooling((3, 3), (2, 2))(conv1)
+            conv2 = C.layers.Convolution2D((3, 3), 48)(pool1)
+            pool2 = C.layers.MaxPooling((3, 3), (2, 2))(conv2)
+            conv3 = C.layers.Convolution2D((3, 3), 64)(pool2)
+            f4 = C.layers.Dense(96)(conv3)
+            drop4 = C.layers.Dropout(0.5)(f4)
+            z = C.layers.Dense(num_classes, activation=None)(drop4)
     return {'feature': feature, 'label': label, 'output': z,
             'ce': C.cross_entropy_with_softmax(z, label), 'pe': C.classification_error(z, label)}
 
 
-def create_trainer(network, epoch_size, num_epochs, minibatch_size, num_quantization_bits, block_size,
+def create_trainer(network, kind, epoch_size, num_epochs, minibatch_size, num_quantization_bits, block_size,
                    warm_up, progress_printer):
-    lr = learning_parameter_schedule_per_sample([0.01] * 2 + [0.005], epoch_size=epoch_size)
-    mm = momentum_schedule(0.9, minibatch_size=minibatch_size)
-    local_learner = momentum_sgd(network['output'].parameters, lr, mm, l2_regularization_weight=1e-4)
+    if kind == 'mlp':
+        lr = learning_parameter_schedule_per_sample([0.01] * 2 + [0.005], epoch_size=epoch_size)
+        mm = momentum_schedule(0.9, minibatch_size=minibatch_size)
+        local_learner = momentum_sgd(network['output'].parameters, lr, mm, l2_regularization_weight=1e-4)
+    else:  # ConvNet_MNIST's schedules
+        lr = learning_parameter_schedule_per_sample([0.001] * 10 + [0.0005] * 10 + [0.0001], epoch_size=epoch_size)
+        mm = C.learners.momentum_schedule_per_sample([0] * 5 + [0.9990239141819757], epoch_size=epoch_size)
+        local_learner = momentum_sgd(network['output'].parameters, lr, mm)
     if block_size is not None:
         learner = block_momentum_distributed_learner(local_learner, block_size=block_size)
     else:
@@ -67,6 +86,8 @@ def train_and_test(network, trainer, train_source, test_source, minibatch_size, 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('-datadir', '--datadir', help='Data directory', required=False, default='data/fashion-mnist')
+    parser.add_argument('-network', '--network', help='mlp (SimpleMNIST) or convnet (ConvNet_MNIST)',
+                        choices=['mlp', 'convnet'], default='mlp')
     parser.add_argument('-outputdir', '--outputdir', help='Output directory for checkpoints and models',
                         required=False, default=None)
     parser.add_argument('-n', '--num_epochs', help='Total number of epochs to train', type=int, required=False,
@@ -85,12 +106,12 @@ def main():
 
     if args['block_samples'] is not None and args['quantized_bits'] != 32:
         raise RuntimeError("Block momentum cannot be used with quantization, please remove quantized_bits option.")
-    model_path = os.path.join(args['outputdir'] or '.', 'SimpleMNIST_Distributed.model')
+    model_path = os.path.join(args['outputdir'] or '.', 'MNIST_Distributed_%s.model' % args['network'])
 
-    network = create_network()
+    network = create_network(args['network'])
     progress_printer = ProgressPrinter(tag='Training', num_epochs=args['num_epochs'], rank=Communicator.rank(),
                                        distributed_freq=1 if args['block_samples'] is not None else None)
-    trainer = create_trainer(network, args['epoch_size'], args['num_epochs'], args['minibatch_size'],
+    trainer = create_trainer(network, args['network'], args['epoch_size'], args['num_epochs'], args['minibatch_size'],
                              args['quantized_bits'], args['block_samples'], args['distributed_after'],
                              progress_printer)
     train_source = create_reader(os.path.join(args['datadir'], 'Train-28x28_cntk_text.txt'), True)
