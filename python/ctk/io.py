@@ -50,30 +50,52 @@ class MinibatchSourceFromData:
         return self.streams[name]
 
     def next_minibatch(self, minibatch_size_in_samples, input_map=None, number_of_workers=1, worker_rank=0,
-                       device=None):
+                       device=None, num_data_partitions=None, partition_index=None):
         """The next minibatch_size_in_samples rows (fewer at the end of a sweep, which ends the minibatch;
         nothing once max_samples are delivered), as {StreamInformation: MinibatchData}, or with input_map
-        {variable: stream} as {variable: MinibatchData}."""
+        {variable: stream} as {variable: MinibatchData}. With several partitions (num_data_partitions and
+        partition_index, or CNTK's number_of_workers and worker_rank) the minibatch is cut as for one
+        worker (at least one row per partition while the sweep has them) and each worker gets the rows
+        whose index modulo the count is its own, as the MinibatchSource does; a worker left without rows
+        at a sweep's end gets {} while the others train."""
         from ._ctk import Value
+        workers = num_data_partitions if num_data_partitions is not None else number_of_workers
+        rank = partition_index if partition_index is not None else worker_rank
+        if not 0 <= rank < workers:
+            raise ValueError('next_minibatch: partition_index %d is not in [0, num_data_partitions=%d)'
+                             % (rank, workers))
         left = self.max_samples - self._delivered
         if left <= 0:
             return {}
-        n = min(minibatch_size_in_samples, self.num_samples - self._position, left)
+        in_sweep = self.num_samples - self._position
+        n = min(max(minibatch_size_in_samples, min(workers, in_sweep)), in_sweep, left)
         begin, end = self._position, self._position + n
         self._position = end % self.num_samples
         self._delivered += n
         sweep_end = self._position == 0
+        if workers > 1:
+            mine = [i for i in range(begin, end) if i % workers == rank]
+            if not mine:
+                return {}
+            return self._cut(mine, sweep_end, input_map, device)
+        return self._cut(range(begin, end), sweep_end, input_map, device)
+
+    def _cut(self, indices, sweep_end, input_map, device):
+        from ._ctk import Value
+        indices = list(indices)
+        begin, end, n = indices[0], indices[-1] + 1, len(indices)
+        step = indices[1] - indices[0] if n > 1 else 1
         batch = {}
         for name, data in self._data.items():
             # A reader's MinibatchData holds [sequences, length, sample...]: a row is a sequence of one.
             if isinstance(data, (list, tuple)):
-                rows = list(data[begin:end])
+                rows = list(data[begin:end:step])
                 samples = sum(len(s) for s in rows)
             elif hasattr(data, 'indptr'):
-                rows = [data[i:i + 1] for i in range(begin, end)]
+                rows = [data[i:i + 1] for i in indices]
                 samples = n
             else:
-                rows = data[begin:end].reshape((n, 1) + data.shape[1:])
+                rows = data[begin:end:step].reshape((n, 1) + data.shape[1:])
                 samples = n
             batch[self.streams[name]] = MinibatchData(Value(batch=rows, device=device), n, samples, sweep_end)
         if input_map is None:

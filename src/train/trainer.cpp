@@ -257,6 +257,8 @@ bool Trainer::distributed_step(const ValueMap& gradients, int64_t samples, doubl
     if (job.number_of_samples > 0)
         account(job.number_of_samples, job.training_loss,
                 metric_ ? std::optional<double>(job.eval_criterion) : std::nullopt);
+    else
+        prev_samples_ = 0;  // CNTK's: the job's count, 0 once every worker's data has ended
     if (job.synchronized) {  // CNTK's UpdateDistributedSync: the job's samples since the previous one
         for (const ProgressWriterPtr& w : writers_)
             w->update_distributed_sync(total_samples_ - samples_at_sync_);

@@ -159,3 +159,52 @@ def test_a_worker_that_raises_stops_the_job(tmp_path):
     assert 'worker 0 fails before finalize' in out.stdout
     assert 'worker 0 of 2' in out.stdout  # ctk names the worker that stopped the job
     assert 'passed the barrier' not in out.stdout
+
+
+MANUAL_LOOP = '''
+import numpy as np
+import cntk as C
+from cntk.train.distributed import Communicator, data_parallel_distributed_learner
+C.set_fixed_random_seed(1)
+x = C.input_variable(4)
+y = C.input_variable(2)
+z = C.layers.Dense(2)(x)
+learner = data_parallel_distributed_learner(C.sgd(z.parameters, C.learning_parameter_schedule(0.1)))
+trainer = C.Trainer(z, (C.cross_entropy_with_softmax(z, y), C.classification_error(z, y)), [learner])
+rank, workers = Communicator.rank(), Communicator.num_workers()
+X = np.random.RandomState(0).rand(10, 4).astype(np.float32)
+Y = np.eye(2, dtype=np.float32)[np.arange(10) % 2]
+source = C.io.MinibatchSourceFromData(dict(x=X, y=Y), max_samples=20)
+steps = 0
+while True:  # the Basic_GAN_Distributed.py pattern: every worker reads its partition and steps
+    mb = source.next_minibatch(3, input_map={x: source.streams.x, y: source.streams.y},
+                               num_data_partitions=workers, partition_index=rank)
+    trainer.train_minibatch(mb)
+    if trainer.previous_minibatch_sample_count == 0:
+        break
+    steps += 1
+print('worker %d: %d steps, %d samples, %s' % (rank, steps, learner.total_number_of_samples_seen,
+                                               ' '.join('%.9g' % v for p in z.parameters for v in p.value.flat)))
+Communicator.finalize()
+'''
+
+
+@with_mpi
+def test_hand_written_loop_over_partitions_trains_as_one_process(tmp_path):
+    script = tmp_path / 'loop.py'
+    script.write_text(MANUAL_LOOP)
+    out = mpiexec([str(script)], cwd=str(tmp_path))
+    assert out.returncode == 0, out.stdout
+    lines = sorted(re.findall(r'worker \d: .*', out.stdout))
+    assert len(lines) == 2, out.stdout
+    # Both workers hold the same parameters, after 8 steps (3, 3, 3, 1 rows per sweep) and 20 samples.
+    assert lines[0].split(': ', 1)[1] == lines[1].split(': ', 1)[1], out.stdout
+    assert ': 8 steps, 20 samples' in lines[0], out.stdout
+    # One process on the same minibatches gets the same parameters.
+    single = subprocess.run([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    ref = re.findall(r'worker 0: .*', single.stdout)[0].split(': ', 1)[1]
+    got = lines[0].split(': ', 1)[1]
+    assert ref.split(', ')[0:2] == got.split(', ')[0:2]
+    np.testing.assert_allclose([float(v) for v in got.split(', ')[2].split()],
+                               [float(v) for v in ref.split(', ')[2].split()], rtol=1e-5, atol=1e-6)
