@@ -170,7 +170,8 @@ public:
             int64_t bytes = 0;
             if (buckets_) {
                 buckets_->finish(gradients);
-                for (const Variable& p : by_uid_) bytes += p.value().numel() * static_cast<int64_t>(size_of(p.dtype()));
+                for (const Variable& p : by_uid_)
+                    bytes += p.value().numel() * static_cast<int64_t>(size_of(p.dtype()));
             } else {
                 std::vector<Tensor> grads = ordered_gradients(gradients);
                 communicator_->all_reduce_sum(grads);

@@ -23,8 +23,8 @@ MatrixView cntk_matrix_view(const Shape& shape) {
 bool cntk_columns_requested() {
     const char* v = std::getenv("CTK_QUANTIZATION_COLUMNS");
     if (!v || !*v || std::strcmp(v, "ctk") == 0) return false;
-    CTK_CHECK(std::strcmp(v, "cntk") == 0, ValueError, "CTK_QUANTIZATION_COLUMNS must be 'ctk' or 'cntk', not '", v,
-              "'");
+    CTK_CHECK(std::strcmp(v, "cntk") == 0, ValueError,
+              "CTK_QUANTIZATION_COLUMNS must be 'ctk' or 'cntk', not '", v, "'");
     return true;
 }
 
@@ -36,7 +36,8 @@ MatrixView matrix_view(const Shape& shape) {
     // Each column's range costs two values on the wire: columns of a convolution kernel's 3 or 5 values
     // (CNTK's view) would cost more than they save. Fold inner dims into columns of >= kFoldedColumn.
     m.rows = 1;
-    for (auto d = shape.dims().rbegin(); d != shape.dims().rend() && m.rows < kFoldedColumn; ++d) m.rows *= *d;
+    for (auto d = shape.dims().rbegin(); d != shape.dims().rend() && m.rows < kFoldedColumn; ++d)
+        m.rows *= *d;
     m.cols = m.rows > 0 ? numel / m.rows : 0;
     return m;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "ctk/distributed/communicator.h"
 #include "ctk/distributed/learners.h"
 #include "ctk/op_profile.h"
 #include "ctk/train/profiler.h"
@@ -91,7 +92,18 @@ bool TrainingSession::cross_validate(int64_t index) {
     double total = 0;
     int64_t samples = 0, minibatches = 0;
     while (samples < cv_->max_samples) {
-        auto mb = cv_->source->next_minibatch(std::min(cv_->minibatch_size, cv_->max_samples - samples));
+        const int64_t size = std::min(cv_->minibatch_size, cv_->max_samples - samples);
+        if (workers_) {  // CNTK's distributed evaluation: each worker its part, the job's sums
+            auto mb = cv_->source->next_minibatch(size, workers_->num_workers(), workers_->rank());
+            if (mb.empty()) break;
+            ++minibatches;
+            const double average = trainer_->test_minibatch(mb, map, device_, workers_);
+            const int64_t n = trainer_->evaluator().previous_minibatch_sample_count();
+            samples += n;
+            total += average * static_cast<double>(n);
+            continue;
+        }
+        auto mb = cv_->source->next_minibatch(size);
         if (mb.empty()) break;
         ++minibatches;
         MinibatchArguments args = bind_minibatch(mb, map);
@@ -112,6 +124,13 @@ bool TrainingSession::cross_validate(int64_t index) {
 void TrainingSession::test() {
     const StreamMap& map = test_->model_inputs_to_streams.empty() ? map_ : test_->model_inputs_to_streams;
     for (;;) {
+        if (workers_) {  // CNTK's distributed evaluation: each worker its part, the job's sums
+            auto mb = test_->source->next_minibatch(test_->minibatch_size, workers_->num_workers(),
+                                                    workers_->rank());
+            if (mb.empty()) break;
+            trainer_->test_minibatch(mb, map, device_, workers_);
+            continue;
+        }
         auto mb = test_->source->next_minibatch(test_->minibatch_size);
         if (mb.empty()) break;
         trainer_->test_minibatch(mb, map, device_);
@@ -134,6 +153,7 @@ void TrainingSession::train(Device device) {
         if (auto d = std::dynamic_pointer_cast<distributed::DistributedLearner>(l)) {
             workers = d->communicator()->num_workers();
             rank = d->communicator()->rank();
+            if (workers > 1) workers_ = d->communicator();
             scale = std::max(scale, d->minibatch_size_scale_factor());
             distributed_after = std::max(distributed_after, d->distributed_after());
         }

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "ctk/cuda.h"
+#include "ctk/distributed/communicator.h"
 #include "ctk/distributed/learners.h"
 #include "ctk/graph_ops.h"
 #include "ctk/model.h"
@@ -54,6 +55,14 @@ private:
     Value value_;
     std::unique_ptr<cuda::Event> done_;
 };
+// True when a reader's minibatch holds no sequences (a worker's part can be empty).
+bool holds_no_sequences(const std::unordered_map<std::string, MinibatchData>& minibatch) {
+    for (const auto& [name, data] : minibatch) {
+        const Value& v = data.data;
+        if (!v.defined() || v.shape().rank() == 0 || v.shape().dims()[0] != 0) return false;
+    }
+    return true;
+}
 std::string known_streams(const std::unordered_map<std::string, MinibatchData>& mb) {
     std::vector<std::string> names;
     for (const auto& [name, data] : mb) names.push_back("'" + name + "'");
@@ -258,7 +267,7 @@ bool Trainer::distributed_step(const ValueMap& gradients, int64_t samples, doubl
         account(job.number_of_samples, job.training_loss,
                 metric_ ? std::optional<double>(job.eval_criterion) : std::nullopt);
     else
-        prev_samples_ = 0;  // CNTK's: the job's count, 0 once every worker's data has ended
+        prev_samples_ = 0;   // CNTK's: the job's count, 0 once every worker's data has ended
     if (job.synchronized) {  // CNTK's UpdateDistributedSync: the job's samples since the previous one
         for (const ProgressWriterPtr& w : writers_)
             w->update_distributed_sync(total_samples_ - samples_at_sync_);
@@ -443,14 +452,11 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
 
 bool Trainer::train_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                               const StreamMap& input_map, Device device) {
-    bool sweep_end = false, empty = true;
-    for (const auto& [name, data] : minibatch) {
-        sweep_end = sweep_end || data.sweep_end;
-        const Value& v = data.data;
-        empty = empty && v.defined() && v.shape().rank() > 0 && v.shape().dims()[0] == 0;  // no sequences
-    }
+    bool sweep_end = false;
+    for (const auto& [name, data] : minibatch) sweep_end = sweep_end || data.sweep_end;
     // A worker's part of a minibatch can be empty (fewer sequences than workers): no samples, no step.
-    if (empty) return train_minibatch(MinibatchArguments{}, sweep_end, device);
+    if (!minibatch.empty() && holds_no_sequences(minibatch))
+        return train_minibatch(MinibatchArguments{}, sweep_end, device);
     return train_minibatch(bind_minibatch(minibatch, input_map), sweep_end, device);
 }
 
@@ -461,6 +467,15 @@ double Trainer::test_minibatch(const MinibatchArguments& arguments, Device devic
 double Trainer::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                                const StreamMap& input_map, Device device) {
     return test_minibatch(bind_minibatch(minibatch, input_map), device);
+}
+
+double Trainer::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                               const StreamMap& input_map, Device device,
+                               const std::shared_ptr<distributed::Communicator>& workers) {
+    // This worker's part may hold no sequences; it still takes part in the sums.
+    const bool none = minibatch.empty() || holds_no_sequences(minibatch);
+    return evaluator_->test_minibatch(none ? MinibatchArguments{} : bind_minibatch(minibatch, input_map),
+                                      device, workers);
 }
 
 void Trainer::summarize_training_progress() {
@@ -491,12 +506,32 @@ Evaluator::Evaluator(FunctionPtr metric, std::vector<ProgressWriterPtr> progress
 }
 
 double Evaluator::test_minibatch(const MinibatchArguments& arguments, Device device) {
+    return test_minibatch(arguments, device, nullptr);
+}
+
+double Evaluator::test_minibatch(const MinibatchArguments& arguments, Device device,
+                                 const std::shared_ptr<distributed::Communicator>& workers) {
+    const bool shared = workers && workers->num_workers() > 1;
     // An empty minibatch (a reader that ran dry) tests no samples: CNTK returned 0 / 0, a NaN.
-    if (arguments.empty()) return std::numeric_limits<double>::quiet_NaN();
-    ValueMap outs{{aggregate_->output(), Value()}, {metric_->output(), Value()}};
-    combined_->forward(arguments, outs, {}, false, device);
-    const int64_t samples = sample_count(outs.at(metric_->output()), metric_->output());
-    const double sum = scalar_of(outs.at(aggregate_->output()));
+    if (arguments.empty() && !shared) {
+        prev_samples_ = 0;
+        return std::numeric_limits<double>::quiet_NaN();
+    }
+    int64_t samples = 0;
+    double sum = 0;
+    if (!arguments.empty()) {
+        ValueMap outs{{aggregate_->output(), Value()}, {metric_->output(), Value()}};
+        combined_->forward(arguments, outs, {}, false, device);
+        samples = sample_count(outs.at(metric_->output()), metric_->output());
+        sum = scalar_of(outs.at(aggregate_->output()));
+    }
+    if (shared) {  // CNTK's AggregateInPlace of (errorSum, sampleCount)
+        std::vector<double> job{sum, static_cast<double>(samples)};
+        workers->all_reduce(job);
+        sum = job[0];
+        samples = static_cast<int64_t>(job[1]);
+    }
+    prev_samples_ = samples;
     acc_ += sum;
     for (const ProgressWriterPtr& w : writers_) w->update_test(samples, acc_);
     return samples > 0 ? sum / static_cast<double>(samples) : 0.0;

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ctk/distributed/learners.h"
@@ -440,20 +441,76 @@ TEST(Mpi, TrainingSessionPartitionsTheReaderAndMatchesOneProcess) {
         c.randomization_window_in_chunks = 2;
         return std::make_shared<MinibatchSource>(c);
     };
+    // The test set (37 samples: the last minibatch leaves some workers without data) and a
+    // cross-validation, evaluated by the job as by one process.
+    const std::string test_data = (dir / "test.ctf").string();
+    if (world()->is_main()) write_ctf(test_data, 37);
+    world()->barrier();
+    auto test_source = [&] {
+        MinibatchSourceConfig c;
+        c.deserializers = {
+            ctf_deserializer(test_data, {{"features", "features", {6}}, {"labels", "labels", {3}}})};
+        c.max_sweeps = 1;
+        c.randomize = false;
+        return std::make_shared<MinibatchSource>(c);
+    };
+    struct TestRecorder : ProgressWriter {
+        std::vector<std::pair<int64_t, double>> tests;
+        void on_write_training_update(Range, Range, Sums, std::optional<Sums>) override {}
+        void on_write_test_update(Range, Range, Sums) override {}
+        void on_write_training_summary(int64_t, int64_t, int64_t, double, std::optional<double>,
+                                       int64_t) override {}
+        void on_write_test_summary(int64_t samples, int64_t, int64_t, double metric, int64_t) override {
+            tests.emplace_back(samples, metric);
+        }
+        void write(const std::string&, double) override {}
+    };
+    std::vector<std::tuple<int64_t, double, int64_t>> cv_single, cv_many;
+    auto cv = [&](std::vector<std::tuple<int64_t, double, int64_t>>& out) {
+        CrossValidationConfig c;
+        c.source = test_source();
+        c.minibatch_size = 8;
+        c.frequency = {100, DataUnit::sample};
+        c.callback = [&out](int64_t index, double average, int64_t samples, int64_t) {
+            out.emplace_back(index, average, samples);
+            return true;
+        };
+        return c;
+    };
+    auto recorder_one = std::make_shared<TestRecorder>(), recorder_many = std::make_shared<TestRecorder>();
     Mlp one(DataType::f64, 21);
     auto single = std::make_shared<Trainer>(one.z, one.loss, one.metric,
-                                            std::vector<LearnerPtr>{momentum(one.z->parameters())});
-    TrainingSession(single, source(), 16, {{one.x, "features"}, {one.y, "labels"}}).train();
+                                            std::vector<LearnerPtr>{momentum(one.z->parameters())},
+                                            std::vector<ProgressWriterPtr>{recorder_one});
+    TrainingSession(single, source(), 16, {{one.x, "features"}, {one.y, "labels"}}, {}, kInfinitelyRepeat,
+                    std::nullopt, cv(cv_single), TestConfig{test_source(), 8})
+        .train();
 
     Mlp many(DataType::f64, 21);
     auto trainer = std::make_shared<Trainer>(
         many.z, many.loss, many.metric,
-        std::vector<LearnerPtr>{data_parallel_distributed_learner(momentum(many.z->parameters()))});
+        std::vector<LearnerPtr>{data_parallel_distributed_learner(momentum(many.z->parameters()))},
+        std::vector<ProgressWriterPtr>{recorder_many});
     TrainingSession(trainer, source(), 16, {{many.x, "features"}, {many.y, "labels"}}, {}, kInfinitelyRepeat,
-                    CheckpointConfig{(dir / "session.model").string(), {64, DataUnit::sample}})
+                    CheckpointConfig{(dir / "session.model").string(), {64, DataUnit::sample}}, cv(cv_many),
+                    TestConfig{test_source(), 8})
         .train();
     EXPECT_EQ(trainer->total_number_of_samples_seen(), 200);
     expect_close(many.values(), one.values(), 1e-10);
+    // Tests: the job's 37 samples, one process's metric (each worker evaluated its part).
+    ASSERT_EQ(recorder_one->tests.size(), recorder_many->tests.size());
+    ASSERT_FALSE(recorder_many->tests.empty());
+    for (size_t i = 0; i < recorder_many->tests.size(); ++i) {
+        EXPECT_EQ(recorder_many->tests[i].first, 37);
+        EXPECT_EQ(recorder_many->tests[i].first, recorder_one->tests[i].first);
+        EXPECT_NEAR(recorder_many->tests[i].second, recorder_one->tests[i].second, 1e-9);
+    }
+    ASSERT_EQ(cv_many.size(), cv_single.size());
+    EXPECT_EQ(cv_many.size(), 2u);  // at 100 and 200 samples
+    for (size_t i = 0; i < cv_many.size(); ++i) {
+        EXPECT_EQ(std::get<2>(cv_many[i]), 37);
+        EXPECT_NEAR(std::get<1>(cv_many[i]), std::get<1>(cv_single[i]), 1e-9);
+    }
     expect_same_on_every_worker(many.values());
     world()->barrier();
     if (world()->is_main()) fs::remove_all(dir);

@@ -75,6 +75,8 @@ private:
     TrainingParameterSchedule minibatch_size_;
     StreamMap map_;
     Device device_;  // train()'s device
+    // The job's workers under distributed learners (tests and cross-validations are then shared).
+    std::shared_ptr<distributed::Communicator> workers_;
     Frequency progress_;
     int64_t max_samples_;
     std::optional<CheckpointConfig> checkpoint_;

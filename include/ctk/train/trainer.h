@@ -19,6 +19,14 @@
 
 namespace ctk {
 
+namespace detail {
+class StepGraph;
+}
+namespace distributed {
+class Communicator;
+class DistributedLearner;
+}  // namespace distributed
+
 // Arguments of one minibatch: a Value per input variable, or reader data per input variable.
 using MinibatchArguments = std::unordered_map<Variable, Value, VariableHash>;
 using StreamMap = std::unordered_map<Variable, std::string, VariableHash>;  // input -> stream name
@@ -35,6 +43,13 @@ public:
     double test_minibatch(const MinibatchArguments& arguments, Device device = default_device());
     double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                           const StreamMap& input_map, Device device = default_device());
+    // CNTK's distributed evaluation (its test_minibatch with distributed = true): each worker tests its
+    // part of the minibatch (empty arguments: none) and the metric's sum and sample count are summed
+    // over `workers` before anything is reported; every worker must call it as often.
+    double test_minibatch(const MinibatchArguments& arguments, Device device,
+                          const std::shared_ptr<distributed::Communicator>& workers);
+    // The samples (the job's, under distributed evaluation) of the last test_minibatch.
+    int64_t previous_minibatch_sample_count() const { return prev_samples_; }
     void summarize_test_progress();
     const FunctionPtr& evaluation_function() const { return metric_; }
 
@@ -42,14 +57,8 @@ private:
     FunctionPtr metric_, aggregate_, combined_;
     std::vector<ProgressWriterPtr> writers_;
     double acc_ = 0;
+    int64_t prev_samples_ = 0;
 };
-
-namespace detail {
-class StepGraph;
-}
-namespace distributed {
-class DistributedLearner;
-}
 
 class Trainer {
 public:
@@ -80,6 +89,12 @@ public:
     double test_minibatch(const MinibatchArguments& arguments, Device device = default_device());
     double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                           const StreamMap& input_map, Device device = default_device());
+    // CNTK's distributed evaluation (training_session's test and cross-validation under distributed
+    // learners): each worker tests its part, the sums are the job's (Evaluator::test_minibatch).
+    double test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
+                          const StreamMap& input_map, Device device,
+                          const std::shared_ptr<distributed::Communicator>& workers);
+    const Evaluator& evaluator() const { return *evaluator_; }
 
     void summarize_training_progress();
     void summarize_test_progress();
