@@ -74,6 +74,7 @@ uint64_t next_random_seed();
 struct LaunchedWorker {
     int64_t rank = 0;
     int64_t count = 1;
+    bool by_launcher = false;  // started by mpiexec (even as its only worker)
 };
 LaunchedWorker launched_worker();
 // The seed of a random op (dropout, random sampling) created without one: CNTK's worker-specific rule

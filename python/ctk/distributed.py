@@ -92,7 +92,7 @@ def _stop_job_on_uncaught_exception():
 
     def hook(kind, value, tb):
         previous(kind, value, tb)
-        rank, count = _d._launched_worker()
+        rank, count, _ = _d._launched_worker()
         why = ''.join(_traceback.format_exception_only(kind, value)).strip()
         _d._abort('uncaught %s on worker %d of %d' % (why, rank, count), 1)
 
@@ -107,7 +107,7 @@ def _stop_job_on_uncaught_exception():
     _atexit.register(finalize_at_exit)
 
 
-if _d._launched_distributed():
+if _d._launched_worker()[2]:  # started by mpiexec, even as its only worker
     _stop_job_on_uncaught_exception()
 
 __all__ = ['Communicator', 'WorkerDescriptor', 'DistributedLearner', 'mpi_communicator',

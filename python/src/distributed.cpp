@@ -16,7 +16,8 @@ void bind_distributed(py::module_& m) {
         .def_readonly("host_id", &WorkerDescriptor::host_id)
         .def("__eq__", [](const WorkerDescriptor& a, const WorkerDescriptor& b) { return a == b; })
         .def("__repr__", [](const WorkerDescriptor& w) {
-            return "WorkerDescriptor(global_rank=" + std::to_string(w.global_rank) + ", host_id='" + w.host_id + "')";
+            return "WorkerDescriptor(global_rank=" + std::to_string(w.global_rank) + ", host_id='" +
+                   w.host_id + "')";
         });
 
     py::class_<Communicator, CommunicatorPtr>(d, "_Communicator")
@@ -28,12 +29,13 @@ void bind_distributed(py::module_& m) {
         .def_property_readonly("_num_workers", &Communicator::num_workers);
     d.def("_world", &Communicator::world);
     d.def("_finalize", &Communicator::finalize);
-    d.def("_abort", [](const std::string& why, int code) { Communicator::abort(why, code); }, arg("why"),
-          arg("code") = 1);
+    d.def(
+        "_abort", [](const std::string& why, int code) { Communicator::abort(why, code); }, arg("why"),
+        arg("code") = 1);
     d.def("_launched_distributed", &Communicator::launched_distributed);
     d.def("_launched_worker", [] {
         const LaunchedWorker w = launched_worker();
-        return py::make_tuple(w.rank, w.count);
+        return py::make_tuple(w.rank, w.count, w.by_launcher);
     });
 
     py::class_<DistributedLearner, Learner, DistributedLearnerPtr>(d, "DistributedLearner")
@@ -57,12 +59,12 @@ void bind_distributed(py::module_& m) {
         arg("use_async_buffered_parameter_update") = false);
     d.def(
         "block_momentum_distributed_learner",
-        [](const LearnerPtr& learner, int64_t block_size, std::optional<double> block_momentum_as_time_constant,
-           bool use_nestrov_momentum, bool reset_sgd_momentum_after_aggregation, double block_learning_rate,
-           int64_t distributed_after) {
-            return block_momentum_distributed_learner(learner, block_size, block_momentum_as_time_constant,
-                                                      use_nestrov_momentum, reset_sgd_momentum_after_aggregation,
-                                                      block_learning_rate, distributed_after);
+        [](const LearnerPtr& learner, int64_t block_size,
+           std::optional<double> block_momentum_as_time_constant, bool use_nestrov_momentum,
+           bool reset_sgd_momentum_after_aggregation, double block_learning_rate, int64_t distributed_after) {
+            return block_momentum_distributed_learner(
+                learner, block_size, block_momentum_as_time_constant, use_nestrov_momentum,
+                reset_sgd_momentum_after_aggregation, block_learning_rate, distributed_after);
         },
         arg("learner"), arg("block_size"), arg("block_momentum_as_time_constant") = py::none(),
         arg("use_nestrov_momentum") = true, arg("reset_sgd_momentum_after_aggregation") = true,

@@ -18,6 +18,12 @@
 #ifdef CTK_HAVE_MPI
 #include <mpi.h>
 #endif
+#ifdef CTK_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "ctk/cuda.h"
+#endif
 
 namespace ctk::distributed {
 
@@ -129,6 +135,9 @@ public:
     }
     void all_reduce_sum(std::vector<Tensor>& tensors) override {
         check_usable();
+#ifdef CTK_HAVE_NCCL
+        if (every_worker_has_them_on_one_gpu(tensors)) return nccl_sum(tensors);
+#endif
         std::vector<Tensor*> f32, f64;
         for (Tensor& t : tensors) {
             CTK_CHECK(t.dtype() == DataType::f32 || t.dtype() == DataType::f64, TypeError,
@@ -232,7 +241,69 @@ public:
         return split(in, recv_sizes, recv_offsets);
     }
 
+#ifdef CTK_HAVE_NCCL
+    bool sums_on_gpus() const override {
+        return true;
+    }
+    ~MpiCommunicator() override {
+        if (nccl_) ncclCommDestroy(nccl_);
+    }
+#endif
+
 private:
+#ifdef CTK_HAVE_NCCL
+    // NCCL sums GPU tensors where they are (CNTK's NcclComm) when every worker's tensors of this call
+    // are contiguous f32/f64 on one GPU: decided together (one small all-reduce), so that all workers
+    // take the same path.
+    bool every_worker_has_them_on_one_gpu(const std::vector<Tensor>& tensors) {
+        int mine = tensors.empty() ? 0 : 1;
+        for (const Tensor& t : tensors)
+            if (!t.device().is_cuda() || t.device() != tensors[0].device() || !t.is_contiguous() ||
+                (t.dtype() != DataType::f32 && t.dtype() != DataType::f64))
+                mine = 0;
+        int all = 0;
+        check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "all-reduce");
+        return all == 1;
+    }
+    static void check_nccl(ncclResult_t r, const char* what) {
+        CTK_CHECK(r == ncclSuccess, Error, "NCCL ", what, " failed: ", ncclGetErrorString(r));
+    }
+    // The NCCL communicator of the job, made on first use: worker 0's unique id sent over MPI.
+    ncclComm_t nccl_for(Device device) {
+        if (nccl_) {
+            CTK_CHECK(nccl_device_ == device, DeviceError, "NCCL: this worker sums on ",
+                      nccl_device_.to_string(), " and now on ", device.to_string(),
+                      "; a worker uses one GPU");
+            return nccl_;
+        }
+        ncclUniqueId id{};
+        if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "unique id");
+        std::string bytes(reinterpret_cast<const char*>(&id), sizeof(id));
+        broadcast(bytes, 0);
+        std::memcpy(&id, bytes.data(), sizeof(id));
+        CTK_CHECK(cudaSetDevice(device.index) == cudaSuccess, DeviceError, "NCCL: cannot use ",
+                  device.to_string());
+        check_nccl(ncclCommInitRank(&nccl_, static_cast<int>(size_), id, static_cast<int>(rank_)),
+                   "initialisation");
+        nccl_device_ = device;
+        return nccl_;
+    }
+    // In place, on the device's ctk stream: the work queued after (the learners' updates) sees the sums.
+    void nccl_sum(std::vector<Tensor>& tensors) {
+        const Device device = tensors[0].device();
+        ncclComm_t comm = nccl_for(device);
+        auto stream = static_cast<cudaStream_t>(cuda::stream(device));
+        check_nccl(ncclGroupStart(), "group start");
+        for (Tensor& t : tensors)
+            check_nccl(
+                ncclAllReduce(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()),
+                              t.dtype() == DataType::f32 ? ncclFloat : ncclDouble, ncclSum, comm, stream),
+                "all-reduce");
+        check_nccl(ncclGroupEnd(), "group end");
+    }
+    ncclComm_t nccl_ = nullptr;
+    Device nccl_device_ = Device::cpu();
+#endif
     static std::vector<std::string> split(const std::string& all, const std::vector<int>& sizes,
                                           const std::vector<int>& offsets) {
         std::vector<std::string> out;
@@ -266,7 +337,10 @@ std::shared_ptr<Communicator> Communicator::world() {
     std::lock_guard<std::mutex> lock(g_world_mutex);
     if (g_world) return g_world;
     const LaunchedWorker launched = launched_worker();
-    if (launched.count <= 1) return g_world = std::make_shared<LocalCommunicator>();
+    if (!launched.by_launcher) return g_world = std::make_shared<LocalCommunicator>();
+#ifndef CTK_HAVE_MPI
+    if (launched.count == 1) return g_world = std::make_shared<LocalCommunicator>();
+#endif
 #ifdef CTK_HAVE_MPI
     int initialized = 0;
     MPI_Initialized(&initialized);

@@ -200,11 +200,16 @@ private:
         for (const Variable& p : by_uid_)
             if (p.dtype() != by_uid_[0].dtype() || (p.dtype() != DataType::f32 && p.dtype() != DataType::f64))
                 return;
-        std::string mine;
+        // Gradients on every worker's GPU are summed there by NCCL (after backward) instead.
+        const bool on_gpu = communicator_->sums_on_gpus() && by_uid_[0].value().device().is_cuda();
+        std::string mine = on_gpu ? "G" : "C";
         for (const Variable& v : local_order_)
             mine += std::to_string(std::find(by_uid_.begin(), by_uid_.end(), v) - by_uid_.begin()) + " ";
         std::vector<Variable> order;
-        for (const std::string& theirs : communicator_->all_gather(mine)) {
+        const std::vector<std::string> all = communicator_->all_gather(mine);
+        if (std::all_of(all.begin(), all.end(), [](const std::string& w) { return w[0] == 'G'; })) return;
+        for (const std::string& with_kind : all) {
+            const std::string theirs = with_kind.substr(1);
             if (theirs.empty()) continue;
             size_t at = 0;
             for (size_t next; (next = theirs.find(' ', at)) != std::string::npos; at = next + 1)

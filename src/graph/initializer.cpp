@@ -101,6 +101,7 @@ LaunchedWorker launched_worker() {
         CTK_CHECK(r < n, ValueError, "the launcher says this is worker ", r, " of ", n);
         w.rank = r;
         w.count = n;
+        w.by_launcher = true;
         break;
     }
     return w;

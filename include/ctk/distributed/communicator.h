@@ -49,6 +49,9 @@ public:
     const std::vector<WorkerDescriptor>& workers() const { return workers_; }
     const WorkerDescriptor& current_worker() const { return workers_[static_cast<size_t>(rank_)]; }
 
+    // Whether GPU tensors are summed on the GPUs (NCCL) rather than through host copies.
+    virtual bool sums_on_gpus() const { return false; }
+
     virtual void barrier() = 0;
     // Reduces `values` element-wise over the workers, in place.
     virtual void all_reduce(std::vector<double>& values, ReduceOp op = ReduceOp::sum) = 0;
