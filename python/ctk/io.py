@@ -58,7 +58,6 @@ class MinibatchSourceFromData:
         worker (at least one row per partition while the sweep has them) and each worker gets the rows
         whose index modulo the count is its own, as the MinibatchSource does; a worker left without rows
         at a sweep's end gets {} while the others train."""
-        from ._ctk import Value
         workers = num_data_partitions if num_data_partitions is not None else number_of_workers
         rank = partition_index if partition_index is not None else worker_rank
         if not 0 <= rank < workers:

@@ -54,23 +54,14 @@ public:
     bool update(GradientMap& gradients, MinibatchInfo& info) override {
         const int64_t n = communicator_->num_workers();
         const bool warm = samples_seen_ < distributed_after_;
-        if (!warm && !sharing_) {
-            sharing_ = true;
-            if (distributed_after_ > 0) synchronize_from_main();
-            capture_last();
-        }
+        if (!warm && start_sharing()) capture_last();
         if (info.number_of_samples > 0)
             local_->update(gradients, info.number_of_samples, info.at_end_of_sweep);
         if (warm || n == 1) {  // alone: every worker trains on the whole minibatch
             samples_seen_ += info.number_of_samples;
             return info.number_of_samples > 0;
         }
-        std::vector<double> header{info.eval_criterion, info.training_loss,
-                                   static_cast<double>(info.number_of_samples)};
-        communicator_->all_reduce(header);
-        info.eval_criterion = header[0];
-        info.training_loss = header[1];
-        info.number_of_samples = static_cast<int64_t>(header[2]);
+        sum_step_totals(info);
         samples_seen_ += info.number_of_samples;
         block_samples_ += info.number_of_samples;
         bytes_sent_ = 0;
@@ -155,7 +146,6 @@ private:
     int64_t block_size_;
     bool nesterov_, reset_;
     double block_lr_, time_constant_ = 0;
-    bool sharing_ = false;
     int64_t block_samples_ = 0;  // the job's samples since the last combination
     std::vector<std::vector<double>> last_, smoothed_;
 };

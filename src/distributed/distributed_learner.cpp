@@ -90,6 +90,22 @@ void DistributedLearner::synchronize_from_main() {
         local_->restore_from_checkpoint(cntk_dictionary_from_bytes(state, "worker 0's learner state"));
 }
 
+bool DistributedLearner::start_sharing() {
+    if (sharing_) return false;
+    sharing_ = true;
+    if (distributed_after_ > 0) synchronize_from_main();  // replicas may have drifted apart
+    return true;
+}
+
+void DistributedLearner::sum_step_totals(MinibatchInfo& info) {
+    std::vector<double> totals{info.eval_criterion, info.training_loss,
+                               static_cast<double>(info.number_of_samples)};
+    communicator_->all_reduce(totals);
+    info.eval_criterion = totals[0];
+    info.training_loss = totals[1];
+    info.number_of_samples = static_cast<int64_t>(totals[2]);
+}
+
 std::vector<Tensor> DistributedLearner::ordered_gradients(GradientMap& gradients) const {
     std::vector<Tensor> out;
     for (const Variable& p : by_uid_) {
@@ -162,11 +178,7 @@ public:
     bool update(GradientMap& gradients, MinibatchInfo& info) override {
         const int64_t workers = communicator_->num_workers();
         if (samples_seen_ >= distributed_after_ && workers > 1) {
-            if (!sharing_) {
-                sharing_ = true;
-                if (distributed_after_ > 0) synchronize_from_main();  // replicas may have drifted apart
-                agree_on_buckets();
-            }
+            if (start_sharing()) agree_on_buckets();
             int64_t bytes = 0;
             if (buckets_) {
                 buckets_->finish(gradients);
@@ -178,12 +190,7 @@ public:
                 for (const Tensor& g : grads) bytes += g.numel() * static_cast<int64_t>(g.element_size());
             }
             bytes_sent_ = all_reduce_bytes(bytes);
-            std::vector<double> header{info.eval_criterion, info.training_loss,
-                                       static_cast<double>(info.number_of_samples)};
-            communicator_->all_reduce(header);
-            info.eval_criterion = header[0];
-            info.training_loss = header[1];
-            info.number_of_samples = static_cast<int64_t>(header[2]);
+            sum_step_totals(info);
             info.synchronized = true;
         }
         samples_seen_ += info.number_of_samples;
@@ -220,7 +227,6 @@ private:
         buckets_ = std::make_unique<detail::GradientBuckets>(communicator_, order, bytes);
     }
 
-    bool sharing_ = false;
     std::vector<Variable> local_order_;  // this worker's backward order, from its first step
     std::unique_ptr<detail::GradientBuckets> buckets_;
 };

@@ -17,8 +17,9 @@ void QuantizedSum<T>::sum(Communicator& communicator, std::vector<std::vector<T>
     if (residuals.size() != n) {
         residuals.assign(n, {});
         stripe_residuals.assign(n, {});
+        views.clear();
         for (size_t g = 0; g < n; ++g) {
-            const MatrixView m = matrix_view(shapes[g]);
+            const MatrixView m = views.emplace_back(matrix_view(shapes[g]));
             residuals[g].assign(static_cast<size_t>(m.rows * m.cols), T(0));
             stripe_residuals[g].assign(static_cast<size_t>(m.rows * stripe_of(m.cols, workers, me).count),
                                        T(0));
@@ -27,7 +28,7 @@ void QuantizedSum<T>::sum(Communicator& communicator, std::vector<std::vector<T>
     // Phase 1: worker k gets everyone's quantized stripe k of every gradient.
     std::vector<std::string> to_each(static_cast<size_t>(workers));
     for (size_t g = 0; g < n; ++g) {
-        const MatrixView m = matrix_view(shapes[g]);
+        const MatrixView m = views[g];
         for (int64_t k = 0; k < workers; ++k) {
             const Stripe s = stripe_of(m.cols, workers, k);
             quantize_columns(gradients[g].data() + s.begin * m.rows, residuals[g].data() + s.begin * m.rows,
@@ -45,7 +46,7 @@ void QuantizedSum<T>::sum(Communicator& communicator, std::vector<std::vector<T>
     std::string summed;
     std::vector<T> stripe;
     for (size_t g = 0; g < n; ++g) {
-        const MatrixView m = matrix_view(shapes[g]);
+        const MatrixView m = views[g];
         const Stripe s = stripe_of(m.cols, workers, me);
         stripe.assign(static_cast<size_t>(m.rows * s.count), T(0));
         for (size_t w = 0; w < mine.size(); ++w)
@@ -59,7 +60,7 @@ void QuantizedSum<T>::sum(Communicator& communicator, std::vector<std::vector<T>
         const char* in = sums[w].data();
         const char* end = in + sums[w].size();
         for (size_t g = 0; g < n; ++g) {
-            const MatrixView m = matrix_view(shapes[g]);
+            const MatrixView m = views[g];
             const Stripe s = stripe_of(m.cols, workers, static_cast<int64_t>(w));
             dequantize_columns(in, end, gradients[g].data() + s.begin * m.rows, m.rows, s.count, bits, false);
         }
@@ -100,16 +101,8 @@ public:
     bool update(GradientMap& gradients, MinibatchInfo& info) override {
         // As CNTK: no "more than one worker" condition; with one worker the exchange is with itself.
         if (samples_seen_ >= distributed_after_) {
-            if (!sharing_) {
-                sharing_ = true;
-                if (distributed_after_ > 0) synchronize_from_main();
-            }
-            std::vector<double> header{info.eval_criterion, info.training_loss,
-                                       static_cast<double>(info.number_of_samples)};
-            communicator_->all_reduce(header);
-            info.eval_criterion = header[0];
-            info.training_loss = header[1];
-            info.number_of_samples = static_cast<int64_t>(header[2]);
+            start_sharing();
+            sum_step_totals(info);
             info.synchronized = true;
             std::vector<Tensor> grads = ordered_gradients(gradients);
             const DataType dtype = grads.empty() ? DataType::f32 : grads[0].dtype();
@@ -154,7 +147,6 @@ private:
         }
     }
 
-    bool sharing_ = false;
     mutable QuantizedSum<float> f32_;
     mutable QuantizedSum<double> f64_;
 };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ctk/distributed/learners.h"
+#include "distributed/quantization.h"
 
 namespace ctk::distributed::detail {
 
@@ -17,7 +18,8 @@ template <typename T>
 struct QuantizedSum {
     int bits = 1;
     std::vector<std::vector<T>> residuals, stripe_residuals;
-    int64_t bytes_sent = 0;  // by this worker in the last sum, to the others
+    std::vector<MatrixView> views;  // each gradient's matrix, fixed at the first sum
+    int64_t bytes_sent = 0;         // by this worker in the last sum, to the others
     // Replaces each gradient (host, contiguous, all of type T) by the job's quantized sum: every worker
     // quantizes its gradient plus residual and sends stripe k to worker k; the owner sums the stripes in
     // rank order, quantizes the sum plus its stripe residual and sends it to everyone; everyone

@@ -443,32 +443,28 @@ void write_ctf(const std::string& path, int rows) {
     }
 }
 
+// A reader of such a file: `sweeps` sweeps, randomized (two chunks at a time) or in file order.
+std::shared_ptr<MinibatchSource> ctf_source(const std::string& path, int64_t sweeps, bool randomize) {
+    MinibatchSourceConfig c;
+    c.deserializers = {ctf_deserializer(path, {{"features", "features", {6}}, {"labels", "labels", {3}}})};
+    c.max_sweeps = sweeps;
+    c.randomize = randomize;
+    c.randomization_window_in_chunks = 2;
+    return std::make_shared<MinibatchSource>(c);
+}
+
 TEST(Mpi, TrainingSessionPartitionsTheReaderAndMatchesOneProcess) {
     const fs::path dir = shared_dir("session");
     const std::string data = (dir / "train.ctf").string();
     if (world()->is_main()) write_ctf(data, 100);
     world()->barrier();
-    auto source = [&] {
-        MinibatchSourceConfig c;
-        c.deserializers = {
-            ctf_deserializer(data, {{"features", "features", {6}}, {"labels", "labels", {3}}})};
-        c.max_sweeps = 2;
-        c.randomization_window_in_chunks = 2;
-        return std::make_shared<MinibatchSource>(c);
-    };
+    auto source = [&] { return ctf_source(data, 2, true); };
     // The test set (37 samples: the last minibatch leaves some workers without data) and a
     // cross-validation, evaluated by the job as by one process.
     const std::string test_data = (dir / "test.ctf").string();
     if (world()->is_main()) write_ctf(test_data, 37);
     world()->barrier();
-    auto test_source = [&] {
-        MinibatchSourceConfig c;
-        c.deserializers = {
-            ctf_deserializer(test_data, {{"features", "features", {6}}, {"labels", "labels", {3}}})};
-        c.max_sweeps = 1;
-        c.randomize = false;
-        return std::make_shared<MinibatchSource>(c);
-    };
+    auto test_source = [&] { return ctf_source(test_data, 1, false); };
     struct TestRecorder : ProgressWriter {
         std::vector<std::pair<int64_t, double>> tests;
         void on_write_training_update(Range, Range, Sums, std::optional<Sums>) override {}

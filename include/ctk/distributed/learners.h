@@ -81,6 +81,11 @@ protected:
     std::vector<Tensor> ordered_gradients(GradientMap& gradients) const;
     // After warm start: every worker takes rank 0's parameters and local-learner state.
     void synchronize_from_main();
+    // True at the first step past distributed_after (the workers were alone until now, and are made
+    // equal by synchronize_from_main when there was a warm start).
+    bool start_sharing();
+    // Replaces this worker's count, loss and metric in `info` by the job's sums.
+    void sum_step_totals(MinibatchInfo& info);
 
     LearnerPtr local_;
     CommunicatorPtr communicator_;
@@ -90,6 +95,7 @@ protected:
 
     std::vector<Variable> by_uid_;  // parameters in uid order
     int64_t bytes_sent_ = 0;
+    bool sharing_ = false;  // past distributed_after
 };
 using DistributedLearnerPtr = std::shared_ptr<DistributedLearner>;
 
