@@ -20,6 +20,7 @@ from .variables import Parameter, Constant, Record  # noqa: E402,F401
 from .ops import *  # noqa: E402,F401,F403
 from .device import *  # noqa: E402,F401,F403
 from .train import *  # noqa: E402,F401,F403
+from .train.distributed import *  # noqa: E402,F401,F403  (CNTK's C.Communicator, C.data_parallel_...)
 from .eval import *  # noqa: E402,F401,F403
 from .learners import *  # noqa: E402,F401,F403
 from .losses import *  # noqa: E402,F401,F403

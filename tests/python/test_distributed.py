@@ -25,6 +25,10 @@ with_mpi = pytest.mark.skipif(MPIEXEC is None or not _ctk._info()['build']['mpi_
 
 
 def test_one_process_is_worker_zero_of_one():
+    assert C.Communicator is Communicator  # CNTK's examples call C.Communicator.rank()
+    assert C.train.distributed.data_parallel_distributed_learner is data_parallel_distributed_learner
+    import cntk.tests.test_utils  # CNTK's examples start with its set_device_from_pytest_env()
+    cntk.tests.test_utils.set_device_from_pytest_env()
     assert Communicator.rank() == 0
     assert Communicator.num_workers() == 1
     c = Communicator()

@@ -1,0 +1,1 @@
+"""cntk.tests: the helpers CNTK's own examples import from its test package (test_utils)."""
