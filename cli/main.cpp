@@ -14,6 +14,7 @@
 #include "ctk/device_info.h"
 #include "ctk/error.h"
 #include "ctk/io.h"
+#include "ctk/io/image.h"
 #include "ctk/model.h"
 #include "ctk/train.h"
 
@@ -33,7 +34,8 @@ int run_eval(int argc, char** argv);
 constexpr Subcommand kSubcommands[] = {
     {"info", "the build banner, the GPUs, and whether this build runs on them (and the fix if not)",
      run_info},
-    {"data", "prepare data sets (`ctk data mnist|cifar10 IN_DIR OUT_DIR`: to CNTK text format)", run_data},
+    {"data", "prepare data sets in CNTK's layouts (`ctk data mnist|cifar10|images IN_DIR OUT_DIR`)",
+     run_data},
     {"convert", "convert a model between CNTK v2, CNTK v1 (read only) and ONNX", run_convert},
     {"eval", "evaluate a model on a CNTK text format file and print its outputs", run_eval},
 };
@@ -67,35 +69,75 @@ int run_info(int argc, char** argv) {
 
 constexpr const char* kDataUsage =
     "usage: ctk data mnist IN_DIR OUT_DIR\n"
-    "       ctk data cifar10 IN_DIR OUT_DIR\n\n"
+    "       ctk data cifar10 IN_DIR OUT_DIR [--text-only]\n"
+    "       ctk data images IN_DIR OUT_DIR [--layout cifar|imagenet] [--size N] [--limit N]\n\n"
     "mnist: converts the MNIST (or Fashion-MNIST) IDX files in IN_DIR -- train-images-idx3-ubyte,\n"
     "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz --\n"
     "into CNTK's text format: OUT_DIR/Train-28x28_cntk_text.txt and OUT_DIR/Test-28x28_cntk_text.txt,\n"
     "lines \"|labels 0 0 0 1 0 0 0 0 0 0 |features 0 0 ... 255\" as CNTK's install_mnist.py writes them.\n"
     "cifar10: converts CIFAR-10's binary batches in IN_DIR -- data_batch_1.bin .. data_batch_5.bin and\n"
-    "test_batch.bin, plain or .gz -- into OUT_DIR/Train_cntk_text.txt and OUT_DIR/Test_cntk_text.txt\n"
-    "(3072 pixel values per line, the red, green and blue planes), the files ConvNet_CIFAR10.py reads.\n";
+    "test_batch.bin, plain or .gz -- into CNTK's layout, as its install_cifar10.py left it:\n"
+    "OUT_DIR/Train_cntk_text.txt and Test_cntk_text.txt (3072 pixel values per line, the red, green and\n"
+    "blue planes), train/00000.png .. (40x40, padded by 4 pixels of 128) and test/00000.png .. (32x32),\n"
+    "train_map.txt, test_map.txt, the regression labels and CIFAR-10_mean.xml; --text-only writes the\n"
+    "text files alone.\n"
+    "images: an IDX image set in IN_DIR (as for mnist) in CNTK's image layouts: --layout cifar (the\n"
+    "default) as cifar10 above (28x28 images padded to 32x32, three equal channels); --layout imagenet:\n"
+    "train/<class>/<i>.jpg and val/<class>/<i>.jpg of N x N pixels (--size, default 64), train_map.txt,\n"
+    "val_map.txt and ImageNet1K_mean.xml. --limit N keeps the first N images of each split.\n";
 
 int run_data(int argc, char** argv) {
     if (argc >= 1 && is_help(argv[0])) {
         std::fputs(kDataUsage, stdout);
         return 0;
     }
-    const bool known =
-        argc >= 1 && (std::string_view(argv[0]) == "mnist" || std::string_view(argv[0]) == "cifar10");
-    if (argc != 3 || !known) {
-        std::fputs(argc >= 1 && !known ? "ctk data: unknown data set\n" : "ctk data: wrong arguments\n",
+    const std::string_view set = argc >= 1 ? std::string_view(argv[0]) : std::string_view();
+    const bool known = set == "mnist" || set == "cifar10" || set == "images";
+    std::vector<std::string> paths;
+    std::string layout = "cifar";
+    int64_t size = 64, limit = 0;
+    bool text_only = false, bad = !known;
+    for (int i = 1; i < argc && !bad; ++i) {
+        const std::string_view a = argv[i];
+        auto count = [&](int64_t& out) {
+            char* end = nullptr;
+            const long long v = i + 1 < argc ? std::strtoll(argv[++i], &end, 10) : -1;
+            bad = bad || !end || *end || v < 0;
+            out = v;
+        };
+        if (set == "images" && a == "--layout" && i + 1 < argc)
+            layout = argv[++i];
+        else if (set == "images" && a == "--size")
+            count(size);
+        else if (set == "images" && a == "--limit")
+            count(limit);
+        else if (set == "cifar10" && a == "--text-only")
+            text_only = true;
+        else if (!a.empty() && a[0] == '-')
+            bad = true;
+        else
+            paths.emplace_back(a);
+    }
+    if (bad || paths.size() != 2) {
+        std::fputs(!known && argc >= 1 ? "ctk data: unknown data set\n" : "ctk data: wrong arguments\n",
                    stderr);
         std::fputs(kDataUsage, stderr);
         return 2;
     }
     const auto start = std::chrono::steady_clock::now();
-    const auto [train, test] = std::string_view(argv[0]) == "mnist"
-                                   ? ctk::convert_mnist_to_ctf(argv[1], argv[2])
-                                   : ctk::convert_cifar10_to_ctf(argv[1], argv[2]);
+    std::pair<int64_t, int64_t> counts;
+    if (set == "mnist")
+        counts = ctk::convert_mnist_to_ctf(paths[0], paths[1]);
+    else if (set == "cifar10" && text_only)
+        counts = ctk::convert_cifar10_to_ctf(paths[0], paths[1]);
+    else if (set == "cifar10")
+        counts = ctk::convert_cifar10_to_images(paths[0], paths[1]);
+    else
+        counts = ctk::convert_idx_to_images(paths[0], paths[1], layout, size, limit);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("Wrote %lld training and %lld test samples to %s (%.1f s)\n", static_cast<long long>(train),
-                static_cast<long long>(test), argv[2], seconds);
+    std::printf("Wrote %lld training and %lld test samples to %s (%.1f s)\n",
+                static_cast<long long>(counts.first), static_cast<long long>(counts.second), paths[1].c_str(),
+                seconds);
     return 0;
 }
 

@@ -137,11 +137,13 @@ FunctionPtr unpooling(const Variable& operand, const Variable& pooling_input, Po
 // CNTK's batch_normalization: scale, bias, running_mean and running_inv_std (a running variance in
 // ctk) are [C] for spatial, or the sample shape otherwise. In training the running statistics move
 // toward the batch's with CNTK's time constant (0: no update, inf: cumulative average).
+// disable_regularization: learners leave scale and bias unregularized (CNTK's attribute of that name).
 FunctionPtr batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,
                                 const Variable& running_mean, const Variable& running_var,
                                 const Variable& running_count, bool spatial,
                                 double normalization_time_constant = 5000.0, double blend_time_constant = 0.0,
-                                double epsilon = 1e-5, const std::string& name = "");
+                                double epsilon = 1e-5, const std::string& name = "",
+                                bool disable_regularization = false);
 FunctionPtr dropout(const Variable& x, double dropout_rate = 0.0, uint64_t seed = kSentinelSeed,
                     const std::string& name = "");
 // CNTK's image and normalization composites (blocks with CNTK's op names). Images are [C, H, W].

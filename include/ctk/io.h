@@ -8,6 +8,8 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,6 +60,36 @@ struct MinibatchData {
 struct SequenceData {
     Tensor data;
     Tensor one_hot_indices;
+    // The sequence could not be read and the deserializer was told to skip such (CNTK's max_errors):
+    // the source leaves it out of the minibatch.
+    bool skip = false;
+};
+
+// The random engine of a per-sequence transform: CNTK's mt19937, counting its draws so that a
+// checkpoint restores it exactly as (seed, draws).
+class TransformEngine {
+public:
+    using result_type = std::mt19937::result_type;
+    explicit TransformEngine(uint32_t seed = 0) : engine_(seed), seed_(seed) {}
+    static constexpr result_type min() { return std::mt19937::min(); }
+    static constexpr result_type max() { return std::mt19937::max(); }
+    result_type operator()() {
+        ++draws_;
+        return engine_();
+    }
+    uint32_t seed() const { return seed_; }
+    uint64_t draws() const { return draws_; }
+    void restore(uint32_t seed, uint64_t draws) {
+        engine_.seed(seed);
+        engine_.discard(draws);
+        seed_ = seed;
+        draws_ = draws;
+    }
+
+private:
+    std::mt19937 engine_;
+    uint32_t seed_;
+    uint64_t draws_ = 0;
 };
 
 // A deserializer exposes its data as chunks of sequences; each sequence has one SequenceData per stream.
@@ -72,6 +104,18 @@ public:
     // Parses chunk `chunk`: result[sequence][stream]. Thread-safe (called by prefetch workers).
     virtual std::vector<std::vector<SequenceData>> read_chunk(int64_t chunk) const = 0;
     virtual std::string description() const = 0;  // "CTF file 'train.txt'"
+
+    // CNTK's per-sequence transforms (the image readers' crop, scale, mean, colour). When
+    // transforms_sequences(), the source calls transform() on every sequence of a worker's minibatch
+    // once it is cut, in parallel over the sequences, with `rng` the engines of the sequence's position
+    // in that minibatch (CNTK keyed augmentation by that position): engine k of position j starts as
+    // mt19937(transform_engine_seeds()[k] + j) and lives for the whole run. `sequence` holds this
+    // deserializer's streams of sequence `index` of chunk `chunk`, as read_chunk gave them; transform
+    // replaces them with the transformed data.
+    virtual bool transforms_sequences() const { return false; }
+    virtual std::vector<uint32_t> transform_engine_seeds() const { return {}; }
+    virtual void transform(int64_t /*chunk*/, int64_t /*index*/, std::span<SequenceData> /*sequence*/,
+                           std::span<TransformEngine> /*rng*/) const {}
 };
 using DeserializerPtr = std::shared_ptr<Deserializer>;
 
@@ -97,7 +141,10 @@ struct MinibatchSourceConfig {
     int64_t randomization_window_in_chunks = kDefaultRandomizationWindowInChunks;
     int64_t randomization_window_in_samples = 0;  // when set, overrides the window in chunks
     uint64_t randomization_seed = 0;
-    bool multithreaded_deserializer = true;  // prefetch the next chunks on a worker thread
+    // Read ahead on worker threads: the chunks, and the next minibatch for the same request while the
+    // caller trains on this one (transforms included), so the reader's work hides behind the step.
+    bool multithreaded_deserializer = true;
+    int num_reader_threads = 0;  // 0: CTK_READER_THREADS, else the machine's cores (at most 16)
 };
 
 class MinibatchSource {

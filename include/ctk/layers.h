@@ -33,6 +33,7 @@ struct LayerDefaults {
     std::optional<int> map_rank{};                        // BatchNormalization
     std::optional<double> normalization_time_constant{};  // BatchNormalization
     std::optional<double> epsilon{};                      // BatchNormalization, LayerNormalization
+    std::optional<bool> disable_regularization{};         // BatchNormalization
 };
 class default_options {
 public:
@@ -103,11 +104,13 @@ FunctionPtr Dropout(std::optional<double> dropout_rate = std::nullopt,
                     const std::string& name = "");
 
 // map_rank 1: spatial (statistics per channel, axis 0); none: per element of the sample shape. Unset
-// map_rank, normalization_time_constant (5000) and epsilon (1e-5) take default_options' values, as in CNTK.
+// map_rank, normalization_time_constant (5000), epsilon (1e-5) and disable_regularization (false: the
+// learners regularize scale and bias) take default_options' values, as in CNTK.
 FunctionPtr BatchNormalization(std::optional<int> map_rank = std::nullopt, double init_scale = 1.0,
                                std::optional<double> normalization_time_constant = std::nullopt,
                                double blend_time_constant = 0.0, std::optional<double> epsilon = std::nullopt,
-                               const std::string& name = "");
+                               const std::string& name = "",
+                               std::optional<bool> disable_regularization = std::nullopt);
 // (x - mean) / (std + epsilon) * scale + bias over the static axes; scale and bias are scalars (CNTK).
 // Unset epsilon: default_options' epsilon, else 1e-5.
 FunctionPtr LayerNormalization(double initial_scale = 1.0, double initial_bias = 0.0,

@@ -158,7 +158,16 @@ protected:
     virtual void update_parameter(const Variable& p, Tensor& value, const Tensor& gradient,
                                   std::vector<Tensor>& state, int64_t mb_size) = 0;
     // The step's scalars: the base's slots, then each subclass's from kFirstSubclassSlot on.
-    enum StepSlot { kLearningRate, kGradientScale, kClipLimit, kL2Weight, kL1Threshold, kFirstSubclassSlot };
+    // kZero: always 0, the L2 weight and L1 threshold of parameters without regularization.
+    enum StepSlot {
+        kLearningRate,
+        kGradientScale,
+        kClipLimit,
+        kL2Weight,
+        kL1Threshold,
+        kZero,
+        kFirstSubclassSlot
+    };
     static constexpr int kMaxStepSlots = 16;
     // Fills the subclass's slots (slots[kFirstSubclassSlot...]) for a step of `mb_size` samples with
     // effective learning rate `lr`, after on_minibatch(). Called once per step, before any kernel.

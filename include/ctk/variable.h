@@ -64,6 +64,11 @@ public:
     const std::string& uid() const;
     bool needs_gradient() const;
     bool is_sparse() const;
+    // Whether learners apply their L1/L2 regularization to this parameter (true unless turned off, as
+    // CNTK's BatchNormalization(disable_regularization=True) does for its scale and bias). Shared by
+    // every copy of the Variable.
+    bool regularization_enabled() const;
+    void set_regularization_enabled(bool enabled) const;
 
     // The Function that computes an output variable (null for the other kinds).
     FunctionPtr owner() const;

@@ -1,6 +1,11 @@
-"""cntk.io: readers. StreamDefs is the dict with attribute access CNTK wrote in Python."""
+"""cntk.io: readers. StreamDefs is the dict with attribute access CNTK wrote in Python. ImageDeserializer
+and Base64ImageDeserializer return CNTK's configuration dictionary (keys may be added, as CNTK's users
+did: d['grayscale'] = True); the MinibatchSource builds the reader from it."""
+import uuid
+
 from .variables import Record
-from ._ctk.io import (MinibatchSource, CTFDeserializer, StreamDef, StreamInformation,  # noqa: F401
+from ._ctk import io as _io
+from ._ctk.io import (MinibatchSource, CTFDeserializer, StreamInformation,  # noqa: F401
                       MinibatchData, Deserializer, INFINITELY_REPEAT, FULL_DATA_SWEEP,
                       DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS)
 
@@ -9,8 +14,153 @@ class StreamDefs(Record):
     """StreamDefs(features=StreamDef(...), labels=StreamDef(...)): stream name -> StreamDef."""
 
 
-__all__ = ['MinibatchSource', 'CTFDeserializer', 'StreamDef', 'StreamDefs', 'StreamInformation',
-           'MinibatchData', 'INFINITELY_REPEAT', 'FULL_DATA_SWEEP', 'DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS']
+def StreamDef(field=None, shape=None, is_sparse=False, transforms=None, context=None, scp=None, mlf=None,
+              broadcast=None, defines_mb_size=False, max_sequence_length=65535):
+    """CNTK's StreamDef: `field` is the name in the file ('image' or 'label' for the image readers),
+    `shape` the sample shape (the number of classes for labels), `transforms` an image stream's
+    transforms (cntk.io.transforms)."""
+    d = _io.StreamDef(field=field, shape=shape, is_sparse=is_sparse, context=context, scp=scp, mlf=mlf,
+                      broadcast=broadcast, defines_mb_size=defines_mb_size,
+                      max_sequence_length=max_sequence_length)
+    d.transforms = list(transforms) if transforms is not None else []
+    return d
+
+
+class _DeserializerConfig(dict):
+    """A deserializer as CNTK's configuration dictionary (what CNTK's ImageDeserializer returned)."""
+
+
+def _image_deserializer_args(filename, streams, who):
+    # CNTK: without a label stream, a hidden one with two classes (so the labels must be 0 or 1).
+    image, label, classes, transforms = None, '_ignore_labels_' + str(uuid.uuid1()), 2, []
+    for name in streams:
+        s = streams[name]
+        if s.field == 'image':
+            image, transforms = name, list(getattr(s, 'transforms', []) or [])
+        elif s.field == 'label':
+            label = name
+            classes = 1
+            for d in s.shape:
+                classes *= d
+        else:
+            raise ValueError("%s: invalid field name '%s', allowed are 'image' and 'label'" % (who, s.field))
+    if image is None:
+        raise ValueError("%s: stream name ('image' or 'label') must be specified" % who)
+    return _DeserializerConfig(type=who, module='ImageReader', file=filename,
+                               input={image: {'transforms': transforms + [{'type': 'Transpose'}]},
+                                      label: {'labelDim': classes}})
+
+
+def ImageDeserializer(filename, streams):
+    """CNTK's image reader over a map file of lines `path<TAB>label` or `key<TAB>path<TAB>label`; streams
+    with field 'image' (its transforms) and 'label' (its shape: the number of classes). Images come as
+    float32 [3, H, W] planes in Blue, Green, Red order, values 0..255 (minus the mean), as CNTK's did."""
+    return _image_deserializer_args(filename, streams, 'ImageDeserializer')
+
+
+def Base64ImageDeserializer(filename, streams):
+    """CNTK's reader of lines `[key<TAB>]label<TAB>base64 of an image file`; streams as ImageDeserializer."""
+    return _image_deserializer_args(filename, streams, 'Base64ImageDeserializer')
+
+
+def _legacy_crop(crop_type='center', ratio=1.0, jitter_type='uniRatio'):
+    """CNTK 2.0's ImageDeserializer.crop(crop_type, ratio, jitter_type): crop_type 'Random' is randomside."""
+    from .io_transforms import crop
+    kind = crop_type.lower()
+    return crop('randomside' if kind == 'random' else kind, side_ratio=ratio, jitter_type=jitter_type.lower())
+
+
+def _legacy(name):
+    def transform(*args, **kwargs):
+        from . import io_transforms
+        return getattr(io_transforms, name)(*args, **kwargs)
+    transform.__name__ = name
+    return transform
+
+
+ImageDeserializer.crop = _legacy_crop
+ImageDeserializer.scale = _legacy('scale')
+ImageDeserializer.mean = _legacy('mean')
+
+
+def _ratio(value, key):
+    """CNTK's 'a:b' strings (or a number or pair) as (a, b)."""
+    if isinstance(value, str):
+        parts = [float(p) for p in value.split(':')]
+    elif isinstance(value, (tuple, list)):
+        parts = [float(p) for p in value]
+    else:
+        parts = [float(value)]
+    if len(parts) == 1:
+        parts = parts * 2
+    if len(parts) != 2:
+        raise ValueError('%s: %r is not a number or a pair of numbers' % (key, value))
+    return parts
+
+
+def _transform_from_config(t, who):
+    kind = t.get('type')
+    if kind == 'Crop':
+        c = _io._ImageCrop()
+        c.crop_type = t.get('cropType', 'center')
+        c.crop_width, c.crop_height = (int(v) for v in _ratio(t.get('cropSize', 0), 'cropSize'))
+        c.side_ratio_min, c.side_ratio_max = _ratio(t.get('sideRatio', 0.0), 'sideRatio')
+        c.area_ratio_min, c.area_ratio_max = _ratio(t.get('areaRatio', 0.0), 'areaRatio')
+        c.aspect_ratio_min, c.aspect_ratio_max = _ratio(t.get('aspectRatio', 1.0), 'aspectRatio')
+        c.jitter_type = t.get('jitterType', 'none')
+        if 'hflip' in t:
+            c.hflip = bool(t['hflip'])
+        c.seed = int(t.get('seed', 0))
+        return c
+    if kind == 'Scale':
+        s = _io._ImageScale()
+        s.width, s.height, s.channels = int(t['width']), int(t['height']), int(t['channels'])
+        s.interpolations = t.get('interpolations', 'linear')
+        s.scale_mode = t.get('scaleMode', 'fill')
+        s.pad_value = int(t.get('padValue', -1))
+        return s
+    if kind == 'Mean':
+        m = _io._ImageMean()
+        m.mean_file = t['meanFile']
+        return m
+    if kind == 'Color':
+        c = _io._ImageColor()
+        c.brightness_radius = float(t.get('brightnessRadius', 0.0))
+        c.contrast_radius = float(t.get('contrastRadius', 0.0))
+        c.saturation_radius = float(t.get('saturationRadius', 0.0))
+        c.seed = int(t.get('seed', 0))
+        return c
+    raise ValueError("%s: unknown transform type %r (ctk has Crop, Scale, Mean and Color)" % (who, kind))
+
+
+def _deserializer_from_config(config):
+    """The reader for one of CNTK's deserializer dictionaries (MinibatchSource calls this)."""
+    who = config.get('type') if hasattr(config, 'get') else None
+    if who not in ('ImageDeserializer', 'Base64ImageDeserializer'):
+        raise TypeError('MinibatchSource: %r is neither a deserializer nor an image deserializer configuration'
+                        % (config,))
+    c = _io._ImageDeserializerConfig()
+    c.map_file = config['file']
+    c.label_stream, c.num_classes = '', 2
+    for name, spec in config['input'].items():
+        if 'labelDim' in spec:
+            if not name.startswith('_ignore_labels_'):
+                c.label_stream = name
+            c.num_classes = int(spec['labelDim'])
+        else:
+            c.image_stream = name
+            c.transforms = [_transform_from_config(t, who) for t in spec.get('transforms', [])
+                            if t.get('type') not in ('Transpose', 'Cast')]
+    c.grayscale = bool(config.get('grayscale', False))
+    c.multi_view_crop = bool(config.get('multiViewCrop', False))
+    c.max_errors = int(config.get('maxErrors', 0))
+    make = _io._image_deserializer if who == 'ImageDeserializer' else _io._base64_image_deserializer
+    return make(c)
+
+
+__all__ = ['MinibatchSource', 'CTFDeserializer', 'ImageDeserializer', 'Base64ImageDeserializer', 'StreamDef',
+           'StreamDefs', 'StreamInformation', 'MinibatchData', 'INFINITELY_REPEAT', 'FULL_DATA_SWEEP',
+           'DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS']
 
 
 class MinibatchSourceFromData:

@@ -23,6 +23,77 @@ class ProgressWriter(_ProgressWriterBase):
         self._keep_python_object(self)
 
 
+# ---- the calls CNTK's scripts make on a writer by hand (every writer, ProgressPrinter included) ----
+
+def _sums(writer):
+    if not hasattr(writer, '_loss_sum'):
+        writer._loss_sum, writer._metric_sum, writer._test_sum, writer._samples = 0.0, 0.0, 0.0, 0
+    return writer
+
+
+def _update(self, loss, minibatch_size, metric=None):
+    """CNTK's update(loss, minibatch_size, metric=None): one minibatch's average loss (and metric) over
+    minibatch_size samples, written when the writer's schedule says so."""
+    if minibatch_size == 0:
+        return
+    w = _sums(self)
+    w._samples += minibatch_size
+    w._loss_sum += float(loss) * minibatch_size
+    if metric is not None:
+        w._metric_sum += float(metric) * minibatch_size
+    self._update_training(int(minibatch_size), w._loss_sum, None if metric is None else w._metric_sum)
+
+
+def _update_with_trainer(self, trainer, with_metric=False):
+    """CNTK's update_with_trainer: the trainer's last minibatch (its average loss, and metric when asked)."""
+    if trainer is not None and trainer.previous_minibatch_sample_count != 0:
+        self.update(trainer.previous_minibatch_loss_average, trainer.previous_minibatch_sample_count,
+                    trainer.previous_minibatch_evaluation_average if with_metric else None)
+
+
+def _epoch_summary(self, with_metric=False):
+    """CNTK's epoch_summary: the summary line of the updates since the last one, then a new epoch.
+    Returns CNTK's (average loss, average metric or None, samples) of that epoch."""
+    w = _sums(self)
+    self._write_training_summary(w._loss_sum, w._metric_sum if with_metric else None)
+    n = w._samples
+    result = (w._loss_sum / n if n else 0.0, (w._metric_sum / n if n else 0.0) if with_metric else None, n)
+    w._loss_sum, w._metric_sum, w._samples = 0.0, 0.0, 0
+    return result
+
+
+def _update_test(self, metric, minibatch_size):
+    """A test minibatch's average metric over minibatch_size samples."""
+    if minibatch_size == 0:
+        return
+    w = _sums(self)
+    w._test_sum += float(metric) * minibatch_size
+    self._update_test(int(minibatch_size), w._test_sum)
+
+
+def _test_summary(self):
+    w = _sums(self)
+    self._write_test_summary(w._test_sum)
+    w._test_sum = 0.0
+
+
+def _log(self, message):
+    """CNTK's log: the message on its own line."""
+    print(message, flush=True)
+
+
+def _end_progress_print(self, msg=''):
+    if msg:
+        print(msg, flush=True)
+
+
+for _name, _fn in (('update', _update), ('update_with_trainer', _update_with_trainer),
+                   ('epoch_summary', _epoch_summary), ('update_test', _update_test),
+                   ('test_summary', _test_summary), ('log', _log), ('end_progress_print', _end_progress_print)):
+    if not hasattr(_ProgressWriterBase, _name):
+        setattr(_ProgressWriterBase, _name, _fn)
+
+
 # ---- cntk.logging.graph: walking a graph ----
 
 def depth_first_search(root, visitor, depth=0):

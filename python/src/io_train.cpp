@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "convert.h"
+#include "ctk/io/image.h"
 
 namespace ctk::python {
 
@@ -116,15 +117,19 @@ void bind_io_train(py::module_& m) {
     io.attr("INFINITELY_REPEAT") = kInfinitelyRepeat;
     io.attr("FULL_DATA_SWEEP") = kFullDataSweep;
     io.attr("DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS") = kDefaultRandomizationWindowInChunks;
-    py::class_<StreamDef>(io, "StreamDef")
+    // py::dynamic_attr: cntk.io.StreamDef (Python) keeps an image stream's transforms on it.
+    py::class_<StreamDef>(io, "StreamDef", py::dynamic_attr())
         .def(py::init([](const py::object& field, const py::object& shape, bool is_sparse,
                          const py::object& transforms, const py::object& context, const py::object& scp,
                          const py::object& mlf, const py::object& broadcast, bool defines_mb_size,
                          int64_t /*max_sequence_length*/) {
-                 for (const py::object* o : {&transforms, &context, &scp, &mlf, &broadcast}) {
-                     CTK_CHECK(o->is_none(), NotImplementedError,
-                               "StreamDef: transforms, context, scp, mlf and broadcast are not supported by "
-                               "ctk yet");
+                 CTK_CHECK(transforms.is_none(), ValueError,
+                           "StreamDef: transforms are taken by cntk.io.StreamDef, not the bound class");
+                 for (const py::object* o : {&context, &scp, &mlf, &broadcast}) {
+                     CTK_CHECK(
+                         o->is_none(), NotImplementedError,
+                         "StreamDef: context, scp, mlf and broadcast (the HTK readers) are not supported "
+                         "by ctk yet");
                  }
                  StreamDef d;
                  d.field = field.is_none() ? "" : field.cast<std::string>();
@@ -194,6 +199,52 @@ void bind_io_train(py::module_& m) {
             return ctf_deserializer(filename, defs);
         },
         arg("filename"), arg("streams"));
+    // The image reader's configuration: cntk.io.ImageDeserializer (Python) builds these from CNTK's
+    // transform dictionaries.
+    py::class_<ImageCrop>(io, "_ImageCrop")
+        .def(py::init<>())
+        .def_readwrite("crop_type", &ImageCrop::crop_type)
+        .def_readwrite("crop_width", &ImageCrop::crop_width)
+        .def_readwrite("crop_height", &ImageCrop::crop_height)
+        .def_readwrite("side_ratio_min", &ImageCrop::side_ratio_min)
+        .def_readwrite("side_ratio_max", &ImageCrop::side_ratio_max)
+        .def_readwrite("area_ratio_min", &ImageCrop::area_ratio_min)
+        .def_readwrite("area_ratio_max", &ImageCrop::area_ratio_max)
+        .def_readwrite("aspect_ratio_min", &ImageCrop::aspect_ratio_min)
+        .def_readwrite("aspect_ratio_max", &ImageCrop::aspect_ratio_max)
+        .def_readwrite("jitter_type", &ImageCrop::jitter_type)
+        .def_readwrite("hflip", &ImageCrop::hflip)
+        .def_readwrite("seed", &ImageCrop::seed);
+    py::class_<ImageScale>(io, "_ImageScale")
+        .def(py::init<>())
+        .def_readwrite("width", &ImageScale::width)
+        .def_readwrite("height", &ImageScale::height)
+        .def_readwrite("channels", &ImageScale::channels)
+        .def_readwrite("interpolations", &ImageScale::interpolations)
+        .def_readwrite("scale_mode", &ImageScale::scale_mode)
+        .def_readwrite("pad_value", &ImageScale::pad_value);
+    py::class_<ImageMean>(io, "_ImageMean")
+        .def(py::init<>())
+        .def_readwrite("mean_file", &ImageMean::mean_file);
+    py::class_<ImageColor>(io, "_ImageColor")
+        .def(py::init<>())
+        .def_readwrite("brightness_radius", &ImageColor::brightness_radius)
+        .def_readwrite("contrast_radius", &ImageColor::contrast_radius)
+        .def_readwrite("saturation_radius", &ImageColor::saturation_radius)
+        .def_readwrite("seed", &ImageColor::seed);
+    py::class_<ImageDeserializerConfig>(io, "_ImageDeserializerConfig")
+        .def(py::init<>())
+        .def_readwrite("map_file", &ImageDeserializerConfig::map_file)
+        .def_readwrite("image_stream", &ImageDeserializerConfig::image_stream)
+        .def_readwrite("transforms", &ImageDeserializerConfig::transforms)
+        .def_readwrite("label_stream", &ImageDeserializerConfig::label_stream)
+        .def_readwrite("num_classes", &ImageDeserializerConfig::num_classes)
+        .def_readwrite("grayscale", &ImageDeserializerConfig::grayscale)
+        .def_readwrite("multi_view_crop", &ImageDeserializerConfig::multi_view_crop)
+        .def_readwrite("max_errors", &ImageDeserializerConfig::max_errors);
+    io.def("_image_deserializer", &image_deserializer, arg("config"));
+    io.def("_base64_image_deserializer", &base64_image_deserializer, arg("config"));
+
     py::class_<MinibatchSource, std::shared_ptr<MinibatchSource>>(io, "MinibatchSource")
         .def(py::init([](const py::object& deserializers, int64_t max_samples, int64_t max_sweeps,
                          int64_t window_chunks, int64_t window_samples, uint64_t seed,
@@ -202,10 +253,18 @@ void bind_io_train(py::module_& m) {
                  CTK_CHECK(!frame_mode && truncation_length == 0, NotImplementedError,
                            "MinibatchSource: frame_mode and truncation_length are not supported by ctk yet");
                  MinibatchSourceConfig c;
-                 if (py::isinstance<Deserializer>(deserializers)) {
-                     c.deserializers = {deserializers.cast<DeserializerPtr>()};
+                 // Deserializers, or CNTK's deserializer dictionaries (ImageDeserializer returns one),
+                 // which cntk.io turns into deserializers.
+                 const py::object from_config =
+                     py::module_::import("ctk.io").attr("_deserializer_from_config");
+                 auto one = [&](const py::handle& d) {
+                     return py::isinstance<Deserializer>(d) ? d.cast<DeserializerPtr>()
+                                                            : from_config(d).cast<DeserializerPtr>();
+                 };
+                 if (py::isinstance<Deserializer>(deserializers) || py::isinstance<py::dict>(deserializers)) {
+                     c.deserializers = {one(deserializers)};
                  } else {
-                     c.deserializers = deserializers.cast<std::vector<DeserializerPtr>>();
+                     for (const py::handle& d : deserializers) c.deserializers.push_back(one(d));
                  }
                  c.max_samples = max_samples;
                  c.max_sweeps = max_sweeps;
@@ -280,6 +339,27 @@ void bind_io_train(py::module_& m) {
         .def("_keep_python_object",
              [](ProgressWriter& w, py::object self) {
                  if (auto* p = dynamic_cast<PyProgressWriter*>(&w)) p->keep(std::move(self));
+             })
+        // The writer's own schedule, fed running sums (cntk.logging's update / epoch_summary use these).
+        .def("_update_training",
+             [](ProgressWriter& w, int64_t samples, double loss, std::optional<double> metric) {
+                 StdoutSync sync;
+                 w.update_training(samples, loss, metric);
+             })
+        .def("_write_training_summary",
+             [](ProgressWriter& w, double loss, std::optional<double> metric) {
+                 StdoutSync sync;
+                 w.write_training_summary(loss, metric);
+             })
+        .def("_update_test",
+             [](ProgressWriter& w, int64_t samples, double metric) {
+                 StdoutSync sync;
+                 w.update_test(samples, metric);
+             })
+        .def("_write_test_summary",
+             [](ProgressWriter& w, double metric) {
+                 StdoutSync sync;
+                 w.write_test_summary(metric);
              })
         .def_property_readonly("total_training_updates", &ProgressWriter::total_training_updates)
         .def_property_readonly("total_test_updates", &ProgressWriter::total_test_updates);

@@ -258,8 +258,7 @@ void bind_layers_learners(py::module_& m) {
                 else if (key == "use_cntk_engine")
                     v.cast<bool>();  // CNTK's choice between cuDNN's and its own batch norm: same math
                 else if (key == "disable_regularization")
-                    CTK_CHECK(!v.cast<bool>(), NotImplementedError,
-                              "default_options: disable_regularization=True is not supported by ctk yet");
+                    d.defaults.disable_regularization = v.cast<bool>();
                 else
                     CTK_THROW(NotImplementedError, "default_options: '", key,
                               "' is not supported by ctk yet");
@@ -367,10 +366,8 @@ void bind_layers_learners(py::module_& m) {
         [](const py::object& map_rank, double init_scale, const py::object& ntc, double btc,
            const py::object& epsilon, const py::object& /*use_cntk_engine: cuDNN's or CNTK's, same math*/,
            const py::object& disable_regularization, const std::string& name) {
-            CTK_CHECK(!opt<bool>(disable_regularization).value_or(false), NotImplementedError,
-                      "BatchNormalization: disable_regularization=True is not supported by ctk yet");
             return layers::BatchNormalization(opt<int>(map_rank), init_scale, opt<double>(ntc), btc,
-                                              opt<double>(epsilon), name);
+                                              opt<double>(epsilon), name, opt<bool>(disable_regularization));
         },
         arg("map_rank") = U, arg("init_scale") = 1.0, arg("normalization_time_constant") = U,
         arg("blend_time_constant") = 0.0, arg("epsilon") = U, arg("use_cntk_engine") = U,

@@ -420,8 +420,6 @@ void bind_ops(py::module_& m) {
            const Variable& running_inv_std, bool spatial, double normalization_time_constant,
            double blend_time_constant, double epsilon, bool /*use_cudnn_engine*/, bool disable_regularization,
            const std::string& n, const py::object& running_count) {
-            CTK_CHECK(!disable_regularization, NotImplementedError,
-                      "batch_normalization: disable_regularization is not supported");
             if (running_count.is_none())  // CNTK 2.7's deprecation warning, with its wording
                 py::module_::import("warnings")
                     .attr("warn")(
@@ -431,7 +429,8 @@ void bind_ops(py::module_& m) {
             Variable count = running_count.is_none() ? constant(Tensor::zeros(Shape{}, operand.dtype()))
                                                      : to_variable(running_count);
             return batch_normalization(operand, scale, bias, running_mean, running_inv_std, count, spatial,
-                                       normalization_time_constant, blend_time_constant, epsilon, n);
+                                       normalization_time_constant, blend_time_constant, epsilon, n,
+                                       disable_regularization);
         },
         arg("operand"), arg("scale"), arg("bias"), arg("running_mean"), arg("running_inv_std"),
         arg("spatial"), arg("normalization_time_constant") = 5000.0, arg("blend_time_constant") = 0.0,

@@ -364,11 +364,17 @@ FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r
             if (blend != 0.0)
                 throw NotImplementedError(where + ": BatchNormalization with blendTimeConstant " +
                                           std::to_string(blend));
-            return make(PrimitiveOp::batch_normalization, std::move(in),
-                        Attributes{{"spatial", r.boolean("spatial")},
-                                   {"normalizationTimeConstant", r.real("normalizationTimeConstant", 0.0)},
-                                   {"blendTimeConstant", blend},
-                                   {"epsilon", r.real("epsilon", 1e-5)}});
+            // disableRegularization (CNTK 2.2+): the learners leave scale and bias unregularized.
+            if (r.boolean("disableRegularization", false)) {
+                in[1].set_regularization_enabled(false);
+                in[2].set_regularization_enabled(false);
+            }
+            Attributes attrs{{"spatial", r.boolean("spatial")},
+                             {"normalizationTimeConstant", r.real("normalizationTimeConstant", 0.0)},
+                             {"blendTimeConstant", blend},
+                             {"epsilon", r.real("epsilon", 1e-5)}};
+            if (r.boolean("disableRegularization", false)) attrs.set("disableRegularization", true);
+            return make(PrimitiveOp::batch_normalization, std::move(in), std::move(attrs));
         }
         case 15:
             expect_inputs(in, 1, 1, where);

@@ -377,6 +377,7 @@ SavedOp save_op(const Function& f) {
             attr("blendTimeConstant", dv_double(a.get<double>("blendTimeConstant")));
             attr("epsilon", dv_double(a.get<double>("epsilon")));
             attr("useCuDNNEngine", dv_bool(true));
+            attr("disableRegularization", dv_bool(a.get_or<bool>("disableRegularization", false)));
             return s;
         case PrimitiveOp::dropout:
             s.op = static_cast<uint64_t>(cntk);

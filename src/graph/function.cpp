@@ -327,8 +327,16 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     for (const Variable& v : f.inputs_)
         if (v.shape_known()) known_inputs.push_back(v);
     // A binary element-wise op with one operand still unknown (the far end of a recurrent loop being
-    // closed) takes the known one's shape; the loop's next inference round checks the other.
-    const bool partial = allow_partial && !known && is_elementwise_binary(f.op_) && !known_inputs.empty();
+    // closed) takes the known one's shape; the loop's next inference round checks the other. Not from a
+    // parameter or constant alone that has a dim of 1: it broadcasts (a convolution's bias [C x 1 x 1]),
+    // and a product downstream would fix a Dense weight's inferred dims from the guess (CNTK's
+    // ConvNet_CIFAR10_DataAug: Sequential([Convolution2D, ..., Dense])).
+    const bool from_value = std::any_of(known_inputs.begin(), known_inputs.end(), [](const Variable& v) {
+        return (!v.is_parameter() && !v.is_constant()) ||
+               std::none_of(v.shape().begin(), v.shape().end(), [](int64_t d) { return d <= 1; });
+    });
+    const bool partial =
+        allow_partial && !known && is_elementwise_binary(f.op_) && !known_inputs.empty() && from_value;
     // Likewise a delay whose operand is that far end takes a (non-scalar, static) initial state's shape: a
     // loop whose state only a product or a softmax makes (UnfoldFrom's decoders) has no element-wise op to
     // guess from. The next round sees the real operand.

@@ -22,6 +22,7 @@ struct VariableData {
     std::string name, uid;
     bool needs_gradient = false;
     bool is_sparse = false;
+    bool regularized = true;  // parameters: learners apply L1/L2 regularization to it
     // Parameters and constants: the value, or the initializer that makes it once the shape is known.
     Tensor value;
     Initializer init;

@@ -148,6 +148,14 @@ bool Variable::is_sparse() const {
     CTK_VAR_IMPL();
     return d.is_sparse;
 }
+bool Variable::regularization_enabled() const {
+    CTK_VAR_IMPL();
+    return d.regularized;
+}
+void Variable::set_regularization_enabled(bool enabled) const {
+    CTK_CHECK(data_ != nullptr, ValueError, "use of an undefined Variable");
+    data_->regularized = enabled;
+}
 int Variable::output_index() const {
     CTK_VAR_IMPL();
     return d.output_index;

@@ -1,4 +1,4 @@
-// The chunk cache and its prefetch worker; see chunk_loader.h.
+// The chunk cache and its read-ahead; see chunk_loader.h.
 #include "io/chunk_loader.h"
 
 #include <algorithm>
@@ -7,25 +7,21 @@
 
 namespace ctk::detail {
 
-ChunkLoader::ChunkLoader(std::vector<DeserializerPtr> deserializers, bool threaded)
-    : deserializers_(std::move(deserializers)), threaded_(threaded) {
-    if (threaded_) worker_ = std::thread([this] { run_worker(); });
+ChunkLoader::ChunkLoader(std::vector<DeserializerPtr> deserializers, TaskPool* pool)
+    : shared_(std::make_shared<Shared>()), pool_(pool) {
+    shared_->deserializers = std::move(deserializers);
 }
 
 ChunkLoader::~ChunkLoader() {
-    if (!threaded_) return;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stop_ = true;
-    }
-    work_cv_.notify_all();
-    worker_.join();
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->stopped = true;
+    shared_->queue.clear();
 }
 
-ChunkPtr ChunkLoader::load(int64_t chunk) const {
+ChunkPtr ChunkLoader::Shared::load(int64_t chunk) const {
     auto out = std::make_shared<ChunkData>();
-    for (size_t d = 0; d < deserializers_.size(); ++d) {
-        const Deserializer& des = *deserializers_[d];
+    for (size_t d = 0; d < deserializers.size(); ++d) {
+        const Deserializer& des = *deserializers[d];
         std::vector<std::vector<SequenceData>> part = des.read_chunk(chunk);
         CTK_CHECK(static_cast<int64_t>(part.size()) == des.chunk_num_sequences(chunk), IOError,
                   des.description(), ": chunk ", chunk, " read ", part.size(), " sequences, its index says ",
@@ -42,74 +38,73 @@ ChunkPtr ChunkLoader::load(int64_t chunk) const {
 }
 
 ChunkPtr ChunkLoader::get(int64_t chunk) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto it = entries_.find(chunk);
-    if (it == entries_.end() || it->second.state == State::queued) {
-        // Not started: read it here rather than wait behind the worker's queue.
-        if (it != entries_.end()) queue_.erase(std::find(queue_.begin(), queue_.end(), chunk));
-        load_into_entry(lock, chunk);
-        Entry& e = entries_[chunk];
+    Shared& s = *shared_;
+    std::unique_lock<std::mutex> lock(s.mutex);
+    auto it = s.entries.find(chunk);
+    if (it == s.entries.end() || it->second.state == State::queued) {
+        // Not started: read it here rather than wait behind the queue.
+        if (it != s.entries.end()) s.queue.erase(std::find(s.queue.begin(), s.queue.end(), chunk));
+        s.load_into_entry(lock, chunk);
+        Entry& e = s.entries[chunk];
         if (e.state == State::failed) {
             std::exception_ptr error = e.error;
-            entries_.erase(chunk);
+            s.entries.erase(chunk);
             std::rethrow_exception(error);
         }
         return e.data;
     }
-    done_cv_.wait(lock, [&] {
-        auto e = entries_.find(chunk);
-        return e == entries_.end() || e->second.state == State::ready || e->second.state == State::failed;
+    s.done_cv.wait(lock, [&] {
+        auto e = s.entries.find(chunk);
+        return e == s.entries.end() || e->second.state == State::ready || e->second.state == State::failed;
     });
-    it = entries_.find(chunk);
-    if (it == entries_.end()) {  // a concurrent get() failed on it; try again here
+    it = s.entries.find(chunk);
+    if (it == s.entries.end()) {  // a concurrent get() failed on it; try again here
         lock.unlock();
         return get(chunk);
     }
     if (it->second.state == State::failed) {
         std::exception_ptr error = it->second.error;
-        entries_.erase(it);
+        s.entries.erase(it);
         std::rethrow_exception(error);
     }
     return it->second.data;
 }
 
 void ChunkLoader::prefetch(int64_t chunk) {
-    if (!threaded_) return;
+    if (!pool_) return;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (entries_.count(chunk)) return;
-        entries_[chunk].state = State::queued;
-        queue_.push_back(chunk);
+        std::lock_guard<std::mutex> lock(shared_->mutex);
+        if (shared_->entries.count(chunk)) return;
+        shared_->entries[chunk].state = State::queued;
+        shared_->queue.push_back(chunk);
     }
-    work_cv_.notify_one();
+    pool_->submit([shared = shared_] { shared->run_one(); });
 }
 
 void ChunkLoader::evict(const std::function<bool(int64_t)>& drop) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = entries_.begin(); it != entries_.end();) {
+    Shared& s = *shared_;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (auto it = s.entries.begin(); it != s.entries.end();) {
         if (it->second.state != State::loading && drop(it->first)) {
             if (it->second.state == State::queued)
-                queue_.erase(std::find(queue_.begin(), queue_.end(), it->first));
-            it = entries_.erase(it);
+                s.queue.erase(std::find(s.queue.begin(), s.queue.end(), it->first));
+            it = s.entries.erase(it);
         } else {
             ++it;
         }
     }
 }
 
-void ChunkLoader::run_worker() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-        work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
-        const int64_t chunk = queue_.front();
-        queue_.pop_front();
-        load_into_entry(lock, chunk);
-    }
+void ChunkLoader::Shared::run_one() {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (stopped || queue.empty()) return;
+    const int64_t chunk = queue.front();
+    queue.pop_front();
+    load_into_entry(lock, chunk);
 }
 
-void ChunkLoader::load_into_entry(std::unique_lock<std::mutex>& lock, int64_t chunk) {
-    entries_[chunk].state = State::loading;
+void ChunkLoader::Shared::load_into_entry(std::unique_lock<std::mutex>& lock, int64_t chunk) {
+    entries[chunk].state = State::loading;
     lock.unlock();
     ChunkPtr data;
     std::exception_ptr error;
@@ -119,11 +114,11 @@ void ChunkLoader::load_into_entry(std::unique_lock<std::mutex>& lock, int64_t ch
         error = std::current_exception();
     }
     lock.lock();
-    Entry& e = entries_[chunk];
+    Entry& e = entries[chunk];
     e.state = error ? State::failed : State::ready;
     e.data = std::move(data);
     e.error = error;
-    done_cv_.notify_all();
+    done_cv.notify_all();
 }
 
 }  // namespace ctk::detail

@@ -4,6 +4,7 @@
 // each sweep's order is a pure function of the seed and the sweep index.
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <set>
 #include <unordered_map>
 
@@ -13,6 +14,7 @@
 #include "io/chunk_loader.h"
 #include "io/io_common.h"
 #include "io/sweep_order.h"
+#include "io/task_pool.h"
 
 namespace ctk {
 
@@ -36,7 +38,39 @@ Value MinibatchData::as_batch(const std::string& stream_name) const {
 
 namespace {
 constexpr int64_t kStateVersion = 1;
+
+int64_t sequence_length(const SequenceData& d) {
+    return d.one_hot_indices.defined() ? d.one_hot_indices.dim(0) : d.data.dim(0);
 }
+
+// Where the source stands: everything a minibatch depends on besides the request and the engines.
+struct Cursor {
+    int64_t sweep = 0;
+    int64_t position = 0;  // of the next sequence in this sweep's order
+    int64_t samples_delivered = 0;
+    bool operator==(const Cursor&) const = default;
+};
+
+struct Request {
+    int64_t size = 0, partitions = 1, index = 0;
+    Device device;
+    bool operator==(const Request& o) const {
+        return size == o.size && partitions == o.partitions && index == o.index && device == o.device;
+    }
+};
+
+// The transform engines: [deserializer][position in the minibatch][engine].
+using Engines = std::vector<std::vector<std::vector<TransformEngine>>>;
+
+// A minibatch cut and assembled in host memory (pinned for a GPU), with the state it leads to.
+struct Prepared {
+    Request request;
+    Cursor from, to;
+    std::unordered_map<std::string, MinibatchData> data;
+    Engines engines;  // the engines of the positions it used, after their draws
+    std::exception_ptr error;
+};
+}  // namespace
 
 struct MinibatchSource::Impl {
     MinibatchSourceConfig config;
@@ -45,15 +79,25 @@ struct MinibatchSource::Impl {
     std::vector<int64_t> sequences_per_chunk;
     int64_t num_sequences = 0;
     int64_t window_chunks = 1;
-    std::unique_ptr<detail::ChunkLoader> loader;
+    // Per deserializer: its first stream, its stream count, and its transform engines' seeds.
+    struct Part {
+        DeserializerPtr deserializer;
+        size_t first_stream = 0, num_streams = 0;
+        std::vector<uint32_t> seeds;
+    };
+    std::vector<Part> parts;
+    bool transforms = false;
 
-    // Position.
-    int64_t sweep = 0;
-    int64_t position = 0;  // of the next sequence in this sweep's order
-    int64_t samples_delivered = 0;
+    Cursor cursor;
+    Engines engines;  // committed: those of every position used so far
 
     detail::SweepOrder order;
     int64_t order_sweep = -1;
+
+    // Declared last: destroyed first, so no reader task outlives what it uses.
+    std::unique_ptr<detail::TaskPool> pool;
+    std::unique_ptr<detail::ChunkLoader> loader;
+    std::future<Prepared> pending;  // the next minibatch, prepared ahead for the last request
 
     const detail::SweepOrder& order_for(int64_t s) {
         if (order_sweep != s) {
@@ -64,7 +108,22 @@ struct MinibatchSource::Impl {
         return order;
     }
 
-    bool exhausted() const { return samples_delivered >= config.max_samples || sweep >= config.max_sweeps; }
+    bool exhausted(const Cursor& c) const {
+        return c.samples_delivered >= config.max_samples || c.sweep >= config.max_sweeps;
+    }
+
+    void drop_pending() {
+        if (pending.valid()) pending.wait(), pending = {};
+    }
+
+    // The engine k of deserializer d at position j, as committed (or fresh: mt19937(seed + j)).
+    TransformEngine engine(size_t d, size_t j, size_t k) const {
+        if (d < engines.size() && j < engines[d].size()) return engines[d][j][k];
+        return TransformEngine(parts[d].seeds[k] + static_cast<uint32_t>(j));
+    }
+
+    Prepared prepare(const Cursor& from, const Request& request);
+    void commit(Prepared& p);
 };
 
 MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : impl_(std::make_unique<Impl>()) {
@@ -88,6 +147,8 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : impl_(std::make
     CTK_CHECK(config.randomization_window_in_samples > 0 || config.randomization_window_in_chunks >= 1,
               ValueError, "MinibatchSource: randomization_window_in_chunks is ",
               config.randomization_window_in_chunks, "; it must be at least 1");
+    CTK_CHECK(config.num_reader_threads >= 0, ValueError, "MinibatchSource: num_reader_threads is ",
+              config.num_reader_threads, "; it must not be negative");
 
     const Deserializer& first = *config.deserializers[0];
     const int64_t num_chunks = first.num_chunks();
@@ -101,6 +162,12 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : impl_(std::make
                       "MinibatchSource: ", d->description(), " has ", d->chunk_num_sequences(c),
                       " sequences in chunk ", c, " but ", first.description(), " has ",
                       first.chunk_num_sequences(c));
+        Impl::Part part{d, m.infos.size(), d->streams().size(), {}};
+        if (d->transforms_sequences()) {
+            part.seeds = d->transform_engine_seeds();
+            m.transforms = true;
+        }
+        m.parts.push_back(part);
         for (const StreamInformation& s : d->streams()) {
             CTK_CHECK(names.insert(s.name).second, ValueError, "MinibatchSource: stream name '", s.name,
                       "' is used by two deserializers");
@@ -130,11 +197,16 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : impl_(std::make
     } else {
         m.window_chunks = config.randomization_window_in_chunks;
     }
-    m.loader = std::make_unique<detail::ChunkLoader>(config.deserializers, config.multithreaded_deserializer);
+    if (config.multithreaded_deserializer)
+        m.pool = std::make_unique<detail::TaskPool>(
+            config.num_reader_threads > 0 ? config.num_reader_threads : detail::default_reader_threads());
+    m.loader = std::make_unique<detail::ChunkLoader>(config.deserializers, m.pool.get());
     m.config = std::move(config);
 }
 
-MinibatchSource::~MinibatchSource() = default;
+MinibatchSource::~MinibatchSource() {
+    if (impl_) impl_->drop_pending();
+}
 
 const std::vector<StreamInformation>& MinibatchSource::stream_infos() const {
     return impl_->infos;
@@ -148,11 +220,178 @@ const StreamInformation& MinibatchSource::stream_info(const std::string& name) c
     CTK_THROW(ValueError, "MinibatchSource: no stream named '", name, "'; the streams are ", known);
 }
 
-namespace {
-int64_t sequence_length(const SequenceData& d) {
-    return d.one_hot_indices.defined() ? d.one_hot_indices.dim(0) : d.data.dim(0);
+Prepared MinibatchSource::Impl::prepare(const Cursor& from, const Request& request) {
+    Prepared out;
+    out.request = request;
+    out.from = from;
+    out.to = from;
+    if (exhausted(from)) return out;
+
+    const detail::SweepOrder& ord = order_for(from.sweep);
+    const int64_t limit = std::min(request.size, config.max_samples - from.samples_delivered);
+    // At least one sequence, and one per partition while the sweep has them, so no worker gets nothing.
+    const int64_t min_count = std::min(request.partitions, ord.size() - from.position);
+    const size_t num_streams = infos.size();
+
+    // Ask the reader threads for this minibatch's chunks first: they read them while the cut waits.
+    if (pool) {
+        const int64_t ahead = std::min(ord.size(), from.position + std::max<int64_t>(limit, 1));
+        for (int64_t p = from.position, last = -1; p < ahead; ++p)
+            if (ord.chunk[size_t(p)] != last) loader->prefetch(last = ord.chunk[size_t(p)]);
+    }
+
+    // Cut the global minibatch: whole sequences while the counted samples stay within the limit.
+    std::unordered_map<int64_t, detail::ChunkPtr> chunks;
+    struct Taken {
+        int64_t position;
+        const std::vector<SequenceData>* sequence;
+    };
+    std::vector<Taken> taken;
+    std::vector<int64_t> totals(num_streams, 0), next(num_streams);
+    int64_t counted = 0, p = from.position;
+    for (; p < ord.size(); ++p) {
+        const int64_t c = ord.chunk[size_t(p)];
+        auto it = chunks.find(c);
+        if (it == chunks.end()) it = chunks.emplace(c, loader->get(c)).first;
+        const std::vector<SequenceData>& seq = (*it->second)[size_t(ord.index[size_t(p)])];
+        if (std::any_of(seq.begin(), seq.end(), [](const SequenceData& d) { return d.skip; })) continue;
+        int64_t measure = 0;
+        for (size_t s = 0; s < num_streams; ++s) {
+            next[s] = totals[s] + sequence_length(seq[s]);
+            measure = std::max(measure, next[s]);
+        }
+        if (mb_stream >= 0) measure = next[size_t(mb_stream)];
+        if (static_cast<int64_t>(taken.size()) >= std::max<int64_t>(1, min_count) && measure > limit) break;
+        taken.push_back({p, &seq});
+        totals = next;
+        counted = measure;
+    }
+    const bool sweep_end = p == ord.size();
+
+    // This partition's share: the sequences whose position in the sweep is partition_index modulo the
+    // count, copied so that transforms can replace their data.
+    std::vector<std::vector<SequenceData>> mine;
+    std::vector<int64_t> mine_positions;
+    for (const Taken& t : taken) {
+        if (t.position % request.partitions != request.index) continue;
+        mine.push_back(*t.sequence);
+        mine_positions.push_back(t.position);
+    }
+    const size_t n = mine.size();
+
+    if (transforms) {
+        out.engines.resize(parts.size());
+        for (size_t d = 0; d < parts.size(); ++d) {
+            if (!parts[d].deserializer->transforms_sequences()) continue;
+            out.engines[d].resize(n);
+            for (size_t j = 0; j < n; ++j)
+                for (size_t k = 0; k < parts[d].seeds.size(); ++k)
+                    out.engines[d][j].push_back(engine(d, j, k));
+        }
+        auto run = [&](int64_t j) {
+            for (size_t d = 0; d < parts.size(); ++d) {
+                const Part& part = parts[d];
+                if (!part.deserializer->transforms_sequences()) continue;
+                const size_t position = size_t(mine_positions[size_t(j)]);
+                part.deserializer->transform(
+                    ord.chunk[position], ord.index[position],
+                    std::span<SequenceData>(mine[size_t(j)].data() + part.first_stream, part.num_streams),
+                    std::span<TransformEngine>(out.engines[d][size_t(j)]));
+            }
+        };
+        if (pool && n > 1)
+            pool->parallel_for(static_cast<int64_t>(n), run);
+        else
+            for (size_t j = 0; j < n; ++j) run(static_cast<int64_t>(j));
+    }
+
+    const bool staged = request.device.is_cuda();
+    for (size_t s = 0; s < num_streams; ++s) {
+        const StreamInformation& info = infos[s];
+        std::vector<int64_t> lengths;
+        int64_t max_len = mine.empty() ? 1 : 0, frames = 0;
+        bool one_hot = !mine.empty() && info.sample_shape.size() == 1;
+        for (const auto& seq : mine) {
+            lengths.push_back(sequence_length(seq[s]));
+            max_len = std::max(max_len, lengths.back());
+            frames += lengths.back();
+            one_hot = one_hot && seq[s].one_hot_indices.defined();
+        }
+        MinibatchData mb;
+        mb.num_sequences = static_cast<int64_t>(n);
+        mb.num_samples = frames;
+        mb.sweep_end = sweep_end;
+        if (one_hot) {  // every sequence in index form: the minibatch stays one-hot
+            Tensor idx = Tensor::full(Shape{static_cast<int64_t>(n), max_len}, -1.0, DataType::i64);
+            for (size_t i = 0; i < n; ++i)
+                idx.select(0, static_cast<int64_t>(i))
+                    .slice(0, 0, lengths[i])
+                    .copy_from(mine[i][s].one_hot_indices);
+            mb.data = Value::one_hot(idx, info.sample_shape[0], DataType::f32,
+                                     std::make_shared<SequenceLayout>(lengths));
+            out.data.emplace(info.name, std::move(mb));
+            continue;
+        }
+        Dims dims{static_cast<int64_t>(n), max_len};
+        dims.insert(dims.end(), info.sample_shape.begin(), info.sample_shape.end());
+        // Staged in pinned memory for a GPU, so the upload is asynchronous.
+        Tensor data = staged ? cuda::pinned_empty(Shape(dims), DataType::f32) : Tensor::empty(Shape(dims));
+        int64_t sample = 1;
+        for (int64_t d : info.sample_shape) sample *= d;
+        float* dst = data.data<float>();
+        std::fill(dst, dst + data.numel(), 0.0f);
+        for (size_t i = 0; i < n; ++i) {
+            const SequenceData& sd = mine[i][s];
+            if (sd.one_hot_indices.defined()) {  // a one-hot sequence among dense ones: its rows
+                const int64_t* q = sd.one_hot_indices.data<int64_t>();
+                for (int64_t t = 0; t < lengths[i]; ++t) {
+                    CTK_CHECK(q[t] < sample, IndexError, "MinibatchSource: stream '", info.name,
+                              "' delivered the one-hot index ", q[t], " for a sample of ", sample, " values");
+                    if (q[t] >= 0) dst[(int64_t(i) * max_len + t) * sample + q[t]] = 1.0f;
+                }
+                continue;
+            }
+            Tensor src = sd.data.to(DataType::f32).contiguous();
+            CTK_CHECK(src.numel() == lengths[i] * sample, ShapeError, "MinibatchSource: stream '", info.name,
+                      "' delivered a sequence of shape ", src.shape().to_string(), "; its sample shape is ",
+                      dims_to_string(info.sample_shape));
+            std::memcpy(dst + int64_t(i) * max_len * sample, src.data<float>(),
+                        static_cast<size_t>(src.numel()) * sizeof(float));
+        }
+        mb.data = Value(data, std::make_shared<SequenceLayout>(lengths));
+        out.data.emplace(info.name, std::move(mb));
+    }
+
+    out.to.samples_delivered += counted;
+    out.to.position = p;
+    if (sweep_end) {
+        ++out.to.sweep;
+        out.to.position = 0;
+    }
+
+    // Drop chunks the sweep no longer reads, then queue the ones of the minibatch after this one.
+    const detail::SweepOrder& now = order_for(out.to.sweep);
+    const int64_t pos = out.to.position;
+    if (!sweep_end) loader->evict([&](int64_t c) { return now.last_use[size_t(c)] < pos; });
+    if (pool && !exhausted(out.to)) {
+        const int64_t ahead = std::min(now.size(), pos + 2 * std::max<int64_t>(p - from.position, 1) + 1);
+        for (int64_t q = pos, last = -1; q < ahead; ++q)
+            if (now.chunk[size_t(q)] != last) loader->prefetch(last = now.chunk[size_t(q)]);
+    }
+    return out;
 }
-}  // namespace
+
+void MinibatchSource::Impl::commit(Prepared& p) {
+    cursor = p.to;
+    for (size_t d = 0; d < p.engines.size(); ++d) {
+        if (engines.size() <= d) engines.resize(d + 1);
+        auto& committed = engines[d];
+        for (size_t j = 0; j < p.engines[d].size(); ++j) {
+            if (committed.size() <= j) committed.resize(j + 1);
+            committed[j] = std::move(p.engines[d][j]);
+        }
+    }
+}
 
 std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
     int64_t minibatch_size_in_samples, int64_t num_partitions, int64_t partition_index, Device device) {
@@ -164,134 +403,53 @@ std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
     CTK_CHECK(num_partitions >= 1 && partition_index >= 0 && partition_index < num_partitions, ValueError,
               "next_minibatch: partition_index ", partition_index,
               " is not in [0, num_partitions=", num_partitions, ")");
-    if (m.exhausted()) return {};
+    const Request request{minibatch_size_in_samples, num_partitions, partition_index, device};
 
-    const detail::SweepOrder& order = m.order_for(m.sweep);
-    const int64_t limit = std::min(minibatch_size_in_samples, m.config.max_samples - m.samples_delivered);
-    // At least one sequence, and one per partition while the sweep has them, so no worker gets nothing.
-    const int64_t min_count = std::min(num_partitions, order.size() - m.position);
-    const size_t num_streams = m.infos.size();
-
-    // Cut the global minibatch: whole sequences while the counted samples stay within the limit.
-    std::unordered_map<int64_t, detail::ChunkPtr> chunks;
-    std::vector<const std::vector<SequenceData>*> taken;
-    std::vector<int64_t> totals(num_streams, 0), next(num_streams);
-    int64_t counted = 0;
-    for (int64_t p = m.position; p < order.size(); ++p) {
-        const int64_t c = order.chunk[size_t(p)];
-        auto it = chunks.find(c);
-        if (it == chunks.end()) it = chunks.emplace(c, m.loader->get(c)).first;
-        const std::vector<SequenceData>& seq = (*it->second)[size_t(order.index[size_t(p)])];
-        int64_t measure = 0;
-        for (size_t s = 0; s < num_streams; ++s) {
-            next[s] = totals[s] + sequence_length(seq[s]);
-            measure = std::max(measure, next[s]);
-        }
-        if (m.mb_stream >= 0) measure = next[size_t(m.mb_stream)];
-        if (static_cast<int64_t>(taken.size()) >= std::max<int64_t>(1, min_count) && measure > limit) break;
-        taken.push_back(&seq);
-        totals = next;
-        counted = measure;
+    // The minibatch prepared ahead is used when it was prepared for this request from here; otherwise
+    // (the size or the worker changed) it is dropped, and nothing it did is kept.
+    Prepared p;
+    bool have = false;
+    if (m.pending.valid()) {
+        p = m.pending.get();
+        have = p.request == request && p.from == m.cursor;
     }
-    const int64_t start = m.position;
-    const int64_t count = static_cast<int64_t>(taken.size());
+    if (!have) p = m.prepare(m.cursor, request);
+    if (p.error) std::rethrow_exception(p.error);
+    if (p.data.empty() && m.exhausted(m.cursor)) return {};
+    m.commit(p);
 
-    // This partition's share: sequences whose position in the sweep is partition_index modulo the count.
-    std::vector<const std::vector<SequenceData>*> mine;
-    for (int64_t i = 0; i < count; ++i)
-        if ((start + i) % num_partitions == partition_index) mine.push_back(taken[size_t(i)]);
+    // Hand the data over: a GPU gets it by asynchronous copies on the device's ctk stream.
+    std::unordered_map<std::string, MinibatchData> result = std::move(p.data);
+    if (device.is_cuda())
+        for (auto& [name, mb] : result)
+            mb.data = mb.data.is_one_hot()
+                          ? mb.data.to(device)
+                          : Value(cuda::to_device_async(mb.data.data(), device), mb.data.layout());
 
-    std::unordered_map<std::string, MinibatchData> result;
-    const bool sweep_end = start + count == order.size();
-    for (size_t s = 0; s < num_streams; ++s) {
-        const StreamInformation& info = m.infos[s];
-        std::vector<int64_t> lengths;
-        int64_t max_len = mine.empty() ? 1 : 0, frames = 0;
-        bool one_hot = !mine.empty() && info.sample_shape.size() == 1;
-        for (const auto* seq : mine) {
-            lengths.push_back(sequence_length((*seq)[s]));
-            max_len = std::max(max_len, lengths.back());
-            frames += lengths.back();
-            one_hot = one_hot && (*seq)[s].one_hot_indices.defined();
-        }
-        MinibatchData mb;
-        mb.num_sequences = static_cast<int64_t>(mine.size());
-        mb.num_samples = frames;
-        mb.sweep_end = sweep_end;
-        if (one_hot) {  // every sequence in index form: the minibatch stays one-hot
-            Tensor idx = Tensor::full(Shape{static_cast<int64_t>(mine.size()), max_len}, -1.0, DataType::i64);
-            for (size_t i = 0; i < mine.size(); ++i)
-                idx.select(0, static_cast<int64_t>(i))
-                    .slice(0, 0, lengths[i])
-                    .copy_from((*mine[i])[s].one_hot_indices);
-            mb.data = Value::one_hot(idx, info.sample_shape[0], DataType::f32,
-                                     std::make_shared<SequenceLayout>(lengths))
-                          .to(device);
-            result.emplace(info.name, std::move(mb));
-            continue;
-        }
-        Dims dims{static_cast<int64_t>(mine.size()), max_len};
-        dims.insert(dims.end(), info.sample_shape.begin(), info.sample_shape.end());
-        // Staged in pinned memory for a GPU, so the upload below is asynchronous.
-        const bool staged = device.is_cuda();
-        Tensor data = staged ? cuda::pinned_empty(Shape(dims), DataType::f32) : Tensor::empty(Shape(dims));
-        data.fill(0.0);
-        int64_t sample = 1;
-        for (int64_t d : info.sample_shape) sample *= d;
-        float* out = data.data<float>();
-        for (size_t i = 0; i < mine.size(); ++i) {
-            const SequenceData& sd = (*mine[i])[s];
-            if (sd.one_hot_indices.defined()) {  // a one-hot sequence among dense ones: its rows
-                const int64_t* p = sd.one_hot_indices.data<int64_t>();
-                for (int64_t t = 0; t < lengths[i]; ++t) {
-                    CTK_CHECK(p[t] < sample, IndexError, "MinibatchSource: stream '", info.name,
-                              "' delivered the one-hot index ", p[t], " for a sample of ", sample, " values");
-                    if (p[t] >= 0) out[(int64_t(i) * max_len + t) * sample + p[t]] = 1.0f;
-                }
-                continue;
+    // Prepare the next one while the caller trains on this one.
+    if (m.pool && !m.exhausted(m.cursor)) {
+        const Cursor from = m.cursor;
+        m.pending = std::async(std::launch::async, [&m, from, request] {
+            try {
+                return m.prepare(from, request);
+            } catch (...) {
+                Prepared failed;
+                failed.request = request;
+                failed.from = from;
+                failed.error = std::current_exception();
+                return failed;
             }
-            Tensor src = sd.data.to(DataType::f32).contiguous();
-            CTK_CHECK(src.numel() == lengths[i] * sample, ShapeError, "MinibatchSource: stream '", info.name,
-                      "' delivered a sequence of shape ", src.shape().to_string(), "; its sample shape is ",
-                      dims_to_string(info.sample_shape));
-            std::memcpy(out + int64_t(i) * max_len * sample, src.data<float>(),
-                        static_cast<size_t>(src.numel()) * sizeof(float));
-        }
-        mb.data = Value(staged ? cuda::to_device_async(data, device) : data,
-                        std::make_shared<SequenceLayout>(lengths));
-        result.emplace(info.name, std::move(mb));
-    }
-
-    // Advance.
-    m.samples_delivered += counted;
-    m.position += count;
-    if (sweep_end) {
-        ++m.sweep;
-        m.position = 0;
-    }
-
-    // Drop chunks this sweep no longer reads, then ask the worker for the ones coming next.
-    const detail::SweepOrder& now = m.order_for(m.sweep);
-    const int64_t pos = m.position;
-    if (!sweep_end) m.loader->evict([&](int64_t c) { return now.last_use[size_t(c)] < pos; });
-    if (m.config.multithreaded_deserializer && !m.exhausted()) {
-        const int64_t ahead = std::min(now.size(), pos + 2 * count + 1);
-        int64_t last = -1;
-        for (int64_t p = pos; p < ahead; ++p) {
-            const int64_t c = now.chunk[size_t(p)];
-            if (c != last) m.loader->prefetch(c);
-            last = c;
-        }
+        });
     }
     return result;
 }
 
 int64_t MinibatchSource::total_samples_delivered() const {
-    return impl_->samples_delivered;
+    return impl_->cursor.samples_delivered;
 }
 
 int64_t MinibatchSource::sweeps_completed() const {
-    return impl_->sweep;
+    return impl_->cursor.sweep;
 }
 
 bool MinibatchSource::repeats_forever() const {
@@ -302,16 +460,31 @@ Dictionary MinibatchSource::checkpoint_state() const {
     const Impl& m = *impl_;
     Dictionary d;
     d.set("version", kStateVersion);
-    d.set("sweep", m.sweep);
-    d.set("position_in_sweep", m.position);
-    d.set("samples_delivered", m.samples_delivered);
+    d.set("sweep", m.cursor.sweep);
+    d.set("position_in_sweep", m.cursor.position);
+    d.set("samples_delivered", m.cursor.samples_delivered);
     d.set("num_sequences", m.num_sequences);
     d.set("randomization_seed", static_cast<int64_t>(m.config.randomization_seed));
+    if (m.transforms) {
+        // The transform engines as their draw counts: [deserializer][position][engine].
+        DictionaryValue::List parts;
+        for (const auto& positions : m.engines) {
+            DictionaryValue::List ps;
+            for (const auto& engines : positions) {
+                DictionaryValue::List draws;
+                for (const TransformEngine& e : engines) draws.emplace_back(static_cast<int64_t>(e.draws()));
+                ps.emplace_back(std::move(draws));
+            }
+            parts.emplace_back(std::move(ps));
+        }
+        d.set("transform_engine_draws", std::move(parts));
+    }
     return d;
 }
 
 void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
     Impl& m = *impl_;
+    m.drop_pending();
     CTK_CHECK(state.at("version").as_int() == kStateVersion, ValueError,
               "MinibatchSource::restore_from_checkpoint: state version ", state.at("version").as_int(),
               " is not supported (expected ", kStateVersion, ")");
@@ -326,11 +499,35 @@ void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
     CTK_CHECK(sweep >= 0 && position >= 0 && position < m.num_sequences && samples >= 0, ValueError,
               "MinibatchSource::restore_from_checkpoint: invalid position (sweep ", sweep, ", position ",
               position, ", samples ", samples, ")");
+    Engines engines;
+    if (m.transforms && state.contains("transform_engine_draws")) {
+        const auto& parts = state.at("transform_engine_draws").as_list();
+        CTK_CHECK(parts.size() <= m.parts.size(), ValueError,
+                  "MinibatchSource::restore_from_checkpoint: the state holds transform engines of ",
+                  parts.size(), " deserializers; this source has ", m.parts.size());
+        for (size_t d = 0; d < parts.size(); ++d) {
+            engines.emplace_back();
+            const auto& positions = parts[d].as_list();
+            for (size_t j = 0; j < positions.size(); ++j) {
+                const auto& draws = positions[j].as_list();
+                CTK_CHECK(draws.size() == m.parts[d].seeds.size(), ValueError,
+                          "MinibatchSource::restore_from_checkpoint: the state holds ", draws.size(),
+                          " transform engines for ", m.parts[d].deserializer->description(), ", which has ",
+                          m.parts[d].seeds.size());
+                engines.back().emplace_back();
+                for (size_t k = 0; k < draws.size(); ++k) {
+                    TransformEngine e;
+                    e.restore(m.parts[d].seeds[k] + static_cast<uint32_t>(j),
+                              static_cast<uint64_t>(draws[k].as_int()));
+                    engines.back().back().push_back(e);
+                }
+            }
+        }
+    }
     // The seed in the state wins: a resumed run must see the order the saved one would have seen.
     m.config.randomization_seed = static_cast<uint64_t>(state.at("randomization_seed").as_int());
-    m.sweep = sweep;
-    m.position = position;
-    m.samples_delivered = samples;
+    m.cursor = {sweep, position, samples};
+    m.engines = std::move(engines);
     m.order_sweep = -1;
     m.loader->evict([](int64_t) { return true; });
 }

@@ -227,7 +227,7 @@ FunctionPtr Dropout(std::optional<double> dropout_rate, std::optional<double> ke
 FunctionPtr BatchNormalization(std::optional<int> map_rank_arg, double init_scale,
                                std::optional<double> normalization_time_constant_arg,
                                double blend_time_constant, std::optional<double> epsilon_arg,
-                               const std::string& name) {
+                               const std::string& name, std::optional<bool> disable_regularization_arg) {
     std::optional<int> map_rank = map_rank_arg;
     if (!map_rank) {
         const int from_defaults = option(std::optional<int>(), &LayerDefaults::map_rank, 0);
@@ -236,6 +236,8 @@ FunctionPtr BatchNormalization(std::optional<int> map_rank_arg, double init_scal
     const double normalization_time_constant =
         option(normalization_time_constant_arg, &LayerDefaults::normalization_time_constant, 5000.0);
     const double epsilon = option(epsilon_arg, &LayerDefaults::epsilon, 1e-5);
+    const bool disable_regularization =
+        option(disable_regularization_arg, &LayerDefaults::disable_regularization, false);
     CTK_CHECK(!map_rank || *map_rank == 1, ValueError, "BatchNormalization '", name,
               "': map_rank must be 1 (spatial) or unset");
     const bool spatial = map_rank.has_value();
@@ -248,7 +250,7 @@ FunctionPtr BatchNormalization(std::optional<int> map_rank_arg, double init_scal
     Variable count = constant(Dims{}, 0.0, DataType::f32, "aggregate_count");
     return make_layer("BatchNormalization", name, [=](const Variable& x) {
         return batch_normalization(x, scale, bias, mean, var, count, spatial, normalization_time_constant,
-                                   blend_time_constant, epsilon);
+                                   blend_time_constant, epsilon, "", disable_regularization);
     });
 }
 

@@ -138,7 +138,9 @@ const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const 
     // The host's copies of this step's scalars decide which kernels run (the same at every step of a kind).
     const double scale = step_value(kGradientScale);
     const double limit = step_value(kClipLimit);
-    const double l2 = step_value(kL2Weight);
+    // Parameters without regularization (BatchNormalization(disable_regularization=True)) read 0.
+    const int l2_slot = p.regularization_enabled() ? kL2Weight : kZero;
+    const double l2 = step_value(l2_slot);
     const bool plain_input = gradient.dtype() == value.dtype() && gradient.is_contiguous();
     if (scale == 1.0 && std::isinf(limit) && l2 == 0.0 && plain_input) return gradient;
 
@@ -166,7 +168,7 @@ const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const 
         detail::apply_rule(value, n,
                            detail::rules::PrepareGradient<T>{src.data<T>(), value.data<T>(), out.data<T>(),
                                                              scale_at, step_scalar<T>(value, kClipLimit),
-                                                             step_scalar<T>(value, kL2Weight),
+                                                             step_scalar<T>(value, l2_slot),
                                                              truncate && !std::isinf(limit)});
     });
     return out;
@@ -188,7 +190,7 @@ void Learner::postprocess(const Variable& p, Tensor& value) {
                                detail::rules::AddNoise<T>{value.data<T>(), z.data<T>()});
         });
     }
-    if (options_.l1_regularization_weight > 0) {
+    if (options_.l1_regularization_weight > 0 && p.regularization_enabled()) {
         // Proximal step for the L1 term: soft-threshold by lr * weight (* mb, as the rate is per sample).
         detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);

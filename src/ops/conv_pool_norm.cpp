@@ -645,16 +645,21 @@ FunctionPtr batch_normalization(const Variable& x, const Variable& scale, const 
                                 const Variable& running_mean, const Variable& running_var,
                                 const Variable& running_count, bool spatial,
                                 double normalization_time_constant, double blend_time_constant,
-                                double epsilon, const std::string& name) {
+                                double epsilon, const std::string& name, bool disable_regularization) {
     CTK_CHECK(blend_time_constant == 0.0, NotImplementedError, "batch_normalization '", name,
               "': blend_time_constant other than 0");
-    return detail::FunctionAccess::make_primitive(
-        PrimitiveOp::batch_normalization, {x, scale, bias, running_mean, running_var, running_count},
-        Attributes{{"spatial", spatial},
-                   {"normalizationTimeConstant", normalization_time_constant},
-                   {"blendTimeConstant", blend_time_constant},
-                   {"epsilon", epsilon}},
-        name);
+    Attributes attrs{{"spatial", spatial},
+                     {"normalizationTimeConstant", normalization_time_constant},
+                     {"blendTimeConstant", blend_time_constant},
+                     {"epsilon", epsilon}};
+    if (disable_regularization) {
+        attrs.set("disableRegularization", true);
+        scale.set_regularization_enabled(false);
+        bias.set_regularization_enabled(false);
+    }
+    return detail::FunctionAccess::make_primitive(PrimitiveOp::batch_normalization,
+                                                  {x, scale, bias, running_mean, running_var, running_count},
+                                                  std::move(attrs), name);
 }
 
 }  // namespace ctk

@@ -10,6 +10,7 @@
 
 #include "ctk/error.h"
 #include "ctk/io.h"
+#include "ctk/io/image.h"
 #include "ctk/model.h"
 #include "formats/cntk_dictionary.h"
 #include "io/io_common.h"
@@ -85,6 +86,56 @@ void cifar(const uint8_t* data, size_t size) {
     refused_is_fine([&] { read_all(*cifar10_binary_deserializer({path})); });
 }
 
+// An image file (the bytes) listed in a map file and read through every transform: a corrupt image is
+// an error naming it. The crop, colour and scale run on whatever size the decoder returns.
+void image(const uint8_t* data, size_t size) {
+    const std::string path = as_file(data, size, ".png");
+    const std::string map =
+        as_file(reinterpret_cast<const uint8_t*>((path + "\t1\n").data()), path.size() + 3, ".map");
+    refused_is_fine([&] {
+        ImageDeserializerConfig c;
+        c.map_file = map;
+        c.num_classes = 2;
+        ImageCrop crop;
+        crop.crop_type = "randomarea";
+        crop.area_ratio_min = 0.1;
+        crop.area_ratio_max = 1.0;
+        crop.aspect_ratio_min = 0.5;
+        crop.aspect_ratio_max = 2.0;
+        crop.jitter_type = "uniratio";
+        ImageColor color;
+        color.brightness_radius = color.contrast_radius = color.saturation_radius = 0.5;
+        ImageScale scale;
+        scale.width = scale.height = 8;
+        c.transforms = {crop, color, scale};
+        MinibatchSourceConfig sc;
+        sc.deserializers = {image_deserializer(c)};
+        sc.multithreaded_deserializer = false;
+        MinibatchSource(sc).next_minibatch(1);
+    });
+}
+
+// A Base64ImageDeserializer file: "[key<TAB>]label<TAB>base64" lines.
+void base64_image(const uint8_t* data, size_t size) {
+    const std::string path = as_file(data, size, ".b64");
+    refused_is_fine([&] {
+        ImageDeserializerConfig c;
+        c.map_file = path;
+        c.num_classes = 4;
+        ImageScale scale;
+        scale.width = scale.height = 4;
+        c.transforms = {scale};
+        c.max_errors = 2;
+        MinibatchSourceConfig sc;
+        sc.deserializers = {base64_image_deserializer(c)};
+        sc.multithreaded_deserializer = false;
+        sc.max_sweeps = 1;
+        MinibatchSource source(sc);
+        while (!source.next_minibatch(3).empty()) {
+        }
+    });
+}
+
 void cntk_dictionary(const uint8_t* data, size_t size) {
     const std::string bytes(reinterpret_cast<const char*>(data), size);
     refused_is_fine([&] { (void)formats::parse_cntk_dictionary(bytes, "fuzz"); });
@@ -113,6 +164,8 @@ const std::vector<Target>& targets() {
         {"idx_images", idx_images},
         {"idx_labels", idx_labels},
         {"cifar", cifar},
+        {"image", image},
+        {"base64_image", base64_image},
         {"cntk_dictionary", cntk_dictionary},
         {"cntk_v2", cntk_v2},
         {"cntk_v1", cntk_v1},

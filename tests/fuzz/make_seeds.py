@@ -54,6 +54,26 @@ def cifar_seeds():
     write('cifar', 'two_records.bin', records)
 
 
+def png(rgb):
+    """A PNG file of an [H, W, 3] uint8 array."""
+    import zlib
+    h, w = rgb.shape[:2]
+    raw = b''.join(b'\x00' + rgb[y].tobytes() for y in range(h))
+
+    def chunk(kind, data):
+        return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data) & 0xffffffff)
+    return (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) +
+            chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
+
+
+def image_seeds():
+    import base64
+    img = (np.arange(6 * 5 * 3) * 7 % 256).astype(np.uint8).reshape(6, 5, 3)
+    write('image', 'six_by_five.png', png(img))
+    write('base64_image', 'two_lines.txt', b''.join(b'%d\t%s\n' % (i, base64.b64encode(png(img[i:]))) for i in range(2)))
+    write('base64_image', 'keyed.txt', b'k1\t3\t' + base64.b64encode(png(img)) + b'\n')
+
+
 def model_seeds():
     C.cntk_py.set_fixed_random_seed(1)
     s = C.sequence.input_variable(5, name='s')
@@ -83,4 +103,5 @@ if __name__ == '__main__':
     ctf_seeds()
     idx_seeds()
     cifar_seeds()
+    image_seeds()
     model_seeds()

@@ -1,9 +1,14 @@
 // convert_mnist_to_ctf on a tiny IDX set and convert_cifar10_to_ctf on tiny binary batches (plain and
 // gzipped): CNTK's line format, and the text read back through ctf_deserializer gives the same pixels and
-// labels; broken inputs name their file.
+// labels; broken inputs name their file. The image layouts (convert_cifar10_to_images,
+// convert_idx_to_images): PNG files padded as CNTK's installer padded them, map files, CNTK's mean file,
+// and the ImageNet-style folders, read back through the image reader.
 #include <gtest/gtest.h>
 
+#include <opencv2/imgcodecs.hpp>
+
 #include "ctk/io.h"
+#include "ctk/io/image.h"
 #include "io/io_test_util.h"
 
 namespace ctk {
@@ -165,6 +170,73 @@ TEST(ConvertCifar10ToCtf, BrokenBatchesNameTheirFile) {
     } catch (const IOError& e) {
         EXPECT_NE(std::string(e.what()).find("data_batch_3.bin"), std::string::npos) << e.what();
     }
+}
+
+TEST(ConvertCifar10ToImages, WritesCntksLayout) {
+    TempDir in, out;
+    std::vector<uint8_t> train_labels, train_pixels, test_labels, test_pixels;
+    for (int b = 1; b <= 5; ++b)
+        test::write_file(in.file("data_batch_" + std::to_string(b) + ".bin"),
+                         cifar_records(1, b, &train_labels, &train_pixels));
+    test::write_file(in.file("test_batch.bin"), cifar_records(2, 9, &test_labels, &test_pixels));
+    const auto [n_train, n_test] = convert_cifar10_to_images(in.path(), out.path());
+    EXPECT_EQ(n_train, 5);
+    EXPECT_EQ(n_test, 2);
+    // A training image: 40x40, the 32x32 image at (4, 4) (RGB planes -> BGR pixels), 128 around it.
+    const cv::Mat img = cv::imread(out.file("train/00003.png"), cv::IMREAD_COLOR);
+    ASSERT_EQ(img.rows, 40);
+    EXPECT_EQ(img.at<cv::Vec3b>(0, 0), cv::Vec3b(128, 128, 128));
+    for (int y : {0, 17, 31})
+        for (int x : {0, 5, 31})
+            for (int c = 0; c < 3; ++c)
+                EXPECT_EQ(img.at<cv::Vec3b>(y + 4, x + 4)[2 - c], train_pixels[3 * 3072 + size_t(c * 1024 + y * 32 + x)]);
+    EXPECT_EQ(cv::imread(out.file("test/00001.png")).rows, 32);
+    const std::string map = test::read_bytes(out.file("test_map.txt"));
+    EXPECT_NE(map.find("/test/00001.png\t" + std::to_string(test_labels[1]) + "\n"), std::string::npos) << map;
+    EXPECT_EQ(map[0], '/');  // absolute paths, as CNTK's installer wrote
+    // The mean of the unpadded training images, in CIFAR's CHW order (CNTK's file), and the text files.
+    const std::string mean = test::read_bytes(out.file("CIFAR-10_mean.xml"));
+    double first = 0;
+    for (int i = 0; i < 5; ++i) first += train_pixels[size_t(i) * 3072];
+    char expected[32];
+    std::snprintf(expected, sizeof expected, "<data>%e ", first / 5);
+    EXPECT_NE(mean.find(expected), std::string::npos) << mean.substr(0, 400);
+    EXPECT_NE(mean.find("<Channel>3</Channel>"), std::string::npos);
+    EXPECT_FALSE(test::read_bytes(out.file("Train_cntk_text.txt")).empty());
+    EXPECT_FALSE(test::read_bytes(out.file("train_regrLabels.txt")).empty());
+}
+
+TEST(ConvertIdxToImages, CifarAndImagenetLayoutsReadBack) {
+    TempDir in, cifar, imagenet;
+    const TinySet train = make_set(6, 1), test_set = make_set(3, 2);
+    test::write_file(in.file("train-images-idx3-ubyte"), test::idx_images(6, 28, 28, train.pixels));
+    test::write_file(in.file("train-labels-idx1-ubyte"), test::idx_labels(train.labels));
+    test::write_file(in.file("t10k-images-idx3-ubyte"), test::idx_images(3, 28, 28, test_set.pixels));
+    test::write_file(in.file("t10k-labels-idx1-ubyte"), test::idx_labels(test_set.labels));
+    // CIFAR layout: 28x28 padded by 2 to 32x32 (then by 4 of 128 for training), three equal channels.
+    EXPECT_EQ(convert_idx_to_images(in.path(), cifar.path(), "cifar", 64, 4), std::make_pair(int64_t(4), int64_t(3)));
+    ImageDeserializerConfig c;
+    c.map_file = cifar.file("test_map.txt");
+    c.num_classes = 10;
+    MinibatchSourceConfig sc;
+    sc.deserializers = {image_deserializer(c)};
+    sc.randomize = false;
+    MinibatchSource src(sc);
+    auto mb = src.next_minibatch(1);
+    const Tensor t = mb.at("features").as_batch().data().contiguous();
+    ASSERT_EQ(t.shape().dims(), (Dims{1, 3, 32, 32}));
+    for (int ch = 0; ch < 3; ++ch) {
+        EXPECT_EQ(t.data<float>()[ch * 1024], 0.0f);  // the padding
+        EXPECT_EQ(t.data<float>()[ch * 1024 + (2 + 5) * 32 + (2 + 9)], float(test_set.pixels[5 * 28 + 9]));
+    }
+    // ImageNet layout: class folders of JPEG files, the val map, the 224x224 mean.
+    EXPECT_EQ(convert_idx_to_images(in.path(), imagenet.path(), "imagenet", 40), std::make_pair(int64_t(6), int64_t(3)));
+    const std::string val = test::read_bytes(imagenet.file("val_map.txt"));
+    const std::string first_line = val.substr(0, val.find('\t'));
+    EXPECT_NE(first_line.find("/val/" + std::to_string(test_set.labels[0]) + "/0.jpg"), std::string::npos);
+    EXPECT_EQ(cv::imread(first_line).cols, 40);
+    EXPECT_NE(test::read_bytes(imagenet.file("ImageNet1K_mean.xml")).find("<Row>224</Row>"), std::string::npos);
+    EXPECT_THROW(convert_idx_to_images(in.path(), imagenet.path(), "mnist"), ValueError);
 }
 
 }  // namespace

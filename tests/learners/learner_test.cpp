@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ctk/graph_ops.h"
 #include "ctk/learners.h"
 #include "ctk/parallel.h"
 
@@ -439,6 +440,30 @@ TEST(Learner, L1SoftThresholdsAfterTheUpdate) {
     Variable p = make_param({1.0, 0.01, -0.5, -0.015});
     sgd({p}, learning_parameter_schedule_per_sample(0.1), o)->update(grads_for(p, {0.0, 0.0, 0.0, 0.0}), 4);
     expect_near(values_of(p), {0.98, 0.0, -0.48, 0.0});
+}
+
+TEST(Learner, ParametersWithoutRegularizationGetNeitherL1NorL2) {
+    // CNTK's BatchNormalization(disable_regularization=True): its scale and bias are not regularized.
+    LearnerOptions o;
+    o.l2_regularization_weight = 0.01;
+    o.l1_regularization_weight = 0.05;
+    Variable p = make_param({2.0, -1.0}), q = make_param({2.0, -1.0});
+    q.set_regularization_enabled(false);
+    auto l = sgd({p, q}, learning_parameter_schedule_per_sample(0.1), o);
+    GradientMap grads = grads_for(p, {1.0, 1.0});
+    grads.merge(grads_for(q, {1.0, 1.0}));
+    l->update(grads, 5);
+    expect_near(values_of(q), {2.0 - 0.1, -1.0 - 0.1});
+    EXPECT_NE(values_of(p), values_of(q));
+    // The flag follows the Variable, and batch_normalization sets it on its scale and bias.
+    Variable x = input_variable({3}, DataType::f64), s = make_param({1, 1, 1}), b = make_param({0, 0, 0});
+    Variable m = constant(Tensor::zeros(Shape{3}, DataType::f64)),
+             v = constant(Tensor::ones(Shape{3}, DataType::f64));
+    batch_normalization(x, s, b, m, v, constant(Tensor::zeros(Shape{}, DataType::f64)), false, 5000, 0, 1e-5,
+                        "", true);
+    EXPECT_FALSE(s.regularization_enabled());
+    EXPECT_FALSE(b.regularization_enabled());
+    EXPECT_TRUE(p.regularization_enabled());
 }
 
 TEST(Learner, NoiseIsReproducibleWithAFixedSeed) {

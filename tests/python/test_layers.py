@@ -215,7 +215,16 @@ def test_default_options_reach_pooling_and_normalization():
     data = np.array([[1.0, -1.0]], np.float32)  # mean 0, std 1: y = x / (1 + epsilon)
     np.testing.assert_allclose(ln(v).eval({v: data}), data / 1.5, rtol=1e-6)
     np.testing.assert_allclose(LayerNormalization()(v).eval({v: data}), data / (1 + 1e-5), rtol=1e-6)
-    with pytest.raises(NotImplementedError, match='disable_regularization'):
-        default_options(disable_regularization=True)
-    with pytest.raises(NotImplementedError, match='disable_regularization'):
-        BatchNormalization(disable_regularization=True)
+    # disable_regularization (here through default_options): the learners leave scale and bias alone.
+    with default_options(disable_regularization=True):
+        unregularized = BatchNormalization(map_rank=1)
+    w = C.parameter((2,), init=1.0)
+    learner = C.sgd(list(unregularized.parameters) + [w], C.learning_parameter_schedule(0.5),
+                    l2_regularization_weight=0.1)
+    unregularized(x)  # infers the shapes
+    grads = {p: np.zeros(p.shape, np.float32) for p in list(unregularized.parameters) + [w]}
+    before = {p.uid: p.value.copy() for p in unregularized.parameters}
+    learner.update(grads, 1)
+    for p in unregularized.parameters:
+        np.testing.assert_array_equal(p.value, before[p.uid])
+    assert (w.value < 1.0).all()
