@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "ctk/device_info.h"
 #include "ctk/error.h"
 #include "ctk/io.h"
+#include "ctk/io/cbf.h"
 #include "ctk/io/image.h"
 #include "ctk/model.h"
 #include "ctk/train.h"
@@ -34,7 +37,7 @@ int run_eval(int argc, char** argv);
 constexpr Subcommand kSubcommands[] = {
     {"info", "the build banner, the GPUs, and whether this build runs on them (and the fix if not)",
      run_info},
-    {"data", "prepare data sets in CNTK's layouts (`ctk data mnist|cifar10|images IN_DIR OUT_DIR`)",
+    {"data", "prepare data sets in CNTK's layouts (`ctk data mnist|cifar10|images|ctf2cbf IN OUT`)",
      run_data},
     {"convert", "convert a model between CNTK v2, CNTK v1 (read only) and ONNX", run_convert},
     {"eval", "evaluate a model on a CNTK text format file and print its outputs", run_eval},
@@ -70,7 +73,8 @@ int run_info(int argc, char** argv) {
 constexpr const char* kDataUsage =
     "usage: ctk data mnist IN_DIR OUT_DIR\n"
     "       ctk data cifar10 IN_DIR OUT_DIR [--text-only]\n"
-    "       ctk data images IN_DIR OUT_DIR [--layout cifar|imagenet] [--size N] [--limit N]\n\n"
+    "       ctk data images IN_DIR OUT_DIR [--layout cifar|imagenet] [--size N] [--limit N]\n"
+    "       ctk data ctf2cbf IN.ctf OUT.bin [--header FILE] [--chunk-size BYTES] [--legacy-chunking]\n\n"
     "mnist: converts the MNIST (or Fashion-MNIST) IDX files in IN_DIR -- train-images-idx3-ubyte,\n"
     "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz --\n"
     "into CNTK's text format: OUT_DIR/Train-28x28_cntk_text.txt and OUT_DIR/Test-28x28_cntk_text.txt,\n"
@@ -84,7 +88,31 @@ constexpr const char* kDataUsage =
     "images: an IDX image set in IN_DIR (as for mnist) in CNTK's image layouts: --layout cifar (the\n"
     "default) as cifar10 above (28x28 images padded to 32x32, three equal channels); --layout imagenet:\n"
     "train/<class>/<i>.jpg and val/<class>/<i>.jpg of N x N pixels (--size, default 64), train_map.txt,\n"
-    "val_map.txt and ImageNet1K_mean.xml. --limit N keeps the first N images of each split.\n";
+    "val_map.txt and ImageNet1K_mean.xml. --limit N keeps the first N images of each split.\n"
+    "ctf2cbf: a CNTK text format file as CNTK Binary Format (CBFDeserializer). The streams are found by\n"
+    "reading the file, or given by --header, CNTK's ctf2bin.py header file (lines \"name alias\n"
+    "dense|sparse dim\"). Chunks hold about --chunk-size bytes (default 32 MB); --legacy-chunking\n"
+    "reproduces ctf2bin.py, after whose first chunk every chunk holds one sequence.\n";
+
+// CNTK's ctf2bin.py header file: one stream a line, "name alias dense|sparse dim".
+std::vector<ctk::CbfStream> read_ctf2bin_header(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw ctk::IOError("cannot open the header file '" + path + "'");
+    std::vector<ctk::CbfStream> streams;
+    std::string line;
+    for (int line_no = 1; std::getline(in, line); ++line_no) {
+        std::istringstream words(line);
+        ctk::CbfStream s;
+        std::string storage;
+        if (!(words >> s.name)) continue;  // a blank line
+        if (!(words >> s.field >> storage >> s.dim) || (storage != "dense" && storage != "sparse") || s.dim <= 0)
+            throw ctk::IOError(path + ":" + std::to_string(line_no) +
+                               ": expected \"name alias dense|sparse dim\", got '" + line + "'");
+        s.is_sparse = storage == "sparse";
+        streams.push_back(s);
+    }
+    return streams;
+}
 
 int run_data(int argc, char** argv) {
     if (argc >= 1 && is_help(argv[0])) {
@@ -92,11 +120,11 @@ int run_data(int argc, char** argv) {
         return 0;
     }
     const std::string_view set = argc >= 1 ? std::string_view(argv[0]) : std::string_view();
-    const bool known = set == "mnist" || set == "cifar10" || set == "images";
+    const bool known = set == "mnist" || set == "cifar10" || set == "images" || set == "ctf2cbf";
     std::vector<std::string> paths;
-    std::string layout = "cifar";
-    int64_t size = 64, limit = 0;
-    bool text_only = false, bad = !known;
+    std::string layout = "cifar", header;
+    int64_t size = 64, limit = 0, chunk_size = 32 << 20;
+    bool text_only = false, legacy = false, bad = !known;
     for (int i = 1; i < argc && !bad; ++i) {
         const std::string_view a = argv[i];
         auto count = [&](int64_t& out) {
@@ -113,6 +141,12 @@ int run_data(int argc, char** argv) {
             count(limit);
         else if (set == "cifar10" && a == "--text-only")
             text_only = true;
+        else if (set == "ctf2cbf" && a == "--header" && i + 1 < argc)
+            header = argv[++i];
+        else if (set == "ctf2cbf" && a == "--chunk-size")
+            count(chunk_size);
+        else if (set == "ctf2cbf" && a == "--legacy-chunking")
+            legacy = true;
         else if (!a.empty() && a[0] == '-')
             bad = true;
         else
@@ -125,6 +159,19 @@ int run_data(int argc, char** argv) {
         return 2;
     }
     const auto start = std::chrono::steady_clock::now();
+    if (set == "ctf2cbf") {
+        const std::vector<ctk::CbfStream> streams =
+            header.empty() ? ctk::infer_ctf_streams(paths[0]) : read_ctf2bin_header(header);
+        const int64_t n = ctk::convert_ctf_to_cbf(paths[0], paths[1], streams, chunk_size, legacy);
+        std::string names;
+        for (const ctk::CbfStream& s : streams)
+            names += (names.empty() ? "" : ", ") + s.name + (s.is_sparse ? " (sparse, " : " (dense, ") +
+                     std::to_string(s.dim) + ")";
+        std::printf("Wrote %lld sequences of %s to %s (%.1f s)\n", static_cast<long long>(n), names.c_str(),
+                    paths[1].c_str(),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        return 0;
+    }
     std::pair<int64_t, int64_t> counts;
     if (set == "mnist")
         counts = ctk::convert_mnist_to_ctf(paths[0], paths[1]);

@@ -15,6 +15,7 @@
 #include "ctk/graph_ops.h"
 #include "ctk/initializer.h"
 #include "ctk/io.h"
+#include "ctk/io/cbf.h"
 #include "ctk/io/image.h"
 #include "ctk/kernel_table.h"
 #include "ctk/layers.h"

@@ -5,7 +5,7 @@ import uuid
 
 from .variables import Record
 from ._ctk import io as _io
-from ._ctk.io import (MinibatchSource, CTFDeserializer, StreamInformation,  # noqa: F401
+from ._ctk.io import (MinibatchSource, CTFDeserializer, CBFDeserializer, ctf_to_cbf, StreamInformation,  # noqa: F401
                       MinibatchData, Deserializer, INFINITELY_REPEAT, FULL_DATA_SWEEP,
                       DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS)
 
@@ -158,7 +158,7 @@ def _deserializer_from_config(config):
     return make(c)
 
 
-__all__ = ['MinibatchSource', 'CTFDeserializer', 'ImageDeserializer', 'Base64ImageDeserializer', 'StreamDef',
+__all__ = ['MinibatchSource', 'CTFDeserializer', 'CBFDeserializer', 'ctf_to_cbf', 'ImageDeserializer', 'Base64ImageDeserializer', 'StreamDef',
            'StreamDefs', 'StreamInformation', 'MinibatchData', 'INFINITELY_REPEAT', 'FULL_DATA_SWEEP',
            'DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS']
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "convert.h"
+#include "ctk/io/cbf.h"
 #include "ctk/io/image.h"
 
 namespace ctk::python {
@@ -199,6 +200,45 @@ void bind_io_train(py::module_& m) {
             return ctf_deserializer(filename, defs);
         },
         arg("filename"), arg("streams"));
+    // CNTK's CBFDeserializer(filename, streams={}): every stream of the file, renamed by the StreamDefs
+    // ({name: StreamDef(field=name in the file)}).
+    io.def(
+        "CBFDeserializer",
+        [](const std::string& filename, const py::object& streams) {
+            std::vector<StreamDef> renames;
+            if (!streams.is_none())
+                for (auto item : streams.cast<py::dict>()) {
+                    StreamDef d;
+                    d.name = py::str(item.first);
+                    d.field = item.second.cast<StreamDef>().field;
+                    renames.push_back(d);
+                }
+            return cbf_deserializer(filename, renames);
+        },
+        arg("filename"), arg("streams") = py::none());
+    // ctk's ctf2bin: a CTF file as CBF; streams {name: StreamDef(field, shape, is_sparse)} or None (found
+    // by reading the file).
+    io.def(
+        "ctf_to_cbf",
+        [](const std::string& ctf, const std::string& cbf, const py::object& streams, int64_t chunk_size,
+           bool legacy) {
+            std::vector<CbfStream> s;
+            if (streams.is_none()) {
+                s = infer_ctf_streams(ctf);
+            } else {
+                for (auto item : streams.cast<py::dict>()) {
+                    const StreamDef d = item.second.cast<StreamDef>();
+                    int64_t dim = 1;
+                    for (int64_t v : d.shape) dim *= v;
+                    s.push_back({py::str(item.first), d.field.empty() ? std::string(py::str(item.first)) : d.field,
+                                 d.is_sparse, dim});
+                }
+            }
+            py::gil_scoped_release nogil;
+            return convert_ctf_to_cbf(ctf, cbf, s, chunk_size, legacy);
+        },
+        arg("ctf_path"), arg("cbf_path"), arg("streams") = py::none(), arg("chunk_size_bytes") = 32 << 20,
+        arg("legacy_chunking") = false);
     // The image reader's configuration: cntk.io.ImageDeserializer (Python) builds these from CNTK's
     // transform dictionaries.
     py::class_<ImageCrop>(io, "_ImageCrop")

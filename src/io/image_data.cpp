@@ -127,7 +127,7 @@ void write_cifar_split(const ChwSet& set, const std::string& out_dir, const std:
             for (int y = 0; y < side; ++y)
                 for (int x = 0; x < side; ++x)
                     for (int c = 0; c < 3; ++c) sums[size_t(c)] += bgr.at<cv::Vec3b>(y, x)[2 - c];
-            char name[16];
+            char name[32];
             std::snprintf(name, sizeof name, "%05lld.png", static_cast<long long>(i));
             const std::string path = folder + "/" + name;
             write_image(path, bgr);

@@ -10,6 +10,7 @@
 
 #include "ctk/error.h"
 #include "ctk/io.h"
+#include "ctk/io/cbf.h"
 #include "ctk/io/image.h"
 #include "ctk/model.h"
 #include "formats/cntk_dictionary.h"
@@ -136,6 +137,12 @@ void base64_image(const uint8_t* data, size_t size) {
     });
 }
 
+// A CBF file: every chunk read.
+void cbf(const uint8_t* data, size_t size) {
+    const std::string path = as_file(data, size, ".cbf");
+    refused_is_fine([&] { read_all(*cbf_deserializer(path)); });
+}
+
 void cntk_dictionary(const uint8_t* data, size_t size) {
     const std::string bytes(reinterpret_cast<const char*>(data), size);
     refused_is_fine([&] { (void)formats::parse_cntk_dictionary(bytes, "fuzz"); });
@@ -166,6 +173,7 @@ const std::vector<Target>& targets() {
         {"cifar", cifar},
         {"image", image},
         {"base64_image", base64_image},
+        {"cbf", cbf},
         {"cntk_dictionary", cntk_dictionary},
         {"cntk_v2", cntk_v2},
         {"cntk_v1", cntk_v1},

@@ -17,8 +17,8 @@ struct Target {
     void (*run)(const uint8_t* data, size_t size);
 };
 
-// ctf, idx_images, idx_labels, cifar, image, base64_image, cntk_dictionary (checkpoints), cntk_v2, cntk_v1,
-// onnx.
+// ctf, idx_images, idx_labels, cifar, image, base64_image, cbf, cntk_dictionary (checkpoints), cntk_v2,
+// cntk_v1, onnx.
 const std::vector<Target>& targets();
 const Target& target(const std::string& name);  // throws std::invalid_argument for an unknown name
 

@@ -183,3 +183,49 @@ def test_a_convnet_trains_on_images(tmp_path):
         trainer.train_minibatch(mb)
         losses.append(trainer.previous_minibatch_loss_average)
     assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
+
+
+# ---- CBF (CNTK's CBFDeserializer) ----
+
+MBDATA_DENSE = '''0  |S0 0   |S1 0
+0   |S0 1   |S1 1
+0   |S0 2
+0   |S0 3   |S1 3
+1   |S0 4
+1   |S0 5   |S1 1
+1   |S0 6   |S1 2
+'''
+
+MBDATA_SPARSE = '''0	|x 560:1	|y 1 0 0 0 0
+0	|x 0:1
+0	|x 0:1
+1	|x 560:1	|y 0 1 0 0 0
+1	|x 0:1
+1	|x 0:1
+1	|x 424:1
+'''
+
+
+@pytest.mark.parametrize('data,streams', [
+    (MBDATA_DENSE, dict(features=StreamDef(field='S0', shape=1), labels=StreamDef(field='S1', shape=1))),
+    (MBDATA_SPARSE, dict(features=StreamDef(field='x', shape=1000, is_sparse=True),
+                         labels=StreamDef(field='y', shape=5, is_sparse=False)))])
+def test_cbf_gives_what_ctf_gives(tmp_path, data, streams):
+    # CNTK's test_compare_cbf_and_ctf, with ctk's converter in place of ctf2bin.py.
+    from cntk.io import CTFDeserializer, CBFDeserializer, ctf_to_cbf
+    ctf = str(tmp_path / 'data.txt')
+    with open(ctf, 'w') as f:
+        f.write(data)
+    assert ctf_to_cbf(ctf, ctf + '.bin', streams) == 2
+    for randomize in (False, True):
+        for num_mbs, mb_size in zip([1, 1, 3, 10], [1, 10, 100, 2]):
+            a = MinibatchSource(CTFDeserializer(ctf, StreamDefs(**streams)), randomize=randomize)
+            b = MinibatchSource(CBFDeserializer(ctf + '.bin', StreamDefs(**streams)), randomize=randomize)
+            assert sorted(s.name for s in a.stream_infos()) == sorted(s.name for s in b.stream_infos())
+            for _ in range(num_mbs):
+                ma, mb = a.next_minibatch(mb_size), b.next_minibatch(mb_size)
+                for name in streams:
+                    x, y = ma[a[name]], mb[b[name]]
+                    assert (x.num_samples, x.num_sequences, x.shape, x.end_of_sweep) == \
+                        (y.num_samples, y.num_sequences, y.shape, y.end_of_sweep)
+                    np.testing.assert_array_equal(x.asarray(), y.asarray())
