@@ -63,6 +63,8 @@ struct SequenceData {
     // The sequence could not be read and the deserializer was told to skip such (CNTK's max_errors):
     // the source leaves it out of the minibatch.
     bool skip = false;
+    // Where the source found it: its deserializer's chunk and index in that chunk (set by the source).
+    int64_t chunk = -1, index = -1;
 };
 
 // The random engine of a per-sequence transform: CNTK's mt19937, counting its draws so that a
@@ -104,6 +106,11 @@ public:
     // Parses chunk `chunk`: result[sequence][stream]. Thread-safe (called by prefetch workers).
     virtual std::vector<std::vector<SequenceData>> read_chunk(int64_t chunk) const = 0;
     virtual std::string description() const = 0;  // "CTF file 'train.txt'"
+    // CNTK's sequence keys, by which deserializers of different chunking are joined (the same key: the
+    // same sample): the keys of chunk `chunk`'s sequences (a map file's key column or line number, a CTF
+    // sequence id or ordinal, ...). Empty when the deserializer has none: it is then joined chunk by
+    // chunk only.
+    virtual std::vector<std::string> sequence_keys(int64_t /*chunk*/) const { return {}; }
 
     // CNTK's per-sequence transforms (the image readers' crop, scale, mean, colour). When
     // transforms_sequences(), the source calls transform() on every sequence of a worker's minibatch

@@ -230,8 +230,9 @@ void bind_io_train(py::module_& m) {
                     const StreamDef d = item.second.cast<StreamDef>();
                     int64_t dim = 1;
                     for (int64_t v : d.shape) dim *= v;
-                    s.push_back({py::str(item.first), d.field.empty() ? std::string(py::str(item.first)) : d.field,
-                                 d.is_sparse, dim});
+                    s.push_back({py::str(item.first),
+                                 d.field.empty() ? std::string(py::str(item.first)) : d.field, d.is_sparse,
+                                 dim});
                 }
             }
             py::gil_scoped_release nogil;
@@ -326,7 +327,8 @@ void bind_io_train(py::module_& m) {
                                [](const MinibatchSource& s) {
                                    py::dict d;
                                    for (const auto& info : s.stream_infos()) d[py::str(info.name)] = info;
-                                   return py::module_::import("types").attr("SimpleNamespace")(**d);
+                                   // CNTK's Record: source.streams.features and source.streams['features'].
+                                   return py::module_::import("ctk.variables").attr("Record")(**d);
                                })
         .def("stream_infos", &MinibatchSource::stream_infos)
         .def("stream_info", &MinibatchSource::stream_info, arg("name"))

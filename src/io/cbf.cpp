@@ -37,8 +37,8 @@ public:
         return v;
     }
     const uint8_t* take(size_t n) {
-        CTK_CHECK(n <= size_t(end_ - p_), IOError, where_, " is truncated: ", n, " more bytes needed, ", end_ - p_,
-                  " left");
+        CTK_CHECK(n <= size_t(end_ - p_), IOError, where_, " is truncated: ", n, " more bytes needed, ",
+                  end_ - p_, " left");
         const uint8_t* at = p_;
         p_ += n;
         return at;
@@ -79,14 +79,15 @@ public:
         std::ifstream in(path_, std::ios::binary | std::ios::ate);
         CTK_CHECK(in, IOError, "cannot open CBF file '", path_, "'");
         const int64_t size = static_cast<int64_t>(in.tellg());
-        CTK_CHECK(size >= 12 + 16 + 8, IOError, "'", path_, "' is not a CNTK binary format file (", size, " bytes)");
+        CTK_CHECK(size >= 12 + 16 + 8, IOError, "'", path_, "' is not a CNTK binary format file (", size,
+                  " bytes)");
         {
             const std::vector<uint8_t> prefix = read_range(path_, 0, 12);
             Bytes b(prefix.data(), prefix.size(), "the start of '" + path_ + "'");
             CTK_CHECK(b.get<uint64_t>() == kMagic, IOError, "'", path_, "' is not a CNTK binary format file");
             const uint32_t version = b.get<uint32_t>();
-            CTK_CHECK(version == kVersion, IOError, "CBF file '", path_, "' was written for version ", version,
-                      "; ctk reads version 1");
+            CTK_CHECK(version == kVersion, IOError, "CBF file '", path_, "' was written for version ",
+                      version, "; ctk reads version 1");
         }
         const std::vector<uint8_t> tail = read_range(path_, size - 8, 8);
         int64_t header = 0;
@@ -95,7 +96,8 @@ public:
                   "': the header offset ", header, " is outside the file");
         const std::vector<uint8_t> hb = read_range(path_, header, size - 8 - header);
         Bytes b(hb.data(), hb.size(), "the header of CBF file '" + path_ + "'");
-        CTK_CHECK(b.get<uint64_t>() == kMagic, IOError, "CBF file '", path_, "': no header at offset ", header);
+        CTK_CHECK(b.get<uint64_t>() == kMagic, IOError, "CBF file '", path_, "': no header at offset ",
+                  header);
         const uint32_t num_chunks = b.get<uint32_t>(), num_streams = b.get<uint32_t>();
         CTK_CHECK(num_streams > 0, IOError, "CBF file '", path_, "' declares no streams");
         // Each stream header takes at least 10 bytes, each chunk header 16: counts beyond the header's
@@ -107,19 +109,19 @@ public:
         for (uint32_t i = 0; i < num_streams; ++i) {
             CbfStreamHeader s;
             const uint8_t storage = b.get<uint8_t>();
-            CTK_CHECK(storage <= 1, IOError, "CBF file '", path_, "': stream ", i, " has the unknown storage ",
-                      int(storage));
+            CTK_CHECK(storage <= 1, IOError, "CBF file '", path_, "': stream ", i,
+                      " has the unknown storage ", int(storage));
             s.sparse = storage == 1;
             const uint32_t length = b.get<uint32_t>();
             const uint8_t* name = b.take(length);
             s.name.assign(reinterpret_cast<const char*>(name), length);
             const uint8_t type = b.get<uint8_t>();
-            CTK_CHECK(type <= 1, IOError, "CBF file '", path_, "': stream '", s.name, "' has the unknown element type ",
-                      int(type));
+            CTK_CHECK(type <= 1, IOError, "CBF file '", path_, "': stream '", s.name,
+                      "' has the unknown element type ", int(type));
             s.f64 = type == 1;
             s.dim = b.get<uint32_t>();
-            CTK_CHECK(s.dim > 0 && s.dim <= (int64_t(1) << 31), IOError, "CBF file '", path_, "': stream '", s.name,
-                      "' has sample dim ", s.dim);
+            CTK_CHECK(s.dim > 0 && s.dim <= (int64_t(1) << 31), IOError, "CBF file '", path_, "': stream '",
+                      s.name, "' has sample dim ", s.dim);
             CTK_CHECK(names.insert(s.name).second, IOError, "CBF file '", path_, "' has two streams named '",
                       s.name, "'");
             streams_.push_back(s);
@@ -149,7 +151,8 @@ public:
             auto it = named(field);
             if (it == streams_.end()) {
                 std::string known;
-                for (const CbfStreamHeader& s : streams_) known += (known.empty() ? "'" : ", '") + s.name + "'";
+                for (const CbfStreamHeader& s : streams_)
+                    known += (known.empty() ? "'" : ", '") + s.name + "'";
                 CTK_THROW(ValueError, "cbf_deserializer('", path_, "'): the file has no stream '",
                           r.field.empty() ? r.name : r.field, "'; its streams are ", known);
             }
@@ -171,16 +174,25 @@ public:
     int64_t chunk_num_sequences(int64_t chunk) const override { return at(chunk).sequences; }
     int64_t chunk_num_samples(int64_t chunk) const override { return at(chunk).samples; }
     std::string description() const override { return "CBF file '" + path_ + "'"; }
+    std::vector<std::string> sequence_keys(int64_t chunk) const override {  // CNTK's: a running number
+        int64_t first = 0;
+        for (int64_t c = 0; c < chunk; ++c) first += chunks_[size_t(c)].sequences;
+        std::vector<std::string> keys;
+        for (int64_t s = 0; s < at(chunk).sequences; ++s) keys.push_back(std::to_string(first + s));
+        return keys;
+    }
 
     std::vector<std::vector<SequenceData>> read_chunk(int64_t chunk) const override {
         const CbfChunk& k = at(chunk);
         const std::vector<uint8_t> bytes = read_range(path_, k.offset, k.size);
-        Bytes b(bytes.data(), bytes.size(), "chunk " + std::to_string(chunk) + " of CBF file '" + path_ + "'");
+        Bytes b(bytes.data(), bytes.size(),
+                "chunk " + std::to_string(chunk) + " of CBF file '" + path_ + "'");
         const size_t n = static_cast<size_t>(k.sequences);
         b.take(4 * n);  // the samples per sequence: the sizes below decide
         std::vector<std::vector<SequenceData>> out(n, std::vector<SequenceData>(streams_.size()));
         for (size_t i = 0; i < streams_.size(); ++i)
-            for (size_t s = 0; s < n; ++s) out[s][i] = streams_[i].sparse ? sparse(b, streams_[i]) : dense(b, streams_[i]);
+            for (size_t s = 0; s < n; ++s)
+                out[s][i] = streams_[i].sparse ? sparse(b, streams_[i]) : dense(b, streams_[i]);
         CTK_CHECK(b.left() == 0, IOError, b.where(), " has ", b.left(), " bytes past its last sequence");
         return out;
     }
@@ -195,8 +207,8 @@ private:
     // `count` values of the stream's element type as floats.
     static void values(Bytes& b, const CbfStreamHeader& s, size_t count, float* out) {
         const size_t width = s.f64 ? 8 : 4;
-        CTK_CHECK(count <= b.left() / width, IOError, b.where(), " is truncated: stream '", s.name, "' needs ",
-                  count, " values, ", b.left(), " bytes are left");
+        CTK_CHECK(count <= b.left() / width, IOError, b.where(), " is truncated: stream '", s.name,
+                  "' needs ", count, " values, ", b.left(), " bytes are left");
         const uint8_t* p = b.take(count * width);
         if (!s.f64) {
             std::memcpy(out, p, count * 4);
@@ -212,8 +224,8 @@ private:
     static SequenceData dense(Bytes& b, const CbfStreamHeader& s) {
         const uint32_t n = b.get<uint32_t>();
         const uint64_t count = uint64_t(n) * uint64_t(s.dim);
-        CTK_CHECK(count <= b.left() / (s.f64 ? 8 : 4), IOError, b.where(), " is truncated: stream '", s.name, "' needs ",
-                  n, " samples of ", s.dim, " values");
+        CTK_CHECK(count <= b.left() / (s.f64 ? 8 : 4), IOError, b.where(), " is truncated: stream '", s.name,
+                  "' needs ", n, " samples of ", s.dim, " values");
         SequenceData out;
         out.data = Tensor::empty(Shape{int64_t(n), s.dim});
         values(b, s, size_t(count), out.data.data<float>());
@@ -236,15 +248,16 @@ private:
         int64_t total = 0;
         bool one_hot = true;
         for (int32_t c : per_sample) {
-            CTK_CHECK(c >= 0, IOError, b.where(), ": stream '", s.name, "' has a sample with ", c, " entries");
+            CTK_CHECK(c >= 0, IOError, b.where(), ": stream '", s.name, "' has a sample with ", c,
+                      " entries");
             total += c;
             one_hot = one_hot && c <= 1;
         }
         CTK_CHECK(total == nnz, IOError, b.where(), ": stream '", s.name, "' has ", nnz,
                   " entries but its samples count ", total);
         for (int32_t r : row)
-            CTK_CHECK(r >= 0 && r < s.dim, IOError, b.where(), ": stream '", s.name, "' has the row index ", r,
-                      " outside its dim ", s.dim);
+            CTK_CHECK(r >= 0 && r < s.dim, IOError, b.where(), ": stream '", s.name, "' has the row index ",
+                      r, " outside its dim ", s.dim);
         for (float v : value) one_hot = one_hot && (v == 1.0f || v == 0.0f);
         SequenceData out;
         if (one_hot) {
@@ -254,8 +267,8 @@ private:
                 p[i] = per_sample[i] == 1 && value[k] == 1.0f ? row[k] : -1;
             return out;
         }
-        CTK_CHECK(uint64_t(n) * uint64_t(s.dim) <= (uint64_t(1) << 31), IOError, b.where(), ": stream '", s.name,
-                  "' has ", n, " samples of dim ", s.dim, ", too many to hold densely");
+        CTK_CHECK(uint64_t(n) * uint64_t(s.dim) <= (uint64_t(1) << 31), IOError, b.where(), ": stream '",
+                  s.name, "' has ", n, " samples of dim ", s.dim, ", too many to hold densely");
         out.data = Tensor::zeros(Shape{int64_t(n), s.dim});
         float* d = out.data.data<float>();
         for (size_t i = 0, k = 0; i < n; ++i)
@@ -336,7 +349,8 @@ std::vector<CbfStream> infer_ctf_streams(const std::string& ctf_path) {
         size_t p = line.find('|');
         while (p != std::string::npos) {
             const size_t end = line.find('|', p + 1);
-            const std::string part = line.substr(p + 1, end == std::string::npos ? std::string::npos : end - p - 1);
+            const std::string part =
+                line.substr(p + 1, end == std::string::npos ? std::string::npos : end - p - 1);
             p = end;
             if (part.empty() || part[0] == '#') continue;
             const size_t name_end = part.find_first_of(" \t");
@@ -353,7 +367,8 @@ std::vector<CbfStream> infer_ctf_streams(const std::string& ctf_path) {
                 const size_t start = part.find_first_not_of(" \t\r", q);
                 if (start == std::string::npos) break;
                 const size_t stop = part.find_first_of(" \t\r", start);
-                const std::string token = part.substr(start, stop == std::string::npos ? std::string::npos : stop - start);
+                const std::string token =
+                    part.substr(start, stop == std::string::npos ? std::string::npos : stop - start);
                 q = stop;
                 const size_t colon = token.find(':');
                 if (colon != std::string::npos) {
@@ -377,11 +392,13 @@ std::vector<CbfStream> infer_ctf_streams(const std::string& ctf_path) {
 }
 
 int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_path,
-                           const std::vector<CbfStream>& streams, int64_t chunk_size_bytes, bool legacy_chunking) {
+                           const std::vector<CbfStream>& streams, int64_t chunk_size_bytes,
+                           bool legacy_chunking) {
     CTK_CHECK(!streams.empty(), ValueError, "convert_ctf_to_cbf: no streams given");
     CTK_CHECK(chunk_size_bytes > 0, ValueError, "convert_ctf_to_cbf: chunk_size_bytes is ", chunk_size_bytes);
     std::vector<StreamDef> defs;
-    for (const CbfStream& s : streams) defs.push_back(StreamDef{s.name, s.field, {s.dim}, s.is_sparse, false});
+    for (const CbfStream& s : streams)
+        defs.push_back(StreamDef{s.name, s.field, {s.dim}, s.is_sparse, false});
     const DeserializerPtr ctf = ctf_deserializer(ctf_path, defs);
 
     std::string out;
@@ -408,7 +425,8 @@ int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_p
                 out.append(reinterpret_cast<const char*>(e.values.data()), e.values.size() * sizeof(float));
                 if (!streams[i].is_sparse) continue;
                 out.append(reinterpret_cast<const char*>(e.rows.data()), e.rows.size() * sizeof(int32_t));
-                out.append(reinterpret_cast<const char*>(e.per_sample.data()), e.per_sample.size() * sizeof(int32_t));
+                out.append(reinterpret_cast<const char*>(e.per_sample.data()),
+                           e.per_sample.size() * sizeof(int32_t));
             }
         chunks.push_back(k);
         pending.clear();

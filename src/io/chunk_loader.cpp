@@ -2,14 +2,48 @@
 #include "io/chunk_loader.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "ctk/error.h"
 
 namespace ctk::detail {
 
-ChunkLoader::ChunkLoader(std::vector<DeserializerPtr> deserializers, TaskPool* pool)
+ChunkLoader::ChunkLoader(std::vector<DeserializerPtr> deserializers, TaskPool* pool,
+                         std::vector<std::shared_ptr<const KeyIndex>> by_key)
     : shared_(std::make_shared<Shared>()), pool_(pool) {
     shared_->deserializers = std::move(deserializers);
+    shared_->keys = std::move(by_key);
+}
+
+std::shared_ptr<const KeyIndex> build_key_index(const Deserializer& d) {
+    auto index = std::make_shared<KeyIndex>();
+    for (int64_t c = 0; c < d.num_chunks(); ++c) {
+        const std::vector<std::string> keys = d.sequence_keys(c);
+        CTK_CHECK(static_cast<int64_t>(keys.size()) == d.chunk_num_sequences(c), ValueError,
+                  "MinibatchSource: ", d.description(),
+                  " is chunked unlike the first deserializer and has no sequence keys to be "
+                  "joined by");
+        for (size_t i = 0; i < keys.size(); ++i)
+            CTK_CHECK(index->emplace(keys[i], std::pair{c, int64_t(i)}).second, ValueError,
+                      "MinibatchSource: ", d.description(), " has the sequence key '", keys[i],
+                      "' twice; keys join deserializers");
+    }
+    return index;
+}
+
+ChunkPtr ChunkLoader::Shared::joined_chunk(size_t d, int64_t chunk) {
+    {
+        std::lock_guard<std::mutex> lock(joined_mutex);
+        for (const auto& [key, data] : joined)
+            if (key == std::pair{d, chunk}) return data;
+    }
+    auto data = std::make_shared<ChunkData>(deserializers[d]->read_chunk(chunk));
+    for (size_t i = 0; i < data->size(); ++i)
+        for (SequenceData& s : (*data)[i]) s.chunk = chunk, s.index = int64_t(i);
+    std::lock_guard<std::mutex> lock(joined_mutex);
+    joined.emplace_back(std::pair{d, chunk}, data);
+    if (joined.size() > 8) joined.pop_front();
+    return data;
 }
 
 ChunkLoader::~ChunkLoader() {
@@ -18,16 +52,44 @@ ChunkLoader::~ChunkLoader() {
     shared_->queue.clear();
 }
 
-ChunkPtr ChunkLoader::Shared::load(int64_t chunk) const {
+ChunkPtr ChunkLoader::Shared::load(int64_t chunk) {
     auto out = std::make_shared<ChunkData>();
+    std::vector<std::string> keys;
     for (size_t d = 0; d < deserializers.size(); ++d) {
         const Deserializer& des = *deserializers[d];
+        if (d > 0 && !keys.empty()) {
+            // Joined by key: each sequence's streams from the chunk that holds its key; a key the
+            // deserializer lacks drops the sequence (with one warning).
+            const KeyIndex& index = *this->keys[d];
+            for (size_t i = 0; i < out->size(); ++i) {
+                auto& row = (*out)[i];
+                auto at = index.find(keys[i]);
+                if (at == index.end()) {
+                    for (size_t s = 0; s < des.streams().size(); ++s)
+                        row.push_back(SequenceData{{}, {}, true, -1, -1});
+                    for (SequenceData& s : row) s.skip = true;
+                    if (!warned_missing.exchange(true))
+                        std::fprintf(stderr,
+                                     "WARNING: %s has no sequence with the key '%s'; such sequences are "
+                                     "skipped (warned once)\n",
+                                     des.description().c_str(), keys[i].c_str());
+                    continue;
+                }
+                const ChunkPtr part = joined_chunk(d, at->second.first);
+                const auto& src = (*part)[size_t(at->second.second)];
+                row.insert(row.end(), src.begin(), src.end());
+            }
+            continue;
+        }
         std::vector<std::vector<SequenceData>> part = des.read_chunk(chunk);
         CTK_CHECK(static_cast<int64_t>(part.size()) == des.chunk_num_sequences(chunk), IOError,
                   des.description(), ": chunk ", chunk, " read ", part.size(), " sequences, its index says ",
                   des.chunk_num_sequences(chunk));
+        for (size_t i = 0; i < part.size(); ++i)
+            for (SequenceData& s : part[i]) s.chunk = chunk, s.index = int64_t(i);
         if (d == 0) {
             *out = std::move(part);
+            if (this->keys.size() > 1) keys = des.sequence_keys(chunk);
             continue;
         }
         for (size_t i = 0; i < part.size(); ++i)

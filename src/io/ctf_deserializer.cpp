@@ -18,6 +18,7 @@ namespace ctk {
 namespace {
 
 struct CtfSequence {
+    uint64_t key = 0;        // the sequence id, or the sequence's ordinal in a file without ids
     int64_t offset = 0;      // from the start of its chunk
     int64_t size = 0;        // bytes, through the newline of its last line
     int64_t first_line = 0;  // 1-based
@@ -74,6 +75,11 @@ public:
     }
     int64_t chunk_num_samples(int64_t chunk) const override { return at(chunk).num_samples; }
     std::string description() const override { return "CTF file '" + path_ + "'"; }
+    std::vector<std::string> sequence_keys(int64_t chunk) const override {
+        std::vector<std::string> keys;
+        for (const CtfSequence& s : at(chunk).sequences) keys.push_back(std::to_string(s.key));
+        return keys;
+    }
 
     std::vector<std::vector<SequenceData>> read_chunk(int64_t chunk) const override {
         const CtfChunk& c = at(chunk);
@@ -111,13 +117,13 @@ private:
         CTK_THROW(IOError, path_, ":", line, ":", column, ": ", message);
     }
 
-    void add_sequence(int64_t begin, int64_t end, int64_t first_line, int64_t num_lines) {
+    void add_sequence(int64_t begin, int64_t end, int64_t first_line, int64_t num_lines, uint64_t key) {
         if (chunks_.empty() || (chunks_.back().size > 0 && end - chunks_.back().offset > chunk_size_)) {
             chunks_.emplace_back();
             chunks_.back().offset = begin;
         }
         CtfChunk& c = chunks_.back();
-        c.sequences.push_back({begin - c.offset, end - begin, first_line, num_lines});
+        c.sequences.push_back({key, begin - c.offset, end - begin, first_line, num_lines});
         c.size = end - c.offset;
         c.num_samples += num_lines;
     }
@@ -134,11 +140,11 @@ private:
         int mode = -1;  // -1 undecided, 0 one sequence per line, 1 sequence ids
         // The open sequence: [seq_begin, seq_end) in the file.
         bool open = false;
-        uint64_t seq_id = 0;
+        uint64_t seq_id = 0, ordinal = 0;
         int64_t seq_begin = 0, seq_end = 0, seq_line = 0, seq_lines = 0;
         std::unordered_map<uint64_t, int64_t> id_first_line;
         auto close = [&] {
-            if (open) add_sequence(seq_begin, seq_end, seq_line, seq_lines);
+            if (open) add_sequence(seq_begin, seq_end, seq_line, seq_lines, seq_id);
             open = false;
         };
         try {
@@ -178,7 +184,7 @@ private:
                 const bool has_id = q < content_end && is_digit(*q);
                 if (mode < 0) mode = has_id ? 1 : 0;
                 if (mode == 0) {
-                    add_sequence(line_start + skip, line_end, line_no, 1);
+                    add_sequence(line_start + skip, line_end, line_no, 1, ordinal++);
                     continue;
                 }
                 if (has_id) {

@@ -185,6 +185,11 @@ public:
     }
     int64_t chunk_num_samples(int64_t chunk) const override { return chunk_num_sequences(chunk); }
 
+    std::vector<std::string> sequence_keys(int64_t chunk) const override {
+        check_chunk(chunk);
+        return {entries_[size_t(chunk / copies_)].key};
+    }
+
     std::vector<std::vector<SequenceData>> read_chunk(int64_t chunk) const override {
         check_chunk(chunk);
         const Entry& e = entries_[size_t(chunk / copies_)];
@@ -201,6 +206,7 @@ private:
         std::string member;  // inside a zip file, or empty
         int64_t label = 0;
         int64_t line = 0;  // 1-based
+        std::string key;   // the key column, else the 0-based line number (CNTK's)
     };
 
     void check_chunk(int64_t chunk) const {
@@ -247,13 +253,15 @@ private:
             const std::string where =
                 "line " + std::to_string(line_no) + " of map file '" + config_.map_file + "'";
             std::vector<std::string> fields = split_tabs(line);
-            if (fields.size() >= 3) fields.erase(fields.begin());  // the sequence key
+            std::string key = std::to_string(line_no - 1);
+            if (fields.size() >= 3) key = fields[0], fields.erase(fields.begin());
             CTK_CHECK(fields.size() == 2 && !fields[0].empty() && !fields[1].empty(), IOError, who_, ": ",
                       where, " is '", line,
                       "'; a line must hold 2 or 3 tab-separated columns (path and label, or key, "
                       "path and label)");
             Entry e;
             e.line = line_no;
+            e.key = key;
             e.label = parse_label(fields[1], num_classes_, where);
             std::string path = fields[0];
             if (path.rfind("...", 0) == 0) path = dir + path.substr(3);
@@ -343,6 +351,15 @@ public:
         return chunk_first_[size_t(chunk) + 1] - chunk_first_[size_t(chunk)];
     }
     int64_t chunk_num_samples(int64_t chunk) const override { return chunk_num_sequences(chunk); }
+
+    std::vector<std::string> sequence_keys(int64_t chunk) const override {
+        std::vector<std::string> keys;
+        for (int64_t l = chunk_first_[size_t(chunk)]; l < chunk_first_[size_t(chunk) + 1]; ++l) {
+            const std::vector<std::string> fields = split_tabs(line(l));
+            keys.push_back(keyed_ && fields.size() >= 3 ? fields[0] : std::to_string(l));
+        }
+        return keys;
+    }
 
     std::vector<std::vector<SequenceData>> read_chunk(int64_t chunk) const override {
         const int64_t count = chunk_num_sequences(chunk);

@@ -152,16 +152,25 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : impl_(std::make
 
     const Deserializer& first = *config.deserializers[0];
     const int64_t num_chunks = first.num_chunks();
+    // Deserializers chunked alike are joined chunk by chunk; otherwise by sequence key, the first one's
+    // chunks being the source's (CNTK's composition).
+    bool alike = true;
+    for (const DeserializerPtr& d : config.deserializers) {
+        alike = alike && d->num_chunks() == num_chunks;
+        for (int64_t c = 0; alike && c < num_chunks; ++c)
+            alike = d->chunk_num_sequences(c) == first.chunk_num_sequences(c);
+    }
+    std::vector<std::shared_ptr<const detail::KeyIndex>> key_indexes;
+    if (!alike) {
+        CTK_CHECK(static_cast<int64_t>(first.sequence_keys(0).size()) == first.chunk_num_sequences(0),
+                  ValueError, "MinibatchSource: ", first.description(), " is chunked unlike ",
+                  config.deserializers[1]->description(), " and has no sequence keys to join them by");
+        key_indexes.push_back(nullptr);
+        for (size_t d = 1; d < config.deserializers.size(); ++d)
+            key_indexes.push_back(detail::build_key_index(*config.deserializers[d]));
+    }
     std::set<std::string> names;
     for (const DeserializerPtr& d : config.deserializers) {
-        CTK_CHECK(d->num_chunks() == num_chunks, ValueError, "MinibatchSource: ", d->description(), " has ",
-                  d->num_chunks(), " chunks but ", first.description(), " has ", num_chunks,
-                  "; deserializers are joined chunk by chunk and must agree");
-        for (int64_t c = 0; c < num_chunks; ++c)
-            CTK_CHECK(d->chunk_num_sequences(c) == first.chunk_num_sequences(c), ValueError,
-                      "MinibatchSource: ", d->description(), " has ", d->chunk_num_sequences(c),
-                      " sequences in chunk ", c, " but ", first.description(), " has ",
-                      first.chunk_num_sequences(c));
         Impl::Part part{d, m.infos.size(), d->streams().size(), {}};
         if (d->transforms_sequences()) {
             part.seeds = d->transform_engine_seeds();
@@ -200,7 +209,8 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : impl_(std::make
     if (config.multithreaded_deserializer)
         m.pool = std::make_unique<detail::TaskPool>(
             config.num_reader_threads > 0 ? config.num_reader_threads : detail::default_reader_threads());
-    m.loader = std::make_unique<detail::ChunkLoader>(config.deserializers, m.pool.get());
+    m.loader =
+        std::make_unique<detail::ChunkLoader>(config.deserializers, m.pool.get(), std::move(key_indexes));
     m.config = std::move(config);
 }
 
@@ -271,12 +281,8 @@ Prepared MinibatchSource::Impl::prepare(const Cursor& from, const Request& reque
     // This partition's share: the sequences whose position in the sweep is partition_index modulo the
     // count, copied so that transforms can replace their data.
     std::vector<std::vector<SequenceData>> mine;
-    std::vector<int64_t> mine_positions;
-    for (const Taken& t : taken) {
-        if (t.position % request.partitions != request.index) continue;
-        mine.push_back(*t.sequence);
-        mine_positions.push_back(t.position);
-    }
+    for (const Taken& t : taken)
+        if (t.position % request.partitions == request.index) mine.push_back(*t.sequence);
     const size_t n = mine.size();
 
     if (transforms) {
@@ -292,11 +298,13 @@ Prepared MinibatchSource::Impl::prepare(const Cursor& from, const Request& reque
             for (size_t d = 0; d < parts.size(); ++d) {
                 const Part& part = parts[d];
                 if (!part.deserializer->transforms_sequences()) continue;
-                const size_t position = size_t(mine_positions[size_t(j)]);
-                part.deserializer->transform(
-                    ord.chunk[position], ord.index[position],
-                    std::span<SequenceData>(mine[size_t(j)].data() + part.first_stream, part.num_streams),
-                    std::span<TransformEngine>(out.engines[d][size_t(j)]));
+                // The sequence's own chunk and index in this deserializer (they differ from the source's
+                // when it is joined by key).
+                SequenceData* streams = mine[size_t(j)].data() + part.first_stream;
+                if (streams->skip) continue;
+                part.deserializer->transform(streams->chunk, streams->index,
+                                             std::span<SequenceData>(streams, part.num_streams),
+                                             std::span<TransformEngine>(out.engines[d][size_t(j)]));
             }
         };
         if (pool && n > 1)

@@ -447,6 +447,46 @@ TEST(ImageDeserializer, Base64GivesWhatTheFilesGive) {
               std::string::npos);
 }
 
+TEST(ImageDeserializer, JoinedByKeyWithDeserializersOfOtherChunking) {
+    // CNTK's composition: an image map file (one chunk an image; keys are its first column, or its line
+    // numbers) beside a CTF file of one chunk (keys are its sequence ids, or ordinals): the same key is
+    // the same sample, whatever the order of either file.
+    TempDir dir;
+    std::string map, ctf;
+    for (int i = 0; i < 6; ++i) {
+        const std::string path = dir.file(std::to_string(i) + ".png");
+        write_png(path, pattern(2, 2, 10 * i));
+        map += std::to_string(100 + i) + "\t" + path + "\t" + std::to_string(i % 3) + "\n";
+    }
+    for (int i = 5; i >= 0; --i) ctf += std::to_string(100 + i) + " |v " + std::to_string(10 * i) + "\n";
+    test::write_file(dir.file("map.txt"), map);
+    test::write_file(dir.file("v.ctf"), ctf);
+    for (bool image_first : {true, false}) {
+        SCOPED_TRACE(image_first);
+        auto image = image_deserializer(config_for(dir.file("map.txt"), {}));
+        auto text = ctf_deserializer(dir.file("v.ctf"), {StreamDef{"v", "v", {1}, false, false}});
+        MinibatchSourceConfig c = source(image, true, true);
+        c.deserializers = image_first ? std::vector<DeserializerPtr>{image, text}
+                                      : std::vector<DeserializerPtr>{text, image};
+        c.max_sweeps = 1;
+        MinibatchSource src(c);
+        int seen = 0;
+        for (auto mb = src.next_minibatch(4); !mb.empty(); mb = src.next_minibatch(4)) {
+            const Tensor t = images_of(mb), v = mb.at("v").as_batch().data().contiguous();
+            for (int64_t n = 0; n < t.dim(0); ++n, ++seen) EXPECT_EQ(at(t, n, 0, 0, 0), v.data<float>()[n]);
+        }
+        EXPECT_EQ(seen, 6);
+    }
+    // A key the other file lacks drops that sample; deserializers without keys cannot be joined.
+    test::write_file(dir.file("short.ctf"), "100 |v 0\n101 |v 10\n");
+    MinibatchSourceConfig c = source(image_deserializer(config_for(dir.file("map.txt"), {})));
+    c.deserializers.push_back(
+        ctf_deserializer(dir.file("short.ctf"), {StreamDef{"v", "v", {1}, false, false}}));
+    c.max_sweeps = 1;
+    MinibatchSource src(c);
+    EXPECT_EQ(src.next_minibatch(10).at("v").num_sequences, 2);
+}
+
 // Twelve 12x12 images with a random crop, scale and colour: the minibatches of a source read on the
 // reader's threads (the next minibatch prepared ahead) equal those of one thread, also when the
 // request changes and a prepared minibatch is dropped; a checkpoint restores the draws.

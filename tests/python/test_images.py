@@ -229,3 +229,24 @@ def test_cbf_gives_what_ctf_gives(tmp_path, data, streams):
                     assert (x.num_samples, x.num_sequences, x.shape, x.end_of_sweep) == \
                         (y.num_samples, y.num_sequences, y.shape, y.end_of_sweep)
                     np.testing.assert_array_equal(x.asarray(), y.asarray())
+
+
+def test_base64_and_files_in_one_source_join_by_key(tmp_path):
+    # CNTK's test_base64_is_equal_image: a Base64 file (one chunk) and a map file (one chunk an image)
+    # in one MinibatchSource, joined by their line numbers, give the same images.
+    rng = np.random.RandomState(1)
+    images = [rng.randint(0, 256, (5, 7, 3)) for _ in range(10)]
+    path = write_images(str(tmp_path), images, range(10))
+    b64 = str(tmp_path / 'b64.txt')
+    with open(b64, 'w') as f:
+        for i, img in enumerate(images):
+            f.write('%d\t%s\n' % (i, base64.b64encode(png_bytes(img)).decode('ascii')))
+    scale = [xforms.scale(width=7, height=5, channels=3)]
+    mbs = MinibatchSource([
+        Base64ImageDeserializer(b64, StreamDefs(images1=StreamDef(field='image', transforms=scale),
+                                                labels1=StreamDef(field='label', shape=10))),
+        ImageDeserializer(path, StreamDefs(images2=StreamDef(field='image', transforms=scale),
+                                           labels2=StreamDef(field='label', shape=10)))])
+    for _ in range(20):
+        mb = mbs.next_minibatch(1)
+        assert (mb[mbs.streams['images1']].asarray() == mb[mbs.streams['images2']].asarray()).all()
