@@ -47,8 +47,9 @@ def ctk_decode_rate(map_file, mean_file, threads, images, batch):
 class TorchCifarSet:
     """The same files and the same work as ctk's transforms, in torchvision."""
 
-    def __init__(self, map_file, mean_file):
+    def __init__(self, map_file, mean_file, side_ratio=(0.8, 1.0)):
         import xml.etree.ElementTree as et
+        self.side_ratio = side_ratio
         self.items = [line.rstrip('\n').split('\t') for line in open(map_file)]
         root = et.parse(mean_file).getroot()
         values = np.array(root.find('MeanImg').find('data').text.split(), dtype=np.float32)
@@ -64,7 +65,8 @@ class TorchCifarSet:
         path, label = self.items[i]
         img = Image.open(path).convert('RGB')
         w, h = img.size
-        side = int(round(min(w, h) * np.random.uniform(0.8, 1.0)))
+        lo, hi = self.side_ratio
+        side = int(round(min(w, h) * (lo if lo == hi else np.random.uniform(lo, hi))))
         x, y = np.random.randint(0, w - side + 1), np.random.randint(0, h - side + 1)
         img = F.crop(img, y, x, side, side)
         if np.random.rand() < 0.5:
