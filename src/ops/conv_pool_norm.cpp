@@ -76,12 +76,25 @@ Dims with_batch(const Dims& d) {
     out.insert(out.end(), d.begin(), d.end());
     return out;
 }
+// A kernel of the operand's rank has no output-channel axis (CNTK's LocalResponseNormalization builds
+// one, [1 x 5 x 1 x 1] over [1 x C x H x W]): it is one output channel.
+bool kernel_without_out_channels(const Dims& w, const Dims& x) {
+    return w.size() == x.size() && w.size() >= 2 && w[0] == x[0] &&
+           std::none_of(w.begin(), w.end(), [](int64_t d) { return d == kInferredDim; });
+}
+Tensor with_out_channel(const Tensor& w, const Dims& x) {
+    if (!kernel_without_out_channels(w.shape().dims(), x)) return w;
+    return w.reshape(with_batch(w.shape().dims()));
+}
+
 std::vector<OutputSpec> infer_conv(InferContext& c) {
     Variable &w = c.inputs[0], &x = c.inputs[1];
     const Dims& xs = x.shape();
-    Dims& ws = w.impl()->shape;
     CTK_CHECK(xs.size() >= 2, ShapeError, c.where, ": the operand ", x.to_string(),
               " needs [channels, spatial...]");
+    Dims one_out;  // the kernel seen with its output-channel axis, when it has none
+    if (kernel_without_out_channels(w.shape(), xs)) one_out = with_batch(w.shape());
+    Dims& ws = one_out.empty() ? w.impl()->shape : one_out;
     CTK_CHECK(ws.size() == xs.size() + 1, ShapeError, c.where, ": the kernel ", w.to_string(),
               " must have rank ", xs.size() + 1, " ([out_channels, in_channels/groups, kernel...]) for ",
               x.to_string());
@@ -101,18 +114,22 @@ std::vector<OutputSpec> infer_conv(InferContext& c) {
     return {{out, common_dtype(c.inputs, c.where), x.dynamic_axes()}};
 }
 void forward_conv(ForwardContext& c) {
-    const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
+    const Tensor& x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
+    const Tensor w = with_out_channel(c.inputs[0].data(), sample_dims(x, dyn));
     ConvAttrs a = conv_attrs(c.attrs, sample_dims(x, dyn), w.shape().dims(), c.where);
     Tensor y = convolution(fold_dynamic(x, dyn), w, Tensor(), a);
     c.outputs.push_back(Value(unfold_dynamic(y, x, dyn)));
 }
 void backward_conv(BackwardContext& c) {
-    const Tensor &w = c.inputs[0].data(), &x = c.inputs[1].data();
+    const Tensor& x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
+    const Tensor w = with_out_channel(c.inputs[0].data(), sample_dims(x, dyn));
     ConvAttrs a = conv_attrs(c.attrs, sample_dims(x, dyn), w.shape().dims(), c.where);
     Tensor xf = fold_dynamic(x, dyn), dy = fold_dynamic(c.output_grads[0], dyn);
-    if (c.needs[0]) c.input_grads[0] = convolution_backward_weights(xf, dy, w.shape(), a, false).dw;
+    if (c.needs[0])
+        c.input_grads[0] = convolution_backward_weights(xf, dy, w.shape(), a, false)
+                               .dw.reshape(c.inputs[0].data().shape().dims());
     if (c.needs[1])
         c.input_grads[1] = convolution_backward_data(dy, w, xf.shape(), a).reshape(x.shape().dims());
 }

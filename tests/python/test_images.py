@@ -250,3 +250,21 @@ def test_base64_and_files_in_one_source_join_by_key(tmp_path):
     for _ in range(20):
         mb = mbs.next_minibatch(1)
         assert (mb[mbs.streams['images1']].asarray() == mb[mbs.streams['images2']].asarray()).all()
+
+
+def test_cntk_alexnet_local_response_normalization():
+    # CNTK's AlexNet example builds LRN as a convolution whose kernel [1 x 5 x 1 x 1] has the operand's
+    # rank (no output-channel axis) over a placeholder: one output channel, as CNTK computed it.
+    def lrn(k, n, alpha, beta):
+        x = C.placeholder(name='lrn_arg')
+        x2s = C.reshape(C.square(x), (1, C.InferredDimension), 0, 1)
+        W = C.constant(alpha / (2 * n + 1), (1, 2 * n + 1, 1, 1), name='W')
+        b = C.reshape(C.convolution(W, x2s), C.InferredDimension, 0, 2)
+        return C.element_divide(x, C.exp(beta * C.log(k + b)))
+    v = C.input_variable((6, 3, 3))
+    y = lrn(1.0, 2, 0.0001, 0.75)(v)
+    assert y.shape == (6, 3, 3)
+    data = np.random.RandomState(0).normal(size=(2, 6, 3, 3)).astype(np.float32) * 10
+    sq = np.pad(data ** 2, ((0, 0), (2, 2), (0, 0), (0, 0)))
+    window = sum(sq[:, i:i + 6] for i in range(5)) * 0.0001 / 5
+    np.testing.assert_allclose(y.eval({v: data}), data / (1.0 + window) ** 0.75, rtol=1e-5)
