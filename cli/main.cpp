@@ -105,7 +105,8 @@ std::vector<ctk::CbfStream> read_ctf2bin_header(const std::string& path) {
         ctk::CbfStream s;
         std::string storage;
         if (!(words >> s.name)) continue;  // a blank line
-        if (!(words >> s.field >> storage >> s.dim) || (storage != "dense" && storage != "sparse") || s.dim <= 0)
+        if (!(words >> s.field >> storage >> s.dim) || (storage != "dense" && storage != "sparse") ||
+            s.dim <= 0)
             throw ctk::IOError(path + ":" + std::to_string(line_no) +
                                ": expected \"name alias dense|sparse dim\", got '" + line + "'");
         s.is_sparse = storage == "sparse";

@@ -71,6 +71,7 @@ struct CbfStreamHeader {
 
 struct CbfChunk {
     int64_t offset = 0, size = 0, sequences = 0, samples = 0;
+    int64_t first_sequence = 0;  // the running number of its first sequence (CNTK's sequence keys)
 };
 
 class CbfDeserializer final : public Deserializer {
@@ -134,6 +135,7 @@ public:
             chunks_.push_back(k);
         }
         for (size_t c = 0; c < chunks_.size(); ++c) {
+            if (c > 0) chunks_[c].first_sequence = chunks_[c - 1].first_sequence + chunks_[c - 1].sequences;
             const int64_t end = c + 1 < chunks_.size() ? chunks_[c + 1].offset : header;
             chunks_[c].size = end - chunks_[c].offset;
             CTK_CHECK(chunks_[c].offset >= 12 && chunks_[c].size >= 4 * chunks_[c].sequences && end <= header,
@@ -175,10 +177,9 @@ public:
     int64_t chunk_num_samples(int64_t chunk) const override { return at(chunk).samples; }
     std::string description() const override { return "CBF file '" + path_ + "'"; }
     std::vector<std::string> sequence_keys(int64_t chunk) const override {  // CNTK's: a running number
-        int64_t first = 0;
-        for (int64_t c = 0; c < chunk; ++c) first += chunks_[size_t(c)].sequences;
+        const CbfChunk& k = at(chunk);
         std::vector<std::string> keys;
-        for (int64_t s = 0; s < at(chunk).sequences; ++s) keys.push_back(std::to_string(first + s));
+        for (int64_t s = 0; s < k.sequences; ++s) keys.push_back(std::to_string(k.first_sequence + s));
         return keys;
     }
 

@@ -21,15 +21,16 @@ namespace {
 
 constexpr int kMultiViewCopies = 10;
 
-std::vector<uint8_t> read_whole_file(const std::string& path) {
-    std::vector<uint8_t> bytes;
+// The whole file into `out` (bytes or text); false when it cannot be opened.
+template <typename Buffer>
+bool read_whole_file(const std::string& path, Buffer& out) {
     FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) return bytes;
-    uint8_t buffer[1 << 16];
+    if (!f) return false;
+    char buffer[1 << 16];
     size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.insert(bytes.end(), buffer, buffer + n);
+    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) out.insert(out.end(), buffer, buffer + n);
     std::fclose(f);
-    return bytes;
+    return true;
 }
 
 // CNTK's label column: a base-10 class id below num_classes (strtoull, so leading blanks are allowed).
@@ -221,7 +222,11 @@ private:
     }
 
     std::vector<uint8_t> image_bytes(const Entry& e) const {
-        if (e.member.empty()) return read_whole_file(e.path);
+        if (e.member.empty()) {
+            std::vector<uint8_t> bytes;  // missing: empty, which the decode reports
+            read_whole_file(e.path, bytes);
+            return bytes;
+        }
         try {
             return zips_.read(e.path, e.member);
         } catch (const IOError& err) {
@@ -232,13 +237,9 @@ private:
     }
 
     void read_map() {
-        FILE* f = std::fopen(config_.map_file.c_str(), "rb");
-        CTK_CHECK(f != nullptr, IOError, "ImageDeserializer: cannot open map file '", config_.map_file, "'");
         std::string text;
-        char buffer[1 << 16];
-        size_t n;
-        while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-        std::fclose(f);
+        CTK_CHECK(read_whole_file(config_.map_file, text), IOError,
+                  "ImageDeserializer: cannot open map file '", config_.map_file, "'");
         std::string dir = std::filesystem::path(config_.map_file).parent_path().string();
         if (dir.empty()) dir = ".";
         size_t start = 0;
@@ -318,12 +319,8 @@ class Base64ImageDeserializer final : public ImageReaderBase {
 public:
     explicit Base64ImageDeserializer(const ImageDeserializerConfig& config, int64_t chunk_bytes = 32 << 20)
         : ImageReaderBase(config, "Base64ImageDeserializer('" + config.map_file + "')") {
-        FILE* f = std::fopen(config.map_file.c_str(), "rb");
-        CTK_CHECK(f != nullptr, IOError, "Base64ImageDeserializer: cannot open '", config.map_file, "'");
-        char buffer[1 << 16];
-        size_t n;
-        while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text_.append(buffer, n);
-        std::fclose(f);
+        CTK_CHECK(read_whole_file(config.map_file, text_), IOError, "Base64ImageDeserializer: cannot open '",
+                  config.map_file, "'");
         // Lines, grouped into chunks of about chunk_bytes.
         size_t start = 0;
         while (start < text_.size()) {

@@ -127,7 +127,8 @@ TEST_P(FuzzTarget, SeedsAndMutationsLoadOrAreRefused) {
 
 INSTANTIATE_TEST_SUITE_P(Targets, FuzzTarget,
                          ::testing::Values("ctf", "idx_images", "idx_labels", "cifar", "image",
-                                           "base64_image", "cbf", "cntk_dictionary", "cntk_v2", "cntk_v1", "onnx"),
+                                           "base64_image", "cbf", "cntk_dictionary", "cntk_v2", "cntk_v1",
+                                           "onnx"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

@@ -28,10 +28,10 @@ TEST(CbfDeserializer, ReadsCntksFiles) {
         bool sparse;
         int64_t sequences, samples;
     };
-    for (const Expected& e : {Expected{"10x10_dense.bin", 5, false, 10, 100},
-                              Expected{"10x10_sparse.bin", 100, true, 10, 100},
-                              Expected{"50x20_jagged_sequences_dense.bin", 3, false, 50, 508},
-                              Expected{"50x20_jagged_sequences_sparse.bin", 100, true, 50, 564}}) {
+    for (const Expected& e :
+         {Expected{"10x10_dense.bin", 5, false, 10, 100}, Expected{"10x10_sparse.bin", 100, true, 10, 100},
+          Expected{"50x20_jagged_sequences_dense.bin", 3, false, 50, 508},
+          Expected{"50x20_jagged_sequences_sparse.bin", 100, true, 50, 564}}) {
         SCOPED_TRACE(e.file);
         auto d = cbf_deserializer(cntk_file(e.file));
         ASSERT_EQ(d->streams().size(), 1u);
@@ -62,12 +62,14 @@ TEST(CbfDeserializer, ReadsCntksFiles) {
     EXPECT_FLOAT_EQ(v[2], -144.038f);
     // Through a MinibatchSource, a whole sweep of the jagged file.
     MinibatchSourceConfig c;
-    c.deserializers = {cbf_deserializer(cntk_file("50x20_jagged_sequences_dense.bin"), {{"x", "features", {}, false}})};
+    c.deserializers = {
+        cbf_deserializer(cntk_file("50x20_jagged_sequences_dense.bin"), {{"x", "features", {}, false}})};
     c.max_sweeps = 1;
     MinibatchSource src(c);
     EXPECT_EQ(src.stream_info("x").sample_shape, (Dims{3}));
     int64_t total = 0;
-    for (auto mb = src.next_minibatch(64); !mb.empty(); mb = src.next_minibatch(64)) total += mb.at("x").num_samples;
+    for (auto mb = src.next_minibatch(64); !mb.empty(); mb = src.next_minibatch(64))
+        total += mb.at("x").num_samples;
     EXPECT_EQ(total, 508);
 }
 
@@ -107,7 +109,8 @@ TEST(CbfDeserializer, GivesWhatTheCtfReaderGives) {
     TempDir dir;
     test::write_file(dir.file("in.ctf"), ctf_text(23));
     std::vector<StreamDef> defs;
-    for (const CbfStream& s : kStreams) defs.push_back(StreamDef{s.name, s.field, {s.dim}, s.is_sparse, false});
+    for (const CbfStream& s : kStreams)
+        defs.push_back(StreamDef{s.name, s.field, {s.dim}, s.is_sparse, false});
     const auto expected = minibatches(ctf_deserializer(dir.file("in.ctf"), defs), 9);
     for (int64_t chunk : {int64_t(40), int64_t(300), int64_t(32) << 20}) {
         SCOPED_TRACE(chunk);
@@ -153,8 +156,9 @@ TEST(CbfDeserializer, RenamesStreamsAsCntk) {
     auto d = cbf_deserializer(dir.file("out.bin"), {StreamDef{"labels", "b", {}, false, false}});
     EXPECT_EQ(d->streams()[0].name, "a");
     EXPECT_EQ(d->streams()[1].name, "labels");
-    EXPECT_NE(error_of<ValueError>([&] { cbf_deserializer(dir.file("out.bin"), {StreamDef{"y", "z", {}, false, false}}); })
-                  .find("has no stream 'z'; its streams are 'a', 'b', 'c'"),
+    EXPECT_NE(error_of<ValueError>([&] {
+                  cbf_deserializer(dir.file("out.bin"), {StreamDef{"y", "z", {}, false, false}});
+              }).find("has no stream 'z'; its streams are 'a', 'b', 'c'"),
               std::string::npos);
 }
 
@@ -170,7 +174,8 @@ TEST(CbfDeserializer, BrokenFilesNameTheFile) {
     };
     std::string bad = good;
     bad[0] = 'x';
-    EXPECT_NE(error_of<IOError>([&] { load_all(bad); }).find("is not a CNTK binary format file"), std::string::npos);
+    EXPECT_NE(error_of<IOError>([&] { load_all(bad); }).find("is not a CNTK binary format file"),
+              std::string::npos);
     bad = good;
     bad[8] = 2;
     EXPECT_NE(error_of<IOError>([&] { load_all(bad); }).find("version 2"), std::string::npos);

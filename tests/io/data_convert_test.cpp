@@ -189,10 +189,12 @@ TEST(ConvertCifar10ToImages, WritesCntksLayout) {
     for (int y : {0, 17, 31})
         for (int x : {0, 5, 31})
             for (int c = 0; c < 3; ++c)
-                EXPECT_EQ(img.at<cv::Vec3b>(y + 4, x + 4)[2 - c], train_pixels[3 * 3072 + size_t(c * 1024 + y * 32 + x)]);
+                EXPECT_EQ(img.at<cv::Vec3b>(y + 4, x + 4)[2 - c],
+                          train_pixels[3 * 3072 + size_t(c * 1024 + y * 32 + x)]);
     EXPECT_EQ(cv::imread(out.file("test/00001.png")).rows, 32);
     const std::string map = test::read_bytes(out.file("test_map.txt"));
-    EXPECT_NE(map.find("/test/00001.png\t" + std::to_string(test_labels[1]) + "\n"), std::string::npos) << map;
+    EXPECT_NE(map.find("/test/00001.png\t" + std::to_string(test_labels[1]) + "\n"), std::string::npos)
+        << map;
     EXPECT_EQ(map[0], '/');  // absolute paths, as CNTK's installer wrote
     // The mean of the unpadded training images, in CIFAR's CHW order (CNTK's file), and the text files.
     const std::string mean = test::read_bytes(out.file("CIFAR-10_mean.xml"));
@@ -214,7 +216,8 @@ TEST(ConvertIdxToImages, CifarAndImagenetLayoutsReadBack) {
     test::write_file(in.file("t10k-images-idx3-ubyte"), test::idx_images(3, 28, 28, test_set.pixels));
     test::write_file(in.file("t10k-labels-idx1-ubyte"), test::idx_labels(test_set.labels));
     // CIFAR layout: 28x28 padded by 2 to 32x32 (then by 4 of 128 for training), three equal channels.
-    EXPECT_EQ(convert_idx_to_images(in.path(), cifar.path(), "cifar", 64, 4), std::make_pair(int64_t(4), int64_t(3)));
+    EXPECT_EQ(convert_idx_to_images(in.path(), cifar.path(), "cifar", 64, 4),
+              std::make_pair(int64_t(4), int64_t(3)));
     ImageDeserializerConfig c;
     c.map_file = cifar.file("test_map.txt");
     c.num_classes = 10;
@@ -230,12 +233,14 @@ TEST(ConvertIdxToImages, CifarAndImagenetLayoutsReadBack) {
         EXPECT_EQ(t.data<float>()[ch * 1024 + (2 + 5) * 32 + (2 + 9)], float(test_set.pixels[5 * 28 + 9]));
     }
     // ImageNet layout: class folders of JPEG files, the val map, the 224x224 mean.
-    EXPECT_EQ(convert_idx_to_images(in.path(), imagenet.path(), "imagenet", 40), std::make_pair(int64_t(6), int64_t(3)));
+    EXPECT_EQ(convert_idx_to_images(in.path(), imagenet.path(), "imagenet", 40),
+              std::make_pair(int64_t(6), int64_t(3)));
     const std::string val = test::read_bytes(imagenet.file("val_map.txt"));
     const std::string first_line = val.substr(0, val.find('\t'));
     EXPECT_NE(first_line.find("/val/" + std::to_string(test_set.labels[0]) + "/0.jpg"), std::string::npos);
     EXPECT_EQ(cv::imread(first_line).cols, 40);
-    EXPECT_NE(test::read_bytes(imagenet.file("ImageNet1K_mean.xml")).find("<Row>224</Row>"), std::string::npos);
+    EXPECT_NE(test::read_bytes(imagenet.file("ImageNet1K_mean.xml")).find("<Row>224</Row>"),
+              std::string::npos);
     EXPECT_THROW(convert_idx_to_images(in.path(), imagenet.path(), "mnist"), ValueError);
 }
 

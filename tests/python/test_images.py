@@ -43,6 +43,14 @@ def write_images(folder, images, labels, name='map.txt'):
     return path
 
 
+def write_base64(path, images):
+    """A Base64ImageDeserializer file of lines '<i><TAB><base64 PNG>' (label i); returns its path."""
+    with open(path, 'w') as f:
+        for i, img in enumerate(images):
+            f.write('%d\t%s\n' % (i, base64.b64encode(png_bytes(img)).decode('ascii')))
+    return path
+
+
 def test_transform_dictionaries_are_cntks():
     # CNTK's test_image and test_image_with_crop_range, on the dictionaries themselves.
     transforms = [xforms.crop(crop_type='randomside', side_ratio=0.5, jitter_type='uniratio'),
@@ -106,10 +114,7 @@ def test_base64_reader_gives_what_the_files_give(tmp_path):
     rng = np.random.RandomState(1)
     images = [rng.randint(0, 256, (5, 7, 3)) for _ in range(10)]
     path = write_images(str(tmp_path), images, range(10))
-    b64 = str(tmp_path / 'b64.txt')
-    with open(b64, 'w') as f:
-        for i, img in enumerate(images):
-            f.write('%d\t%s\n' % (i, base64.b64encode(png_bytes(img)).decode('ascii')))
+    b64 = write_base64(str(tmp_path / 'b64.txt'), images)
     scale = [xforms.scale(width=7, height=5, channels=3)]
     a = MinibatchSource(Base64ImageDeserializer(b64, StreamDefs(
         images=StreamDef(field='image', transforms=scale), labels=StreamDef(field='label', shape=10))),
@@ -237,10 +242,7 @@ def test_base64_and_files_in_one_source_join_by_key(tmp_path):
     rng = np.random.RandomState(1)
     images = [rng.randint(0, 256, (5, 7, 3)) for _ in range(10)]
     path = write_images(str(tmp_path), images, range(10))
-    b64 = str(tmp_path / 'b64.txt')
-    with open(b64, 'w') as f:
-        for i, img in enumerate(images):
-            f.write('%d\t%s\n' % (i, base64.b64encode(png_bytes(img)).decode('ascii')))
+    b64 = write_base64(str(tmp_path / 'b64.txt'), images)
     scale = [xforms.scale(width=7, height=5, channels=3)]
     mbs = MinibatchSource([
         Base64ImageDeserializer(b64, StreamDefs(images1=StreamDef(field='image', transforms=scale),
