@@ -48,7 +48,7 @@ struct MinibatchData {
     Value data;
     int64_t num_sequences = 0;
     int64_t num_samples = 0;
-    bool sweep_end = false;  // this minibatch finished a sweep over the data
+    bool sweep_end = false;  // this minibatch reached the end of a sweep over the data
     // The data as a Value for a variable without a sequence axis: [num_sequences, sample...]. Throws
     // ValueError naming the stream when some sequence is longer than one sample.
     Value as_batch(const std::string& stream_name = "") const;
@@ -145,6 +145,7 @@ struct MinibatchSourceConfig {
     int64_t max_samples = kInfinitelyRepeat;
     int64_t max_sweeps = kInfinitelyRepeat;
     bool randomize = true;
+    // 0 (with no window in samples): no randomization, as CNTK.
     int64_t randomization_window_in_chunks = kDefaultRandomizationWindowInChunks;
     int64_t randomization_window_in_samples = 0;  // when set, overrides the window in chunks
     uint64_t randomization_seed = 0;
@@ -154,41 +155,50 @@ struct MinibatchSourceConfig {
     int num_reader_threads = 0;  // 0: CTK_READER_THREADS, else the machine's cores (at most 16)
 };
 
+// CNTK's composite minibatch source over deserializers. Its methods are virtual so that a source
+// which delivers minibatches itself (CNTK's UserMinibatchSource, written in Python) can stand wherever
+// a MinibatchSource is taken (training_session, cross-validation, test); such a source is made with the
+// protected default constructor and overrides stream_infos, next_minibatch and the position methods.
 class MinibatchSource {
 public:
     explicit MinibatchSource(MinibatchSourceConfig config);
-    ~MinibatchSource();
+    virtual ~MinibatchSource();
     MinibatchSource(const MinibatchSource&) = delete;
     MinibatchSource& operator=(const MinibatchSource&) = delete;
 
-    const std::vector<StreamInformation>& stream_infos() const;
+    virtual const std::vector<StreamInformation>& stream_infos() const;
     // Throws ValueError listing the known streams when `name` is not one of them.
     const StreamInformation& stream_info(const std::string& name) const;
 
     // The next minibatch of about `minibatch_size_in_samples` samples (counted on the stream with
     // defines_mb_size, else the one with most samples; whole sequences only, at least one), keyed by
-    // stream name; empty when max_samples / max_sweeps is reached. With several partitions each worker
+    // stream name; empty when max_samples / max_sweeps is reached. As CNTK's, a minibatch runs on from
+    // the end of one sweep into the next (its sweep_end is then set). With several partitions each worker
     // gets the sequences whose index modulo num_partitions is partition_index. The data is placed on
     // `device` (CNTK's default: the default device). For a GPU, dense data is assembled in pinned host
     // memory and copied asynchronously on the device's ctk stream: the call returns while the copy runs,
     // and the step's kernels, queued after it, see the data.
-    std::unordered_map<std::string, MinibatchData> next_minibatch(int64_t minibatch_size_in_samples,
-                                                                  int64_t num_partitions = 1,
-                                                                  int64_t partition_index = 0,
-                                                                  Device device = default_device());
+    virtual std::unordered_map<std::string, MinibatchData> next_minibatch(int64_t minibatch_size_in_samples,
+                                                                          int64_t num_partitions = 1,
+                                                                          int64_t partition_index = 0,
+                                                                          Device device = default_device());
 
-    int64_t total_samples_delivered() const;
-    int64_t sweeps_completed() const;
+    virtual int64_t total_samples_delivered() const;
+    virtual int64_t sweeps_completed() const;
     // True when neither max_samples nor max_sweeps bounds the source (it never runs dry).
-    bool repeats_forever() const;
+    virtual bool repeats_forever() const;
 
     // Position (samples, sweep, position within the sweep) so a restored source delivers exactly the
     // minibatches an uninterrupted one would.
-    Dictionary checkpoint_state() const;
-    void restore_from_checkpoint(const Dictionary& state);
+    virtual Dictionary checkpoint_state() const;
+    virtual void restore_from_checkpoint(const Dictionary& state);
+
+protected:
+    MinibatchSource();  // for sources that deliver minibatches themselves (above)
 
 private:
     struct Impl;
+    Impl& impl(const char* method) const;  // throws for a source made without deserializers
     std::unique_ptr<Impl> impl_;
 };
 

@@ -10,6 +10,7 @@ from .debugging import (force_deterministic_algorithms, set_computation_network_
                         set_checked_mode, get_checked_mode)
 from .debugging import deterministic_algorithms_forced as should_force_deterministic_algorithms  # noqa: F401
 from .logging import ProgressWriter  # noqa: F401  (CNTK's SWIG base class of progress writers)
+from .io_config import MinibatchSourceConfig, to_dictionary, create_composite_minibatch_source  # noqa: F401
 
 # CNTK's special dimensions: inferred from the first input (InferredDimension) or free per minibatch.
 InferredDimension = -1
@@ -74,7 +75,7 @@ def set_gpumemory_allocation_trace_level(level):
               'ctk.device memory statistics', file=sys.stderr)
 
 
-__all__ = ['set_fixed_random_seed', 'reset_random_seed', 'force_deterministic_algorithms',
+__all__ = ['MinibatchSourceConfig', 'to_dictionary', 'create_composite_minibatch_source', 'set_fixed_random_seed', 'reset_random_seed', 'force_deterministic_algorithms',
            'should_force_deterministic_algorithms', 'ProgressWriter',
            'set_computation_network_trace_level', 'set_checked_mode', 'get_checked_mode', 'set_max_num_cpu_threads',
            'get_max_num_cpu_threads', 'set_trace_level', 'get_trace_level', 'always_allow_setting_default_device',

@@ -4,10 +4,39 @@ did: d['grayscale'] = True); the MinibatchSource builds the reader from it."""
 import uuid
 
 from .variables import Record
+from .io_user import UserMinibatchSource, UserDeserializer  # noqa: F401
 from ._ctk import io as _io
-from ._ctk.io import (MinibatchSource, CTFDeserializer, CBFDeserializer, ctf_to_cbf, StreamInformation,  # noqa: F401
+from ._ctk.io import (MinibatchSource, ctf_to_cbf, StreamInformation,  # noqa: F401
                       MinibatchData, Deserializer, INFINITELY_REPEAT, FULL_DATA_SWEEP,
                       DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS)
+
+
+def CTFDeserializer(filename, streams):
+    """CNTK's text-format reader: lines `[sequence id] |name value value ...` (dense) or `|name index:value
+    ...` (sparse); `streams` maps stream names to StreamDef(field=the |name, shape, is_sparse)."""
+    d = _io.CTFDeserializer(filename, streams)
+    d._cntk_config = {'type': 'CNTKTextFormatDeserializer', 'file': filename,
+                      'input': {name: {'alias': s.field or name, 'dim': _dim(s.shape),
+                                       'format': 'sparse' if s.is_sparse else 'dense',
+                                       'definesMBSize': bool(s.defines_mb_size)}
+                                for name, s in streams.items()}}
+    return d
+
+
+def CBFDeserializer(filename, streams={}):
+    """CNTK's binary-format reader: every stream of the file, or those of `streams` renamed
+    ({name: StreamDef(field=the name in the file)})."""
+    d = _io.CBFDeserializer(filename, streams or None)
+    d._cntk_config = {'type': 'CNTKBinaryFormatDeserializer', 'file': filename,
+                      'input': {name: {'alias': s.field or name} for name, s in (streams or {}).items()}}
+    return d
+
+
+def _dim(shape):
+    n = 1
+    for d in shape or [1]:
+        n *= d
+    return n
 
 
 class StreamDefs(Record):
@@ -134,7 +163,11 @@ def _transform_from_config(t, who):
 
 
 def _deserializer_from_config(config):
-    """The reader for one of CNTK's deserializer dictionaries (MinibatchSource calls this)."""
+    """The reader for one of CNTK's deserializer dictionaries, or for a UserDeserializer (MinibatchSource
+    calls this)."""
+    from .io_user import UserDeserializer
+    if isinstance(config, UserDeserializer):
+        return _io._user_deserializer(config)
     who = config.get('type') if hasattr(config, 'get') else None
     if who not in ('ImageDeserializer', 'Base64ImageDeserializer'):
         raise TypeError('MinibatchSource: %r is neither a deserializer nor an image deserializer configuration'
@@ -158,17 +191,78 @@ def _deserializer_from_config(config):
     return make(c)
 
 
-__all__ = ['MinibatchSource', 'CTFDeserializer', 'CBFDeserializer', 'ctf_to_cbf', 'ImageDeserializer', 'Base64ImageDeserializer', 'StreamDef',
+__all__ = ['sequence_to_cntk_text_format', 'MinibatchSource', 'CTFDeserializer', 'CBFDeserializer', 'ctf_to_cbf', 'ImageDeserializer', 'Base64ImageDeserializer', 'StreamDef',
            'StreamDefs', 'StreamInformation', 'MinibatchData', 'INFINITELY_REPEAT', 'FULL_DATA_SWEEP',
            'DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS']
 
 
-class MinibatchSourceFromData:
+def _is_tensor(data):
+    """CNTK's test of whether `data` (lists nested to any depth, or numbers) is one rectangular tensor of
+    numbers: False when NumPy arrays or ragged lists are inside."""
+    if not isinstance(data, (list, tuple)):
+        return False
+
+    def shape_of(x):
+        if isinstance(x, (list, tuple)):
+            inner = [shape_of(e) for e in x]
+            if any(i is None for i in inner) or len(set(inner)) > 1:
+                return None
+            return (len(x),) + (inner[0] if inner else ())
+        if isinstance(x, (int, float, complex)) or (hasattr(x, 'dtype') and getattr(x, 'ndim', 1) == 0):
+            return ()
+        return None
+
+    return shape_of(data) is not None
+
+
+def sequence_to_cntk_text_format(seq_idx, alias_tensor_map):
+    """CNTK's text format of one sequence: `alias_tensor_map` maps each input's alias to its data, an
+    array [length, sample...] (dense, written as its values) or a CSR matrix [length, dim] (sparse,
+    written as index:value). One line per time step, `seq_idx<TAB>|alias values |alias values`, aliases in
+    sorted order; a shorter input is left out of the lines past its end. ValueError for data that is
+    neither."""
+    import numpy as np
+    columns = []
+    for alias in sorted(alias_tensor_map):
+        data = alias_tensor_map[alias]
+        if hasattr(data, 'indptr'):
+            rows = []
+            for r in range(data.shape[0]):
+                begin, end = data.indptr[r], data.indptr[r + 1]
+                rows.append(' '.join('%d:%s' % (i, _number(v))
+                                     for i, v in zip(data.indices[begin:end], data.data[begin:end])))
+        else:
+            try:
+                arr = np.asarray(data, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError('sequence_to_cntk_text_format: the data of %r is neither an array nor a '
+                                 'sparse matrix' % alias)
+            if arr.size == 0:
+                continue
+            if arr.ndim == 0:
+                arr = arr.reshape(1, 1)
+            rows = [' '.join(_number(v) for v in row.reshape(-1)) for row in arr.reshape(arr.shape[0], -1)]
+        columns.append((alias, rows))
+    length = max((len(rows) for _, rows in columns), default=0)
+    lines = []
+    for t in range(length):
+        parts = ['%s %s' % (alias, rows[t]) for alias, rows in columns if t < len(rows)]
+        lines.append('%i\t|' % seq_idx + ' |'.join(parts))
+    return '\n'.join(lines)
+
+
+def _number(v):
+    v = float(v)
+    return str(int(v)) if v.is_integer() else repr(v)
+
+
+class MinibatchSourceFromData(UserMinibatchSource):
     """CNTK's MinibatchSourceFromData: minibatches cut in order from data held in memory, a dict
     {stream name: data} where each data is an array [samples, ...] (one sample per row), a list of
     sequences (arrays [length, ...]) or CSR rows. All streams must hold the same number of samples (or
     sequences). Sweeps repeat until max_samples samples are delivered (INFINITELY_REPEAT: forever);
-    `streams` holds a StreamInformation-like record per name, as a MinibatchSource's."""
+    `streams` holds a StreamInformation per name, as a MinibatchSource's. A UserMinibatchSource, so
+    training_session takes it."""
 
     def __init__(self, data_streams, max_samples=INFINITELY_REPEAT):
         if not isinstance(data_streams, dict) or not data_streams:
@@ -194,13 +288,21 @@ class MinibatchSourceFromData:
             raise ValueError('MinibatchSourceFromData: the data is empty')
         self.max_samples = max_samples
         self._position, self._delivered = 0, 0
-        self.streams = StreamDefs({name: _DataStream(name, data) for name, data in self._data.items()})
+        self._infos = [_data_stream(i, name, data) for i, (name, data) in enumerate(self._data.items())]
+        UserMinibatchSource.__init__(self)
+        self.streams = StreamDefs({si.name: si for si in self._infos})
 
-    def stream_info(self, name):
-        return self.streams[name]
+    def stream_infos(self):
+        return list(self._infos)
 
-    def next_minibatch(self, minibatch_size_in_samples, input_map=None, number_of_workers=1, worker_rank=0,
-                       device=None, num_data_partitions=None, partition_index=None):
+    def is_infinite(self):
+        return self.max_samples == INFINITELY_REPEAT
+
+    def _next_minibatch(self, num_samples, number_of_workers, worker_rank, device):
+        return self.next_minibatch(num_samples, number_of_workers, worker_rank, device)
+
+    def next_minibatch(self, minibatch_size_in_samples, number_of_workers=1, worker_rank=0, device=None,
+                       input_map=None, num_data_partitions=None, partition_index=None):
         """The next minibatch_size_in_samples rows (fewer at the end of a sweep, which ends the minibatch;
         nothing once max_samples are delivered), as {StreamInformation: MinibatchData}, or with input_map
         {variable: stream} as {variable: MinibatchData}. With several partitions (num_data_partitions and
@@ -249,7 +351,7 @@ class MinibatchSourceFromData:
             batch[self.streams[name]] = MinibatchData(Value(batch=rows, device=device), n, samples, sweep_end)
         if input_map is None:
             return batch
-        return {var: batch[stream if isinstance(stream, _DataStream) else self.streams[stream]]
+        return {var: batch[stream if isinstance(stream, StreamInformation) else self.streams[stream]]
                 for var, stream in input_map.items()}
 
     def get_checkpoint_state(self):
@@ -259,17 +361,12 @@ class MinibatchSourceFromData:
         self._position, self._delivered = int(state['position']), int(state['delivered'])
 
 
-class _DataStream:
-    """A MinibatchSourceFromData stream: its name, shape and sparsity."""
-
-    def __init__(self, name, data):
-        self.name = name
-        self.is_sparse = hasattr(data, 'indptr')
-        first = data[0] if isinstance(data, (list, tuple)) else data
-        self.sample_shape = tuple(first.shape[1:])
-
-    def __repr__(self):
-        return 'StreamInformation(%r)' % self.name
+def _data_stream(index, name, data):
+    """The StreamInformation of one MinibatchSourceFromData stream: its name, sparsity and sample shape."""
+    import numpy as np
+    first = data[0] if isinstance(data, (list, tuple)) else data
+    return StreamInformation(name, index, 'sparse' if hasattr(first, 'indptr') else 'dense', np.float32,
+                             tuple(first.shape[1:]))
 
 
-__all__.append('MinibatchSourceFromData')
+__all__ += ['MinibatchSourceFromData', 'UserMinibatchSource', 'UserDeserializer']

@@ -1,4 +1,5 @@
 """cntk.logging: progress writers with CNTK's log lines."""
+import enum
 from ._ctk.logging import (ProgressPrinter, TensorBoardProgressWriter,  # noqa: F401
                            log_number_of_parameters)
 
@@ -170,7 +171,8 @@ def plot(root, filename=None):
 
 # ---- trace level (CNTK's native log verbosity; ctk's C++ writes only CNTK's progress lines) ----
 
-class TraceLevel:
+class TraceLevel(enum.IntEnum):
+    """CNTK's trace levels: an IntEnum, so TraceLevel.Info == 2 and TraceLevel.Info.value both hold."""
     Error = 0
     Warning = 1
     Info = 2

@@ -70,7 +70,8 @@ void bind_user_function(py::module_& m);
 void bind_graph(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_layers_learners(py::module_& m);
-void bind_io_train(py::module_& m);
+void bind_io(py::module_& m);
+void bind_train(py::module_& m);
 void bind_distributed(py::module_& m);
 
 }  // namespace ctk::python

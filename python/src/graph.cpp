@@ -704,17 +704,18 @@ void bind_graph(py::module_& m) {
         },
         py::arg("shape"), py::arg("dtype") = py::none(), py::arg("needs_gradient") = false,
         py::arg("is_sparse") = false, py::arg("dynamic_axes") = py::none(), py::arg("name") = "");
+    // cntk.sequence.input_variable: CNTK's argument order differs from input_variable's (is_sparse second).
     m.def(
         "sequence_input_variable",
-        [](const py::object& shape, const py::object& dtype, bool needs_gradient, bool is_sparse,
-           const py::object& sequence_axis, const std::string& name) {
+        [](const py::object& shape, bool is_sparse, const py::object& dtype, bool needs_gradient,
+           const std::string& name, const py::object& sequence_axis) {
             Axis axis = sequence_axis.is_none() ? Axis::default_dynamic_axis()
                                                 : axis_arg(sequence_axis, "sequence_axis");
             return sequence_input_variable(dims_arg(shape), dtype_from_python(dtype), needs_gradient,
                                            is_sparse, axis, name);
         },
-        py::arg("shape"), py::arg("dtype") = py::none(), py::arg("needs_gradient") = false,
-        py::arg("is_sparse") = false, py::arg("sequence_axis") = py::none(), py::arg("name") = "");
+        py::arg("shape"), py::arg("is_sparse") = false, py::arg("dtype") = py::none(),
+        py::arg("needs_gradient") = false, py::arg("name") = "", py::arg("sequence_axis") = py::none());
     m.def(
         "parameter",
         [](const py::object& shape, const py::object& init, const py::object& dtype, const py::object& device,

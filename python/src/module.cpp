@@ -39,7 +39,8 @@ PYBIND11_MODULE(_ctk, m) {
     python::bind_graph(m);
     python::bind_ops(m);
     python::bind_layers_learners(m);
-    python::bind_io_train(m);
+    python::bind_io(m);
+    python::bind_train(m);
     python::bind_distributed(m);
     m.attr("__version__") = build_info().version;
     // ctk's own: the threads of the CPU kernels (oneDNN, OpenBLAS and ctk's loops), as ctk::set_num_threads.

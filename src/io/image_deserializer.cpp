@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "ctk/error.h"
 #include "ctk/io/image.h"
@@ -110,11 +111,18 @@ protected:
     // "line 7 of map file 'm.txt' (image 'a.png')", for errors.
     virtual std::string where(int64_t chunk, int64_t index) const = 0;
 
-    // The streams, once the first image's size is known (it fixes the output shape when no scale does).
-    void init_streams(const std::vector<uint8_t>& first_image, const std::string& first_where) {
-        const cv::Mat m = detail::decode_image(first_image, config_.grayscale);
-        CTK_CHECK(!m.empty(), IOError, who_, ": cannot decode ", first_where);
-        const auto out = pipeline_.output_size({m.rows, m.cols, m.channels()});
+    // The streams. A scale transform fixes the output shape; without one the first image's size does,
+    // and only then is it decoded here (CNTK read no image before the first minibatch).
+    void init_streams(const std::function<std::vector<uint8_t>()>& first_image,
+                      const std::string& first_where) {
+        std::optional<detail::ImageSize> out;
+        if (pipeline_.has_scale()) {
+            out = pipeline_.output_size({4096, 4096, 3});
+        } else {
+            const cv::Mat m = detail::decode_image(first_image(), config_.grayscale);
+            CTK_CHECK(!m.empty(), IOError, who_, ": cannot decode ", first_where);
+            out = pipeline_.output_size({m.rows, m.cols, m.channels()});
+        }
         CTK_CHECK(out.has_value(), ValueError, who_,
                   ": random crops without a later scale transform give images of different sizes; add a "
                   "scale transform");
@@ -176,7 +184,7 @@ public:
         : ImageReaderBase(config, "ImageDeserializer('" + config.map_file + "')") {
         copies_ = config.multi_view_crop ? kMultiViewCopies : 1;
         read_map();
-        init_streams(image_bytes(entries_[0]), describe(0));
+        init_streams([this] { return image_bytes(entries_[0]); }, describe(0));
     }
 
     int64_t num_chunks() const override { return static_cast<int64_t>(entries_.size()) * copies_; }
@@ -338,7 +346,7 @@ public:
         std::vector<uint8_t> bytes;
         int64_t label = 0;
         parse(0, bytes, label);
-        init_streams(bytes, describe(0));
+        init_streams([&bytes] { return bytes; }, describe(0));
     }
 
     int64_t num_chunks() const override { return static_cast<int64_t>(chunk_first_.size()) - 1; }

@@ -224,6 +224,11 @@ std::optional<ImageSize> ImagePipeline::output_size(ImageSize in) const {
     return in;
 }
 
+bool ImagePipeline::has_scale() const {
+    return std::any_of(steps_.begin(), steps_.end(),
+                       [](const Step& s) { return s.kind == Step::Kind::scale; });
+}
+
 void ImagePipeline::apply_crop(const Step& s, cv::Mat& m, int copy_id, TransformEngine& rng) const {
     const cv::Size size = *crop_size(s, m.rows, m.cols, &rng);
     int x = (m.cols - size.width) / 2, y = (m.rows - size.height) / 2;

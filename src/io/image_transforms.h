@@ -32,6 +32,8 @@ public:
 
     // The output [C, H, W] for an input of `in`, when no random draw decides it; nullopt otherwise.
     std::optional<ImageSize> output_size(ImageSize in) const;
+    // A scale transform fixes the output size whatever the input's (output_size of any input tells it).
+    bool has_scale() const;
 
     // Transforms `image` (HWC, 8-bit or float, 1 or 3 channels) into `out` (C*H*W floats, resized by the
     // call). copy_id picks the multiview10 view. `rng` holds engine_seeds().size() engines.

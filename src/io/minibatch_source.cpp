@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <future>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -91,21 +92,20 @@ struct MinibatchSource::Impl {
     Cursor cursor;
     Engines engines;  // committed: those of every position used so far
 
-    detail::SweepOrder order;
-    int64_t order_sweep = -1;
+    // The orders of the last two sweeps used (a minibatch may run from one sweep into the next).
+    std::map<int64_t, std::shared_ptr<const detail::SweepOrder>> orders;
 
     // Declared last: destroyed first, so no reader task outlives what it uses.
     std::unique_ptr<detail::TaskPool> pool;
     std::unique_ptr<detail::ChunkLoader> loader;
     std::future<Prepared> pending;  // the next minibatch, prepared ahead for the last request
 
-    const detail::SweepOrder& order_for(int64_t s) {
-        if (order_sweep != s) {
-            order = detail::make_sweep_order(sequences_per_chunk, config.randomize, window_chunks,
-                                             config.randomization_seed, s);
-            order_sweep = s;
-        }
-        return order;
+    std::shared_ptr<const detail::SweepOrder> order_for(int64_t s) {
+        auto it = orders.find(s);
+        if (it != orders.end()) return it->second;
+        if (orders.size() >= 2) orders.erase(orders.begin());
+        return orders[s] = std::make_shared<const detail::SweepOrder>(detail::make_sweep_order(
+                   sequences_per_chunk, config.randomize, window_chunks, config.randomization_seed, s));
     }
 
     bool exhausted(const Cursor& c) const {
@@ -144,9 +144,12 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : impl_(std::make
               "MinibatchSource: max_samples and max_sweeps must not be negative");
     CTK_CHECK(config.randomization_window_in_samples >= 0, ValueError,
               "MinibatchSource: randomization_window_in_samples is negative");
-    CTK_CHECK(config.randomization_window_in_samples > 0 || config.randomization_window_in_chunks >= 1,
-              ValueError, "MinibatchSource: randomization_window_in_chunks is ",
-              config.randomization_window_in_chunks, "; it must be at least 1");
+    CTK_CHECK(config.randomization_window_in_chunks >= 0, ValueError,
+              "MinibatchSource: randomization_window_in_chunks is ", config.randomization_window_in_chunks,
+              "; it must not be negative");
+    // CNTK: a window of nothing is no randomization.
+    if (config.randomization_window_in_samples == 0 && config.randomization_window_in_chunks == 0)
+        config.randomize = false;
     CTK_CHECK(config.num_reader_threads >= 0, ValueError, "MinibatchSource: num_reader_threads is ",
               config.num_reader_threads, "; it must not be negative");
 
@@ -204,7 +207,7 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : impl_(std::make
         m.window_chunks =
             std::max<int64_t>(1, int64_t(double(config.randomization_window_in_samples) / per_chunk + 0.5));
     } else {
-        m.window_chunks = config.randomization_window_in_chunks;
+        m.window_chunks = std::max<int64_t>(1, config.randomization_window_in_chunks);
     }
     if (config.multithreaded_deserializer)
         m.pool = std::make_unique<detail::TaskPool>(
@@ -214,19 +217,27 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : impl_(std::make
     m.config = std::move(config);
 }
 
+MinibatchSource::MinibatchSource() = default;
+
 MinibatchSource::~MinibatchSource() {
     if (impl_) impl_->drop_pending();
 }
 
+MinibatchSource::Impl& MinibatchSource::impl(const char* method) const {
+    CTK_CHECK(impl_ != nullptr, NotImplementedError, "MinibatchSource::", method,
+              ": a minibatch source made without deserializers must implement it");
+    return *impl_;
+}
+
 const std::vector<StreamInformation>& MinibatchSource::stream_infos() const {
-    return impl_->infos;
+    return impl("stream_infos").infos;
 }
 
 const StreamInformation& MinibatchSource::stream_info(const std::string& name) const {
-    for (const StreamInformation& s : impl_->infos)
+    for (const StreamInformation& s : stream_infos())
         if (s.name == name) return s;
     std::string known;
-    for (const StreamInformation& s : impl_->infos) known += (known.empty() ? "'" : ", '") + s.name + "'";
+    for (const StreamInformation& s : stream_infos()) known += (known.empty() ? "'" : ", '") + s.name + "'";
     CTK_THROW(ValueError, "MinibatchSource: no stream named '", name, "'; the streams are ", known);
 }
 
@@ -237,46 +248,68 @@ Prepared MinibatchSource::Impl::prepare(const Cursor& from, const Request& reque
     out.to = from;
     if (exhausted(from)) return out;
 
-    const detail::SweepOrder& ord = order_for(from.sweep);
+    std::shared_ptr<const detail::SweepOrder> ord = order_for(from.sweep);
     const int64_t limit = std::min(request.size, config.max_samples - from.samples_delivered);
-    // At least one sequence, and one per partition while the sweep has them, so no worker gets nothing.
-    const int64_t min_count = std::min(request.partitions, ord.size() - from.position);
     const size_t num_streams = infos.size();
 
     // Ask the reader threads for this minibatch's chunks first: they read them while the cut waits.
     if (pool) {
-        const int64_t ahead = std::min(ord.size(), from.position + std::max<int64_t>(limit, 1));
+        const int64_t ahead = std::min(ord->size(), from.position + std::max<int64_t>(limit, 1));
         for (int64_t p = from.position, last = -1; p < ahead; ++p)
-            if (ord.chunk[size_t(p)] != last) loader->prefetch(last = ord.chunk[size_t(p)]);
+            if (ord->chunk[size_t(p)] != last) loader->prefetch(last = ord->chunk[size_t(p)]);
     }
 
-    // Cut the global minibatch: whole sequences while the counted samples stay within the limit.
+    // Cut the global minibatch: whole sequences while the counted samples stay within the limit. As in CNTK,
+    // a minibatch runs on into the next sweep (it then reports the sweep's end), unless max_sweeps ends the
+    // data there.
     std::unordered_map<int64_t, detail::ChunkPtr> chunks;
     struct Taken {
-        int64_t position;
+        int64_t position;  // in its sweep
         const std::vector<SequenceData>* sequence;
     };
     std::vector<Taken> taken;
     std::vector<int64_t> totals(num_streams, 0), next(num_streams);
-    int64_t counted = 0, p = from.position;
-    for (; p < ord.size(); ++p) {
-        const int64_t c = ord.chunk[size_t(p)];
+    int64_t counted = 0, sweep = from.sweep, p = from.position;
+    int64_t taken_at_sweep_start = -1;  // unknown for the sweep the minibatch starts inside
+    bool sweep_end = false;
+    // At least one sequence, and one per partition while this sweep has them, so no worker gets nothing.
+    const int64_t min_count = std::max<int64_t>(1, std::min(request.partitions, ord->size() - from.position));
+    while (true) {
+        if (p == ord->size()) {
+            sweep_end = true;
+            ++sweep;
+            p = 0;
+            // A whole sweep of skipped sequences (unreadable images) would never fill the minibatch.
+            const auto now_taken = static_cast<int64_t>(taken.size());
+            if (sweep >= config.max_sweeps || taken_at_sweep_start == now_taken) break;
+            taken_at_sweep_start = now_taken;
+            ord = order_for(sweep);
+        }
+        const int64_t c = ord->chunk[size_t(p)];
         auto it = chunks.find(c);
         if (it == chunks.end()) it = chunks.emplace(c, loader->get(c)).first;
-        const std::vector<SequenceData>& seq = (*it->second)[size_t(ord.index[size_t(p)])];
-        if (std::any_of(seq.begin(), seq.end(), [](const SequenceData& d) { return d.skip; })) continue;
+        const std::vector<SequenceData>& seq = (*it->second)[size_t(ord->index[size_t(p)])];
+        if (std::any_of(seq.begin(), seq.end(), [](const SequenceData& d) { return d.skip; })) {
+            ++p;
+            continue;
+        }
         int64_t measure = 0;
         for (size_t s = 0; s < num_streams; ++s) {
             next[s] = totals[s] + sequence_length(seq[s]);
             measure = std::max(measure, next[s]);
         }
         if (mb_stream >= 0) measure = next[size_t(mb_stream)];
-        if (static_cast<int64_t>(taken.size()) >= std::max<int64_t>(1, min_count) && measure > limit) break;
+        if (static_cast<int64_t>(taken.size()) >= min_count && measure > limit) break;
         taken.push_back({p, &seq});
         totals = next;
         counted = measure;
+        ++p;
     }
-    const bool sweep_end = p == ord.size();
+    if (p == ord->size() && sweep < config.max_sweeps) {  // the minibatch ended exactly at a sweep's end
+        sweep_end = true;
+        ++sweep;
+        p = 0;
+    }
 
     // This partition's share: the sequences whose position in the sweep is partition_index modulo the
     // count, copied so that transforms can replace their data.
@@ -371,20 +404,20 @@ Prepared MinibatchSource::Impl::prepare(const Cursor& from, const Request& reque
     }
 
     out.to.samples_delivered += counted;
+    out.to.sweep = sweep;
     out.to.position = p;
-    if (sweep_end) {
-        ++out.to.sweep;
-        out.to.position = 0;
-    }
 
     // Drop chunks the sweep no longer reads, then queue the ones of the minibatch after this one.
-    const detail::SweepOrder& now = order_for(out.to.sweep);
-    const int64_t pos = out.to.position;
-    if (!sweep_end) loader->evict([&](int64_t c) { return now.last_use[size_t(c)] < pos; });
-    if (pool && !exhausted(out.to)) {
-        const int64_t ahead = std::min(now.size(), pos + 2 * std::max<int64_t>(p - from.position, 1) + 1);
-        for (int64_t q = pos, last = -1; q < ahead; ++q)
-            if (now.chunk[size_t(q)] != last) loader->prefetch(last = now.chunk[size_t(q)]);
+    if (!exhausted(out.to)) {
+        std::shared_ptr<const detail::SweepOrder> now = order_for(out.to.sweep);
+        const int64_t pos = out.to.position;
+        loader->evict([&](int64_t c) { return now->last_use[size_t(c)] < pos; });
+        if (pool) {
+            const int64_t span = std::max<int64_t>(static_cast<int64_t>(taken.size()), 1);
+            const int64_t ahead = std::min(now->size(), pos + 2 * span + 1);
+            for (int64_t q = pos, last = -1; q < ahead; ++q)
+                if (now->chunk[size_t(q)] != last) loader->prefetch(last = now->chunk[size_t(q)]);
+        }
     }
     return out;
 }
@@ -403,7 +436,7 @@ void MinibatchSource::Impl::commit(Prepared& p) {
 
 std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
     int64_t minibatch_size_in_samples, int64_t num_partitions, int64_t partition_index, Device device) {
-    Impl& m = *impl_;
+    Impl& m = impl("next_minibatch");
     CTK_CHECK(device_available(device), DeviceError, "next_minibatch: device ", device.to_string(),
               " is not available");
     CTK_CHECK(minibatch_size_in_samples > 0, ValueError, "next_minibatch: minibatch_size_in_samples is ",
@@ -453,19 +486,20 @@ std::unordered_map<std::string, MinibatchData> MinibatchSource::next_minibatch(
 }
 
 int64_t MinibatchSource::total_samples_delivered() const {
-    return impl_->cursor.samples_delivered;
+    return impl("total_samples_delivered").cursor.samples_delivered;
 }
 
 int64_t MinibatchSource::sweeps_completed() const {
-    return impl_->cursor.sweep;
+    return impl("sweeps_completed").cursor.sweep;
 }
 
 bool MinibatchSource::repeats_forever() const {
-    return impl_->config.max_samples == kInfinitelyRepeat && impl_->config.max_sweeps == kInfinitelyRepeat;
+    const Impl& m = impl("repeats_forever");
+    return m.config.max_samples == kInfinitelyRepeat && m.config.max_sweeps == kInfinitelyRepeat;
 }
 
 Dictionary MinibatchSource::checkpoint_state() const {
-    const Impl& m = *impl_;
+    const Impl& m = impl("checkpoint_state");
     Dictionary d;
     d.set("version", kStateVersion);
     d.set("sweep", m.cursor.sweep);
@@ -491,7 +525,7 @@ Dictionary MinibatchSource::checkpoint_state() const {
 }
 
 void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
-    Impl& m = *impl_;
+    Impl& m = impl("restore_from_checkpoint");
     m.drop_pending();
     CTK_CHECK(state.at("version").as_int() == kStateVersion, ValueError,
               "MinibatchSource::restore_from_checkpoint: state version ", state.at("version").as_int(),
@@ -536,7 +570,7 @@ void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
     m.config.randomization_seed = static_cast<uint64_t>(state.at("randomization_seed").as_int());
     m.cursor = {sweep, position, samples};
     m.engines = std::move(engines);
-    m.order_sweep = -1;
+    m.orders.clear();
     m.loader->evict([](int64_t) { return true; });
 }
 

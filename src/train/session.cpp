@@ -199,6 +199,9 @@ void TrainingSession::train(Device device) {
         }
     }
     if (since_summary > 0) trainer_->summarize_training_progress();
+    // CNTK: a cross-validation config without a frequency (or sys.maxsize) validates once, at the end.
+    if (cv_ && !stop && (cv_->frequency.value <= 0 || cv_->frequency.value == INT64_MAX))
+        cross_validate(cv_index++);
     if (checkpoint_) checkpoint(checkpoint_index);
     if (test_) test();
 }

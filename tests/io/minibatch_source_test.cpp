@@ -77,16 +77,21 @@ MinibatchSourceConfig config_for(DeserializerPtr d, bool randomize = true, uint6
     return c;
 }
 
-// The ids of one sweep, read in minibatches of `mb` samples.
-std::vector<int64_t> read_sweep(MinibatchSource& src, int64_t mb) {
+// The ids of one sweep of `d`, read in minibatches of `mb` samples (the last one asks for what is left
+// of the sweep, as CNTK's scripts ask for what is left of an epoch: a minibatch runs on into the next
+// sweep otherwise).
+std::vector<int64_t> read_sweep(MinibatchSource& src, int64_t mb, const Deserializer& d) {
+    int64_t left = 0;
+    for (int64_t c = 0; c < d.num_chunks(); ++c) left += d.chunk_num_samples(c);
     std::vector<int64_t> ids;
-    for (;;) {
-        auto batch = src.next_minibatch(mb);
+    while (left > 0) {
+        auto batch = src.next_minibatch(std::min(mb, left));
         EXPECT_FALSE(batch.empty());
         if (batch.empty()) break;
         auto got = ids_of(batch);
         ids.insert(ids.end(), got.begin(), got.end());
-        if (batch.at("id").sweep_end) break;
+        left -= batch.at("id").num_samples;
+        EXPECT_EQ(batch.at("id").sweep_end, left == 0);
     }
     return ids;
 }
@@ -103,7 +108,7 @@ TEST(MinibatchSource, EverySequenceOncePerSweepInANewOrderEachSweep) {
     const int64_t n = 37 * 7 + 20 + 5 + 30;
     std::vector<std::vector<int64_t>> sweeps;
     for (int s = 0; s < 3; ++s) {
-        sweeps.push_back(read_sweep(src, 16));
+        sweeps.push_back(read_sweep(src, 16, *d));
         EXPECT_EQ(src.sweeps_completed(), s + 1);
         std::vector<int64_t> sorted = sweeps.back();
         std::sort(sorted.begin(), sorted.end());
@@ -116,15 +121,15 @@ TEST(MinibatchSource, EverySequenceOncePerSweepInANewOrderEachSweep) {
 
     // Same seed, same order; another seed, another order.
     MinibatchSource again(config_for(d));
-    EXPECT_EQ(read_sweep(again, 100), sweeps[0]);
+    EXPECT_EQ(read_sweep(again, 100, *d), sweeps[0]);
     MinibatchSource other(config_for(d, true, 5));
-    EXPECT_NE(read_sweep(other, 16), sweeps[0]);
+    EXPECT_NE(read_sweep(other, 16, *d), sweeps[0]);
 }
 
 TEST(MinibatchSource, WindowOfOneChunkKeepsEachChunkTogether) {
     auto d = std::make_shared<FakeDeserializer>(std::vector<int64_t>{10, 10, 10, 10, 10});
     MinibatchSource src(config_for(d, true, 1, 1));
-    const auto ids = read_sweep(src, 7);
+    const auto ids = read_sweep(src, 7, *d);
     ASSERT_EQ(ids.size(), 50u);
     for (size_t block = 0; block < 5; ++block) {
         std::set<int64_t> chunks;
@@ -137,8 +142,42 @@ TEST(MinibatchSource, WindowOfOneChunkKeepsEachChunkTogether) {
 TEST(MinibatchSource, NoRandomizationGivesFileOrder) {
     auto d = std::make_shared<FakeDeserializer>(std::vector<int64_t>{4, 3, 5});
     MinibatchSource src(config_for(d, false));
-    EXPECT_EQ(read_sweep(src, 5), iota_n(12));
-    EXPECT_EQ(read_sweep(src, 3), iota_n(12));
+    EXPECT_EQ(read_sweep(src, 5, *d), iota_n(12));
+    EXPECT_EQ(read_sweep(src, 3, *d), iota_n(12));
+    // CNTK's window of 0 chunks is no randomization too.
+    MinibatchSourceConfig c = config_for(d, true, 0, 0);
+    MinibatchSource zero(c);
+    EXPECT_EQ(read_sweep(zero, 5, *d), iota_n(12));
+}
+
+TEST(MinibatchSource, AMinibatchRunsOnIntoTheNextSweep) {
+    // CNTK's: 12 samples in minibatches of 5 are 0-4, 5-9, then 10 11 0 1 2 (reporting the sweep's end),
+    // then 3-7; with max_sweeps the data ends at the last sweep's end instead.
+    auto d = std::make_shared<FakeDeserializer>(std::vector<int64_t>{4, 3, 5});
+    MinibatchSource src(config_for(d, false));
+    std::vector<std::vector<int64_t>> got;
+    std::vector<bool> ends;
+    for (int i = 0; i < 4; ++i) {
+        auto mb = src.next_minibatch(5);
+        got.push_back(ids_of(mb));
+        ends.push_back(mb.at("id").sweep_end);
+    }
+    EXPECT_EQ(got, (std::vector<std::vector<int64_t>>{
+                       {0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}, {10, 11, 0, 1, 2}, {3, 4, 5, 6, 7}}));
+    EXPECT_EQ(ends, (std::vector<bool>{false, false, true, false}));
+    EXPECT_EQ(src.sweeps_completed(), 1);
+    EXPECT_EQ(src.total_samples_delivered(), 20);
+    // A minibatch larger than a sweep spans several (CNTK's test_large_minibatch).
+    MinibatchSource large(config_for(d, false));
+    auto mb = large.next_minibatch(30);
+    EXPECT_EQ(mb.at("id").num_samples, 30);
+    EXPECT_TRUE(mb.at("id").sweep_end);
+    EXPECT_EQ(large.sweeps_completed(), 2);
+    MinibatchSourceConfig c = config_for(d, false);
+    c.max_sweeps = 1;
+    MinibatchSource once(c);
+    EXPECT_EQ(once.next_minibatch(30).at("id").num_samples, 12);
+    EXPECT_TRUE(once.next_minibatch(30).empty());
 }
 
 TEST(MinibatchSource, MinibatchesAreWholeSequencesWithinTheSize) {
@@ -200,7 +239,7 @@ TEST(MinibatchSource, MaxSamplesAndMaxSweeps) {
     c.max_sweeps = kInfinitelyRepeat;
     c.max_samples = kFullDataSweep;
     MinibatchSource full(c);
-    EXPECT_EQ(read_sweep(full, 100).size(), 20u);
+    EXPECT_EQ(read_sweep(full, 100, *d).size(), 20u);
     EXPECT_TRUE(full.next_minibatch(100).empty());
 }
 
@@ -211,8 +250,10 @@ TEST(MinibatchSource, PartitionsAreDisjointAndCover) {
     std::vector<int64_t> delivered(k);
     for (int64_t w = 0; w < k; ++w) {
         MinibatchSource src(config_for(d, true, 9));
-        for (;;) {
-            auto mb = src.next_minibatch(12, k, w);
+        int64_t sweep = 0;
+        for (int64_t c = 0; c < d->num_chunks(); ++c) sweep += d->chunk_num_samples(c);
+        for (;;) {  // one sweep (asking for no more than is left of it: a minibatch runs on otherwise)
+            auto mb = src.next_minibatch(std::min<int64_t>(12, sweep - src.total_samples_delivered()), k, w);
             auto ids = ids_of(mb);
             if (!mb.at("id").sweep_end) {
                 EXPECT_FALSE(ids.empty());
@@ -353,7 +394,7 @@ TEST(MinibatchSource, StreamsAsBatchAndLookups) {
     EXPECT_NE(msg.find("'features'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("'id', 'x'"), std::string::npos) << msg;
 
-    auto mb = src.next_minibatch(100);  // lengths 1, 2, 3, 1, 2, 3
+    auto mb = src.next_minibatch(12);  // lengths 1, 2, 3, 1, 2, 3: one sweep
     EXPECT_EQ(mb.at("x").data.data().shape(), (Shape{6, 3, 2}));
     const std::string e = error_of<ValueError>([&] { mb.at("x").as_batch("x"); });
     EXPECT_NE(e.find("'x'"), std::string::npos) << e;

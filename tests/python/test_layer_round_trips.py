@@ -207,9 +207,9 @@ def test_lstm_training_continues_bit_identically_from_its_checkpoint(tmp_path):
 
 
 def write_sequence_ctf(path):
-    """24 sequences of 4 frames, a label per frame: a sweep is 96 samples, taken as minibatches of 20, 20, 20,
-    20 and 16 (none crosses a sweep's end), so a run stopped after a sweep took the same minibatches as one
-    that went on (a stop elsewhere cuts its last minibatch short, as CNTK's did)."""
+    """24 sequences of 4 frames, a label per frame: a sweep is 96 samples, taken as minibatches of 20 (the
+    fifth runs on into the second sweep, as CNTK's did), so a run stopped after 100 samples took the same
+    minibatches as one that went on (a stop elsewhere cuts its last minibatch short, as CNTK's did)."""
     rng = np.random.default_rng(5)
     lines = []
     for seq in range(24):
@@ -244,7 +244,7 @@ def test_training_session_restores_an_lstm_from_its_checkpoint(tmp_path):
     ctf = tmp_path / 'seq.ctf'
     write_sequence_ctf(ctf)
     straight = lstm_session(ctf, tmp_path / 'a' / 'lstm', 192, restore=False)
-    lstm_session(ctf, tmp_path / 'b' / 'lstm', 96, restore=False)  # stopped after the first sweep
+    lstm_session(ctf, tmp_path / 'b' / 'lstm', 100, restore=False)  # stopped early in the second sweep
     resumed = lstm_session(ctf, tmp_path / 'b' / 'lstm', 192, restore=True)
     for a, b in zip(straight, resumed):
         np.testing.assert_array_equal(a, b)

@@ -28,7 +28,7 @@ struct CheckpointConfig {
 };
 struct CrossValidationConfig {
     std::shared_ptr<MinibatchSource> source{};
-    Frequency frequency{};
+    Frequency frequency{};  // 0 or INT64_MAX (CNTK's None, sys.maxsize): once, at the end of training
     int64_t minibatch_size = 32;
     int64_t max_samples = kInfinitelyRepeat;
     StreamMap model_inputs_to_streams{};  // empty: the training map
