@@ -1,66 +1,24 @@
-// What both MNIST examples share: CNTK's create_reader and the command line (--data DIR, --epochs N,
-// --epoch-size N, --seed N, --log FILE). The data are the CTF files `ctk data mnist` writes from Debian's
-// Fashion-MNIST.
+// What both MNIST examples share: CNTK's create_reader and the command line (example_args.h). The data
+// are the CTF files `ctk data mnist` writes from Debian's Fashion-MNIST.
 #pragma once
 
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include "ctk/ctk.h"
+#include "example_args.h"
 
 namespace mnist {
 
-struct Args {
-    std::string data_dir = "data/fashion-mnist";
-    int64_t epochs = 0;          // 0: the example's own default
-    int64_t epoch_size = 60000;  // samples per epoch (smaller for smoke tests)
-    int64_t seed = -1;           // >= 0: set_fixed_random_seed and the reader's randomization seed
-    std::string log_file;
-};
+using Args = examples::Args;
 
 inline Args parse_args(int argc, char** argv, const char* usage) {
-    Args a;
-    if (const char* env = std::getenv("CTK_DATA_DIR")) a.data_dir = env;
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "%s: %s needs a value\n%s", argv[0], arg.c_str(), usage);
-                std::exit(2);
-            }
-            return argv[++i];
-        };
-        if (arg == "--data") {
-            a.data_dir = value();
-        } else if (arg == "--epochs") {
-            a.epochs = std::atoll(value().c_str());
-        } else if (arg == "--epoch-size") {
-            a.epoch_size = std::atoll(value().c_str());
-        } else if (arg == "--seed") {
-            a.seed = std::atoll(value().c_str());
-            ctk::set_fixed_random_seed(static_cast<uint64_t>(a.seed));
-        } else if (arg == "--log") {
-            a.log_file = value();
-        } else {
-            std::fprintf(stderr, "%s", usage);
-            std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
-        }
-    }
+    Args a = examples::parse_args(argc, argv, usage, "data/fashion-mnist");
+    if (a.epoch_size <= 0) a.epoch_size = 60000;
     return a;
 }
 
 inline std::string data_file(const Args& a, const char* name) {
-    std::string path = (std::filesystem::path(a.data_dir) / name).string();
-    if (!std::filesystem::exists(path)) {
-        std::fprintf(stderr,
-                     "Error: %s does not exist. Write the MNIST CTF files first:\n"
-                     "  ctk data mnist /usr/share/datasets/fashion-mnist %s\n",
-                     path.c_str(), a.data_dir.c_str());
-        std::exit(1);
-    }
-    return path;
+    return examples::data_file(a, name, "ctk data mnist /usr/share/datasets/fashion-mnist");
 }
 
 // CNTK's create_reader: a CTF source with `features` and `labels`; randomized and endless for training,
