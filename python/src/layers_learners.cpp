@@ -259,6 +259,11 @@ void bind_layers_learners(py::module_& m) {
                     v.cast<bool>();  // CNTK's choice between cuDNN's and its own batch norm: same math
                 else if (key == "disable_regularization")
                     d.defaults.disable_regularization = v.cast<bool>();
+                else if (key == "dtype")  // ctk's layers make float32 parameters, CNTK's default
+                    CTK_CHECK(v.is_none() || dtype_from_python(v) == DataType::f32, NotImplementedError,
+                              "default_options: layers of dtype ", std::string(py::str(v)),
+                              " are not supported by ctk yet; for float16 compute keep float32 layers and "
+                              "give the Trainer mixed_precision='f16' (or set CTK_MIXED_PRECISION=f16)");
                 else
                     CTK_THROW(NotImplementedError, "default_options: '", key,
                               "' is not supported by ctk yet");

@@ -228,3 +228,13 @@ def test_default_options_reach_pooling_and_normalization():
     for p in unregularized.parameters:
         np.testing.assert_array_equal(p.value, before[p.uid])
     assert (w.value < 1.0).all()
+
+
+def test_default_options_dtype_float32_is_the_default():
+    # CNTK's TrainResNet_ImageNet_Distributed.py wraps its model in default_options(dtype=np.float32).
+    x = C.input_variable(3)
+    with C.default_options(dtype=np.float32):
+        z = C.layers.Dense(2)(x)
+    assert z.output.dtype == np.float32
+    with pytest.raises(NotImplementedError, match="mixed_precision='f16'"):
+        C.default_options(dtype=np.float16)
