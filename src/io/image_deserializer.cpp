@@ -12,6 +12,9 @@
 #include <filesystem>
 #include <functional>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "ctk/error.h"
 #include "ctk/io/image.h"
 #include "io/image_transforms.h"
@@ -323,31 +326,30 @@ bool decode_base64(const char* p, const char* e, std::vector<uint8_t>& out) {
     return true;
 }
 
+// The file is indexed once (line offsets, read in blocks) and each chunk's lines are read from disk
+// when the chunk is read, as CNTK did: a Base64 file of a whole data set need not fit in memory.
 class Base64ImageDeserializer final : public ImageReaderBase {
 public:
     explicit Base64ImageDeserializer(const ImageDeserializerConfig& config, int64_t chunk_bytes = 32 << 20)
         : ImageReaderBase(config, "Base64ImageDeserializer('" + config.map_file + "')") {
-        CTK_CHECK(read_whole_file(config.map_file, text_), IOError, "Base64ImageDeserializer: cannot open '",
-                  config.map_file, "'");
-        // Lines, grouped into chunks of about chunk_bytes.
-        size_t start = 0;
-        while (start < text_.size()) {
-            size_t end = text_.find('\n', start);
-            if (end == std::string::npos) end = text_.size();
-            if (lines_.empty() || start - lines_[size_t(chunk_first_.back())].begin >= size_t(chunk_bytes))
-                chunk_first_.push_back(static_cast<int64_t>(lines_.size()));
-            lines_.push_back({start, end});
-            start = end + 1;
-        }
+        fd_ = ::open(config.map_file.c_str(), O_RDONLY | O_CLOEXEC);
+        CTK_CHECK(fd_ >= 0, IOError, "Base64ImageDeserializer: cannot open '", config.map_file,
+                  "': ", std::strerror(errno));
+        index_lines(chunk_bytes);
         CTK_CHECK(!lines_.empty(), IOError, who_, ": the file holds no images");
-        chunk_first_.push_back(static_cast<int64_t>(lines_.size()));
         // CNTK decided from the first line alone whether lines start with a sequence key.
-        keyed_ = split_tabs(line(0)).size() >= 3;
+        const std::string first = read_range(lines_[0].begin, lines_[0].end);
+        keyed_ = split_tabs(trim_cr(first)).size() >= 3;
         std::vector<uint8_t> bytes;
         int64_t label = 0;
-        parse(0, bytes, label);
+        parse(0, trim_cr(first), bytes, label);
         init_streams([&bytes] { return bytes; }, describe(0));
     }
+    ~Base64ImageDeserializer() override {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    Base64ImageDeserializer(const Base64ImageDeserializer&) = delete;
+    Base64ImageDeserializer& operator=(const Base64ImageDeserializer&) = delete;
 
     int64_t num_chunks() const override { return static_cast<int64_t>(chunk_first_.size()) - 1; }
     int64_t chunk_num_sequences(int64_t chunk) const override {
@@ -359,21 +361,27 @@ public:
 
     std::vector<std::string> sequence_keys(int64_t chunk) const override {
         std::vector<std::string> keys;
-        for (int64_t l = chunk_first_[size_t(chunk)]; l < chunk_first_[size_t(chunk) + 1]; ++l) {
-            const std::vector<std::string> fields = split_tabs(line(l));
-            keys.push_back(keyed_ && fields.size() >= 3 ? fields[0] : std::to_string(l));
+        const int64_t first = chunk_first_[size_t(chunk)];
+        const std::vector<std::string> lines = chunk_lines(chunk);
+        for (size_t i = 0; i < lines.size(); ++i) {
+            // Only the key: the base64 text is not split.
+            const size_t tab = lines[i].find('\t');
+            const bool has_key =
+                keyed_ && tab != std::string::npos && lines[i].find('\t', tab + 1) != std::string::npos;
+            keys.push_back(has_key ? lines[i].substr(0, tab) : std::to_string(first + int64_t(i)));
         }
         return keys;
     }
 
     std::vector<std::vector<SequenceData>> read_chunk(int64_t chunk) const override {
-        const int64_t count = chunk_num_sequences(chunk);
+        const int64_t first = chunk_first_[size_t(chunk)];
+        const std::vector<std::string> lines = chunk_lines(chunk);
         std::vector<std::vector<SequenceData>> out;
         std::vector<uint8_t> bytes;
-        for (int64_t i = 0; i < count; ++i) {
-            const int64_t l = chunk_first_[size_t(chunk)] + i;
+        for (size_t i = 0; i < lines.size(); ++i) {
+            const int64_t l = first + int64_t(i);
             int64_t label = 0;
-            if (!parse(l, bytes, label)) bytes.clear();
+            if (!parse(l, lines[i], bytes, label)) bytes.clear();
             out.push_back(make_sequence(bytes, label, describe(l)));
         }
         return out;
@@ -387,20 +395,71 @@ protected:
 
 private:
     struct Line {
-        size_t begin, end;
+        uint64_t begin, end;  // byte offsets in the file, the newline excluded
     };
-    std::string line(int64_t l) const {
-        std::string s =
-            text_.substr(lines_[size_t(l)].begin, lines_[size_t(l)].end - lines_[size_t(l)].begin);
+
+    static std::string trim_cr(std::string s) {
         if (!s.empty() && s.back() == '\r') s.pop_back();
         return s;
     }
+
+    // The line offsets, grouped into chunks of about chunk_bytes.
+    void index_lines(int64_t chunk_bytes) {
+        std::vector<char> block(1 << 20);
+        uint64_t offset = 0, line_begin = 0;
+        auto add = [&](uint64_t end) {
+            if (lines_.empty() ||
+                line_begin - lines_[size_t(chunk_first_.back())].begin >= uint64_t(chunk_bytes))
+                chunk_first_.push_back(static_cast<int64_t>(lines_.size()));
+            lines_.push_back({line_begin, end});
+        };
+        for (;;) {
+            const ssize_t n = ::pread(fd_, block.data(), block.size(), static_cast<off_t>(offset));
+            CTK_CHECK(n >= 0, IOError, who_, ": cannot read '", config_.map_file,
+                      "': ", std::strerror(errno));
+            if (n == 0) break;
+            for (ssize_t k = 0; k < n; ++k) {
+                if (block[size_t(k)] != '\n') continue;
+                add(offset + uint64_t(k));
+                line_begin = offset + uint64_t(k) + 1;
+            }
+            offset += uint64_t(n);
+        }
+        if (line_begin < offset) add(offset);  // a last line without a newline
+        chunk_first_.push_back(static_cast<int64_t>(lines_.size()));
+    }
+
+    std::string read_range(uint64_t begin, uint64_t end) const {
+        std::string out(size_t(end - begin), '\0');
+        size_t done = 0;
+        while (done < out.size()) {
+            const ssize_t n =
+                ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(begin + done));
+            CTK_CHECK(
+                n > 0, IOError, who_, ": cannot read '", config_.map_file, "'",
+                n < 0 ? std::string(": ") + std::strerror(errno) : std::string(": the file got shorter"));
+            done += size_t(n);
+        }
+        return out;
+    }
+
+    // The lines of a chunk, read from the file in one piece.
+    std::vector<std::string> chunk_lines(int64_t chunk) const {
+        const int64_t first = chunk_first_[size_t(chunk)], last = chunk_first_[size_t(chunk) + 1];
+        const uint64_t base = lines_[size_t(first)].begin;
+        const std::string text = read_range(base, lines_[size_t(last - 1)].end);
+        std::vector<std::string> out;
+        for (int64_t l = first; l < last; ++l)
+            out.push_back(trim_cr(text.substr(size_t(lines_[size_t(l)].begin - base),
+                                              size_t(lines_[size_t(l)].end - lines_[size_t(l)].begin))));
+        return out;
+    }
+
     std::string describe(int64_t l) const {
         return "the image on line " + std::to_string(l + 1) + " of '" + config_.map_file + "'";
     }
     // The line's label and image bytes; false when the base64 is invalid (a format error is thrown).
-    bool parse(int64_t l, std::vector<uint8_t>& bytes, int64_t& label) const {
-        const std::string s = line(l);
+    bool parse(int64_t l, const std::string& s, std::vector<uint8_t>& bytes, int64_t& label) const {
         std::vector<std::string> fields = split_tabs(s);
         if (keyed_ && fields.size() >= 3) fields.erase(fields.begin());
         CTK_CHECK(fields.size() == 2, IOError, who_, ": line ", l + 1, " of '", config_.map_file,
@@ -409,7 +468,7 @@ private:
         return decode_base64(fields[1].data(), fields[1].data() + fields[1].size(), bytes);
     }
 
-    std::string text_;
+    int fd_ = -1;
     std::vector<Line> lines_;
     std::vector<int64_t> chunk_first_;
     bool keyed_ = false;

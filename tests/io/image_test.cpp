@@ -445,6 +445,14 @@ TEST(ImageDeserializer, Base64GivesWhatTheFilesGive) {
                   base64_image_deserializer(config_for(dir.file("bad64.txt"), {}));
               }).find("line 1 of '" + dir.file("bad64.txt") + "'"),
               std::string::npos);
+    // The lines are read from the file when their chunk is read (the file is not held in memory): a file
+    // cut short after indexing is an error naming it, not stale data.
+    test::write_file(dir.file("cut64.txt"), b64_text);
+    auto cut = base64_image_deserializer(config_for(dir.file("cut64.txt"), {scale}));
+    test::write_file(dir.file("cut64.txt"), b64_text.substr(0, 40));
+    const std::string msg = error_of<IOError>([&] { cut->read_chunk(0); });
+    EXPECT_NE(msg.find("cut64.txt"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("got shorter"), std::string::npos) << msg;
 }
 
 TEST(ImageDeserializer, JoinedByKeyWithDeserializersOfOtherChunking) {
