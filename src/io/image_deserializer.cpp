@@ -85,9 +85,17 @@ public:
                    std::span<TransformEngine> rng) const override {
         SequenceData& image = sequence[0];
         if (image.skip) return;
-        const Tensor& hwc = image.data;
-        const int rows = int(hwc.dim(1)), cols = int(hwc.dim(2)), channels = int(hwc.dim(3));
-        cv::Mat m(rows, cols, CV_MAKETYPE(CV_8U, channels), const_cast<uint8_t*>(hwc.data<uint8_t>()));
+        const Tensor& data = image.data;
+        cv::Mat m;
+        if (data.rank() == 2) {  // still encoded (see make_sequence): decoded here, for this worker only
+            const uint8_t* p = data.data<uint8_t>();
+            m = detail::decode_image(std::vector<uint8_t>(p, p + data.dim(1)), config_.grayscale);
+            CTK_CHECK(!m.empty(), IOError, who_, ": cannot decode ", where(chunk, index),
+                      data.dim(1) == 0 ? " (missing or empty)" : " (not an image OpenCV reads)");
+        } else {
+            m = cv::Mat(int(data.dim(1)), int(data.dim(2)), CV_MAKETYPE(CV_8U, int(data.dim(3))),
+                        const_cast<uint8_t*>(data.data<uint8_t>()));
+        }
         std::vector<float> planes;
         detail::ImageSize size;
         try {
@@ -144,11 +152,21 @@ protected:
         }
     }
 
-    // One decoded sequence: the image as [1, H, W, C] uint8 and its label as a one-hot index. An image
-    // that does not decode is an error, or skipped with a warning while max_errors allows.
+    // One sequence: the image and its label as a one-hot index. Without max_errors the image stays
+    // encoded, [1, bytes] uint8, and transform() decodes it: the source transforms only the sequences of
+    // its own partition, so a distributed worker decodes only its share of each minibatch (a file that
+    // does not decode is then an error there). With max_errors the image is decoded here, as [1, H, W, C]
+    // uint8, so that every worker skips the same images (with a warning) before the minibatch is cut.
     std::vector<SequenceData> make_sequence(const std::vector<uint8_t>& bytes, int64_t label,
                                             const std::string& place) const {
         std::vector<SequenceData> seq(infos_.size());
+        if (seq.size() > 1) seq[1].one_hot_indices = Tensor::full(Shape{1}, double(label), DataType::i64);
+        if (config_.max_errors == 0) {
+            Tensor encoded = Tensor::empty(Shape{1, static_cast<int64_t>(bytes.size())}, DataType::u8);
+            if (!bytes.empty()) std::memcpy(encoded.data<uint8_t>(), bytes.data(), bytes.size());
+            seq[0].data = encoded;
+            return seq;
+        }
         const cv::Mat m = detail::decode_image(bytes, config_.grayscale);
         if (m.empty()) {
             const int64_t n = ++errors_;
@@ -167,7 +185,6 @@ protected:
         const size_t row = size_t(m.cols) * size_t(m.channels());
         for (int r = 0; r < m.rows; ++r) std::memcpy(dst + size_t(r) * row, m.ptr<uint8_t>(r), row);
         seq[0].data = image;
-        if (seq.size() > 1) seq[1].one_hot_indices = Tensor::full(Shape{1}, double(label), DataType::i64);
         return seq;
     }
 

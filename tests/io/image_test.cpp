@@ -550,5 +550,34 @@ TEST_F(ImagePipelineTest, CheckpointRestoresPositionAndDraws) {
     EXPECT_TRUE(same(images_of(expected), images_of(got)));
 }
 
+TEST(ImageDeserializer, AWorkerDecodesOnlyItsOwnShare) {
+    // Two partitions of one global minibatch: images 0 and 2 are worker 0's, 1 and 3 worker 1's. Image 1
+    // is not an image: only worker 1, which decodes it, fails, naming it; worker 0 never decodes it.
+    TempDir dir;
+    std::vector<std::pair<std::string, int>> lines;
+    for (int i = 0; i < 4; ++i) {
+        const std::string path = dir.file(std::to_string(i) + ".png");
+        if (i == 1) {
+            test::write_file(path, "not a png");
+        } else {
+            write_png(path, pattern(3, 4, i));
+        }
+        lines.push_back({path, i % 3});
+    }
+    ImageScale scale;
+    scale.width = 4;
+    scale.height = 3;
+    const std::string map = write_map(dir, lines);
+    for (bool threads : {false, true}) {
+        MinibatchSource zero(source(image_deserializer(config_for(map, {scale})), false, threads));
+        auto mb = zero.next_minibatch(4, 2, 0);
+        EXPECT_EQ(mb.at("features").num_sequences, 2);
+        MinibatchSource one(source(image_deserializer(config_for(map, {scale})), false, threads));
+        const std::string msg = error_of<IOError>([&] { one.next_minibatch(4, 2, 1); });
+        EXPECT_NE(msg.find("cannot decode image '" + dir.file("1.png") + "' on line 2"), std::string::npos)
+            << msg;
+    }
+}
+
 }  // namespace
 }  // namespace ctk
