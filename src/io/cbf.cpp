@@ -11,11 +11,15 @@
 #include "ctk/io/cbf.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+
+#include <unistd.h>
 
 #include "ctk/dictionary.h"
 #include "ctk/error.h"
@@ -392,6 +396,49 @@ std::vector<CbfStream> infer_ctf_streams(const std::string& ctf_path) {
     return out;
 }
 
+namespace {
+// A file written piece by piece into `path.tmp` and renamed over `path` by commit() after an fsync; the
+// temporary is removed when it is never committed.
+class StreamingFile {
+public:
+    explicit StreamingFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+        const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+        std::error_code ec;
+        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+        f_ = std::fopen(tmp_.c_str(), "wb");
+        CTK_CHECK(f_, IOError, "cannot write '", path_, "' (through '", tmp_, "'): ", std::strerror(errno));
+    }
+    ~StreamingFile() {
+        if (f_) std::fclose(f_);
+        if (!committed_) std::remove(tmp_.c_str());
+    }
+    StreamingFile(const StreamingFile&) = delete;
+    StreamingFile& operator=(const StreamingFile&) = delete;
+    int64_t size() const { return size_; }
+    void write(const std::string& bytes) {
+        CTK_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), f_) == bytes.size(), IOError, "cannot write '",
+                  tmp_, "': ", std::strerror(errno));
+        size_ += static_cast<int64_t>(bytes.size());
+    }
+    void commit() {
+        bool ok = std::fflush(f_) == 0;
+        ok = ::fsync(fileno(f_)) == 0 && ok;
+        ok = std::fclose(f_) == 0 && ok;
+        f_ = nullptr;
+        CTK_CHECK(ok, IOError, "cannot write '", tmp_, "': ", std::strerror(errno));
+        CTK_CHECK(std::rename(tmp_.c_str(), path_.c_str()) == 0, IOError, "cannot rename '", tmp_, "' to '",
+                  path_, "': ", std::strerror(errno));
+        committed_ = true;
+    }
+
+private:
+    std::string path_, tmp_;
+    FILE* f_ = nullptr;
+    int64_t size_ = 0;
+    bool committed_ = false;
+};
+}  // namespace
+
 int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_path,
                            const std::vector<CbfStream>& streams, int64_t chunk_size_bytes,
                            bool legacy_chunking) {
@@ -402,6 +449,9 @@ int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_p
         defs.push_back(StreamDef{s.name, s.field, {s.dim}, s.is_sparse, false});
     const DeserializerPtr ctf = ctf_deserializer(ctf_path, defs);
 
+    // Written chunk by chunk into cbf_path.tmp, renamed over cbf_path once complete (a CTF file of
+    // gigabytes never sits in memory, and a failed conversion leaves no half file under the name).
+    StreamingFile file(cbf_path);
     std::string out;
     put(out, kMagic);
     put(out, kVersion);
@@ -410,7 +460,7 @@ int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_p
     auto flush = [&] {
         if (pending.empty()) return;
         CbfChunk k;
-        k.offset = static_cast<int64_t>(out.size());
+        k.offset = file.size() + static_cast<int64_t>(out.size());
         k.sequences = static_cast<int64_t>(pending.size());
         for (const auto& seq : pending) {
             uint32_t longest = 0;
@@ -431,6 +481,8 @@ int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_p
             }
         chunks.push_back(k);
         pending.clear();
+        file.write(out);
+        out.clear();
     };
     int64_t estimate = 0, sequences = 0;
     for (int64_t c = 0; c < ctf->num_chunks(); ++c)
@@ -452,7 +504,7 @@ int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_p
         }
     flush();
 
-    const int64_t header = static_cast<int64_t>(out.size());
+    const int64_t header = file.size() + static_cast<int64_t>(out.size());
     put(out, kMagic);
     put(out, static_cast<uint32_t>(chunks.size()));
     put(out, static_cast<uint32_t>(streams.size()));
@@ -469,7 +521,8 @@ int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_p
         put(out, static_cast<uint32_t>(k.samples));
     }
     put(out, header);
-    write_file_atomically(cbf_path, out);
+    file.write(out);
+    file.commit();
     return sequences;
 }
 

@@ -4,6 +4,8 @@
 // and truncated or corrupt files refused with errors naming the file.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <cstring>
 #include <map>
 
@@ -122,6 +124,12 @@ TEST(CbfDeserializer, GivesWhatTheCtfReaderGives) {
         EXPECT_TRUE(cbf->streams()[1].is_sparse);
         EXPECT_EQ(minibatches(cbf, 9), expected);
     }
+    // The file is written chunk by chunk through a temporary: a conversion that fails part way (a bad
+    // line after the first chunks) leaves neither a half file nor the temporary.
+    test::write_file(dir.file("bad.ctf"), ctf_text(23) + "|a 1 oops 3\n");
+    EXPECT_THROW(convert_ctf_to_cbf(dir.file("bad.ctf"), dir.file("bad.bin"), kStreams, 40), IOError);
+    EXPECT_FALSE(std::filesystem::exists(dir.file("bad.bin")));
+    EXPECT_FALSE(std::filesystem::exists(dir.file("bad.bin.tmp")));
     // The streams found by reading the file are the declared ones.
     const auto inferred = infer_ctf_streams(dir.file("in.ctf"));
     ASSERT_EQ(inferred.size(), 3u);
