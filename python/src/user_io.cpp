@@ -56,10 +56,10 @@ SequenceData csr_rows(const py::array_t<int64_t>& indptr, const py::array_t<int6
 std::vector<SequenceData> from_csr(const py::handle& m, const StreamInformation& s, bool whole,
                                    const std::string& where) {
     const auto shape = m.attr("shape").cast<std::vector<int64_t>>();
-    CTK_CHECK(shape.size() == 2 && shape[1] == sample_size(s), ValueError, where,
+    CTK_CHECK(shape.size() == 2 && shape[1] == sample_size(s) && (shape[0] > 0 || !whole), ValueError, where,
               ": a sparse matrix of shape ", dims_to_string(shape), " for stream '", s.name,
               "' of sample shape ", dims_to_string(s.sample_shape), "; its rows must hold ", sample_size(s),
-              " columns");
+              " columns", whole ? ", and a sequence at least one row" : "");
     auto indptr = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(m.attr("indptr"));
     auto indices = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(m.attr("indices"));
     auto values = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(m.attr("data"));
@@ -85,7 +85,7 @@ std::vector<SequenceData> from_dense(const py::handle& a, const StreamInformatio
     Tensor t = tensor_from_numpy(a, DataType::f32);
     const int64_t dim = sample_size(s);
     CTK_CHECK(
-        t.rank() >= 1 && dim > 0 && t.numel() % dim == 0 && (t.numel() > 0 || whole), ValueError, where,
+        t.rank() >= 1 && dim > 0 && t.numel() % dim == 0 && (t.numel() > 0 || !whole), ValueError, where,
         ": an array of shape ", t.shape().to_string(), " for stream '", s.name, "' of sample shape ",
         dims_to_string(s.sample_shape),
         whole ? "; a sequence must be [length, sample...]" : "; the samples must be [count, sample...]");
@@ -268,9 +268,16 @@ std::unordered_map<std::string, MinibatchData> PyMinibatchSource::next_minibatch
     py::object mb = method("_next_minibatch")(size, partitions, index, py::cast(device));
     std::unordered_map<std::string, MinibatchData> out;
     if (mb.is_none()) return out;
+    const std::string who =
+        "UserMinibatchSource " + class_name(py::cast(static_cast<MinibatchSource*>(this)));
+    CTK_CHECK(py::isinstance<py::dict>(mb), TypeError, who, ".next_minibatch returned a ", class_name(mb),
+              "; it must return {StreamInformation: MinibatchData}");
     bool sweep_end = false;
     int64_t samples = 0;
     for (auto item : mb.cast<py::dict>()) {
+        CTK_CHECK(py::isinstance<MinibatchData>(item.second), TypeError, who, ".next_minibatch returned a ",
+                  class_name(item.second), " for stream ", std::string(py::str(item.first)),
+                  "; it must be a MinibatchData");
         const std::string name = py::isinstance<StreamInformation>(item.first)
                                      ? item.first.cast<StreamInformation>().name
                                      : item.first.cast<std::string>();

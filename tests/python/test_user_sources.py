@@ -132,6 +132,8 @@ class Broken(Chunks):
                 data['x'] = np.zeros((3, 5), np.float32)
             if self.fault == 'column':
                 data['y'].indices[0] = 9
+            if self.fault == 'raises' and self.calls > 2:
+                raise RuntimeError('disk on fire')
             if self.fault == 'second read' and self.calls > 2:
                 data['x'], data['y'] = data['x'][:1], _Csr(np.eye(4, dtype=np.float32)[:1])
         return data
@@ -148,6 +150,13 @@ def test_user_deserializer_errors_name_the_class_the_chunk_and_the_stream(fault,
     with pytest.raises(error) as e:
         MinibatchSource(Broken(fault), randomize=False)
     assert text in str(e.value)
+
+
+@pytest.mark.parametrize('threads', [False, True])
+def test_user_deserializer_exception_on_a_reader_thread_reaches_the_caller(threads):
+    source = MinibatchSource(Broken('raises'), randomize=False, multithreaded_deserializer=threads)
+    with pytest.raises(RuntimeError, match='disk on fire'):
+        source.next_minibatch(4)
 
 
 def test_user_deserializer_that_changes_a_chunk_is_an_error():
@@ -215,6 +224,20 @@ def test_user_minibatch_source_drives_a_training_session_with_cross_validation(t
                              checkpoint_config=C.train.CheckpointConfig(str(tmp_path / 'ck'), frequency=10)).train()
     assert again.restored and again.restored[0]['position'] == 25
     assert trainer2.total_number_of_samples_seen == 30
+
+
+def test_user_minibatch_source_returning_something_else_says_so():
+    class Wrong(Counter):
+        def next_minibatch(self, num_samples, number_of_workers, worker_rank, device=None):
+            return [1, 2]
+
+    source = Wrong()
+    x = C.input_variable(1)
+    z = C.layers.Dense(1)(x)
+    trainer = C.Trainer(z, (C.reduce_sum(z),), [C.sgd(z.parameters, C.learning_parameter_schedule(0.1))])
+    with pytest.raises(TypeError, match='Wrong.next_minibatch returned a list'):
+        C.train.training_session(trainer=trainer, mb_source=source, mb_size=4,
+                                 model_inputs_to_streams={x: source.streams.features}, max_samples=4).train()
 
 
 def test_user_minibatch_source_without_next_minibatch_says_so():
