@@ -325,3 +325,10 @@ def test_minibatch_source_from_data():
     assert src.next_minibatch(3) == {}
     with pytest.raises(ValueError, match='different numbers'):
         MinibatchSourceFromData(dict(x=X, y=Y[:3]))
+
+
+def test_training_session_star_import_gives_sys_as_cntks_did():
+    # CNTK's distributed CIFAR-10 examples use sys after `from cntk.train.training_session import *` only.
+    scope = {}
+    exec('from cntk.train.training_session import *', scope)
+    assert scope['sys'].maxsize > 0 and 'training_session' in scope
