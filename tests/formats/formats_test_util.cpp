@@ -2,8 +2,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include <unistd.h>
 
@@ -30,10 +32,31 @@ void write_file_bytes(const std::string& path, const std::string& bytes) {
     if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+namespace {
+// The folders temp_dir made, removed when the test program exits (each test runs as its own process).
+struct TempDirs {
+    std::mutex mutex;
+    std::vector<std::filesystem::path> made;
+    ~TempDirs() {
+        for (const auto& d : made) {
+            std::error_code ec;
+            std::filesystem::remove_all(d, ec);
+        }
+    }
+};
+TempDirs& temp_dirs() {
+    static TempDirs dirs;
+    return dirs;
+}
+}  // namespace
+
 std::string temp_dir(const std::string& tag) {
+    TempDirs& dirs = temp_dirs();
+    std::lock_guard<std::mutex> lock(dirs.mutex);
     auto dir = std::filesystem::temp_directory_path() /
-               ("ctk_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
+               ("ctk_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(dirs.made.size()));
     std::filesystem::create_directories(dir);
+    dirs.made.push_back(dir);
     return dir.string();
 }
 
