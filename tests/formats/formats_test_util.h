@@ -9,7 +9,7 @@ namespace ctk::test {
 std::string cntk_testdata(const std::string& relative);
 std::string read_file_bytes(const std::string& path);
 void write_file_bytes(const std::string& path, const std::string& bytes);
-// A fresh temporary directory for one test (removed by the OS's tmp cleaning, not by the test).
+// A fresh temporary directory for one test, removed when the test program exits.
 std::string temp_dir(const std::string& tag);
 
 }  // namespace ctk::test
