@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "ctk/build_info.h"
@@ -15,8 +16,10 @@
 namespace ctk {
 
 namespace {
+// A NaN comes out positive: printf shows the x86 default NaN as "-nan", CNTK's Python printed "nan".
 double avg(double numerator, double denominator) {
-    return denominator > 0 ? numerator / denominator : 0.0;
+    const double v = denominator > 0 ? numerator / denominator : 0.0;
+    return std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : v;
 }
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* fmt, ...) {

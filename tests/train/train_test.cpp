@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <tuple>
@@ -114,6 +115,24 @@ TEST(Progress, PrinterLinesAreCntksByteForByte) {
     EXPECT_EQ(tail.substr(tail.size() - 12), " samples/s);") << tail;
     EXPECT_EQ(lines[8], "Finished Evaluation [1]: Minibatch[1-1]: metric = 7.00% * 100;");
     EXPECT_EQ(lines[9], "CNTKCommandTrainEnd: train");
+    fs::remove_all(dir);
+}
+
+TEST(Progress, ANanLossPrintsAsCntksPythonPrintedIt) {
+    // A diverged run: the x86 default NaN (sign bit set) would print as "-nan"; CNTK's Python said "nan".
+    fs::path dir = temp_dir("printer_nan");
+    const std::string log = (dir / "log.txt").string();
+    {
+        ProgressPrinter p({.freq = 1, .tag = "Training", .log_to_file = log, .print_build_info = false});
+        const double nan = -std::numeric_limits<double>::quiet_NaN();
+        ASSERT_TRUE(std::signbit(nan));
+        p.update_training(16, nan, nan);
+        p.write_training_summary(nan, nan);
+    }
+    const auto lines = read_lines(log);
+    ASSERT_GE(lines.size(), 2u);
+    EXPECT_EQ(lines[lines.size() - 2], " Minibatch[   1-   1]: loss = nan * 16, metric = nan% * 16;");
+    EXPECT_EQ(lines.back().substr(0, 55), "Finished Epoch[1]: [Training] loss = nan * 16, metric =");
     fs::remove_all(dir);
 }
 
