@@ -201,7 +201,8 @@ DictionaryValue value_from_python(const py::handle& v, const std::string& key) {
         return items;
     }
     if (py::isinstance<py::array>(v)) return tensor_from_numpy(v).contiguous().clone();
-    if (hasattr(v, "__index__")) return v.attr("__index__")().cast<int64_t>();
+    if (hasattr(v, "__index__")) return v.attr("__index__")().cast<int64_t>();  // NumPy integers
+    if (hasattr(v, "__float__")) return v.attr("__float__")().cast<double>();   // NumPy floats
     CTK_THROW(TypeError, "checkpoint state: the value of '", key, "' is a ", class_name(v),
               "; a state holds bool, int, float, str, NumPy arrays, and lists and dicts of them");
 }

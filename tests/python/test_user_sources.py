@@ -191,7 +191,7 @@ class Counter(UserMinibatchSource):
                 self.lsi: MinibatchData(C.Value(batch=labels.reshape(n, 1, 2)), n, n, end)}
 
     def get_checkpoint_state(self):
-        return {'position': self.position, 'nested': {'list': [1, 2.5, 'three', True]}}
+        return {'position': np.int64(self.position), 'nested': {'list': [1, np.float32(2.5), 'three', True]}}
 
     def restore_from_checkpoint(self, state):
         self.restored.append(state)
