@@ -420,4 +420,12 @@ ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f) {
     return map;
 }
 
+std::shared_ptr<py::object> hold(const py::object& obj) {
+    return std::shared_ptr<py::object>(new py::object(obj), [](py::object* p) {
+        if (!Py_IsInitialized()) return;
+        py::gil_scoped_acquire gil;
+        delete p;
+    });
+}
+
 }  // namespace ctk::python

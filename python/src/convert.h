@@ -62,6 +62,10 @@ ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f);
 Variable to_variable(const py::handle& obj, DataType dtype_hint = DataType::f32);
 std::vector<Variable> to_variables(const py::handle& obj);
 
+// A Python object owned from C++: released with the GIL held, whatever thread drops the last copy (and not
+// at all once the interpreter is gone).
+std::shared_ptr<py::object> hold(const py::object& obj);
+
 // The Device a `device=` argument names: a DeviceDescriptor, or None for the default device.
 Device device_from(const py::handle& device);
 

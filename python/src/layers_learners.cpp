@@ -11,15 +11,6 @@ namespace {
 
 using layers::ActivationFn;
 
-// A Python object owned from C++: released with the GIL held, whatever thread drops the last copy.
-std::shared_ptr<py::object> hold(const py::object& obj) {
-    return std::shared_ptr<py::object>(new py::object(obj), [](py::object* p) {
-        if (!Py_IsInitialized()) return;
-        py::gil_scoped_acquire gil;
-        delete p;
-    });
-}
-
 // CNTK's default_override_or: an argument left at this sentinel takes default_options' value.
 // (Leaked on purpose: a static py::object would be released after the interpreter is gone.)
 py::object& unset() {

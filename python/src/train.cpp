@@ -80,13 +80,7 @@ public:
         call("on_write_test_summary", samples, updates, summaries, metric, elapsed_ms);
     }
     void write(const std::string& key, double value) override { call("write", key, value); }
-    void keep(py::object self) {
-        self_ = std::shared_ptr<py::object>(new py::object(std::move(self)), [](py::object* p) {
-            if (!Py_IsInitialized()) return;
-            py::gil_scoped_acquire gil;
-            delete p;
-        });
-    }
+    void keep(py::object self) { self_ = hold(self); }
 
 private:
     // Converts the arguments only once the GIL is held.
@@ -365,11 +359,7 @@ void bind_train(py::module_& m) {
                  if (!max_samples.is_none()) c.max_samples = max_samples.cast<int64_t>();
                  c.model_inputs_to_streams = stream_map(model_inputs_to_streams);
                  if (!callback.is_none()) {
-                     auto fn = std::shared_ptr<py::object>(new py::object(callback), [](py::object* p) {
-                         if (!Py_IsInitialized()) return;
-                         py::gil_scoped_acquire gil;
-                         delete p;
-                     });
+                     auto fn = hold(callback);
                      // CNTK's on_cross_validation_end arguments.
                      c.callback = [fn](int64_t index, double average, int64_t samples, int64_t minibatches) {
                          py::gil_scoped_acquire gil;

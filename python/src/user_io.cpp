@@ -7,15 +7,6 @@ namespace ctk::python {
 
 namespace {
 
-// A py::object that may be dropped on a thread without the GIL (a reader thread, the training loop).
-std::shared_ptr<py::object> keep_object(py::object obj) {
-    return std::shared_ptr<py::object>(new py::object(std::move(obj)), [](py::object* p) {
-        if (!Py_IsInitialized()) return;
-        py::gil_scoped_acquire gil;
-        delete p;
-    });
-}
-
 std::string class_name(const py::handle& obj) {
     return py::str(py::type::handle_of(obj).attr("__name__"));
 }
@@ -121,7 +112,7 @@ std::vector<SequenceData> stream_sequences(const py::handle& data, const StreamI
 
 class UserDeserializer final : public Deserializer {
 public:
-    explicit UserDeserializer(const py::object& user) : user_(keep_object(user)), name_(class_name(user)) {
+    explicit UserDeserializer(const py::object& user) : user_(hold(user)), name_(class_name(user)) {
         for (const py::handle& info : user.attr("stream_infos")()) {
             streams_.push_back(info.cast<StreamInformation>());
             streams_.back().id = static_cast<int>(streams_.size()) - 1;

@@ -11,18 +11,7 @@ from cntk.io import (MinibatchSource, CTFDeserializer, StreamDef, StreamDefs, St
 import cntk.io.transforms as xforms
 from cntk.cntk_py import MinibatchSourceConfig, to_dictionary, create_composite_minibatch_source
 from cntk.logging import TraceLevel
-
-
-class _Csr:
-    """SciPy's CSR matrix as far as ctk reads it (indptr, indices, data, shape): no SciPy needed."""
-
-    def __init__(self, dense):
-        dense = np.asarray(dense, np.float32)
-        self.shape = dense.shape
-        rows, cols = np.nonzero(dense)
-        self.indices = cols.astype(np.int32)
-        self.data = dense[rows, cols]
-        self.indptr = np.concatenate([[0], np.cumsum(np.count_nonzero(dense, 1))]).astype(np.int32)
+from csr_data import Csr as _Csr
 
 
 class Chunks(UserDeserializer):

@@ -5,6 +5,7 @@ import pytest
 
 import cntk as C
 from cntk.core import NDArrayView, Value
+from csr_data import Csr as _Csr
 
 
 def test_ndarrayview_from_dense_copies_unless_borrowed():
@@ -80,18 +81,6 @@ def test_create_binds_data_to_a_variable():
     out = C.reduce_sum(x).eval({x: v})
     np.testing.assert_allclose(out[0], [2, 2, 2])
     np.testing.assert_allclose(out[1], [0])
-
-
-class _Csr:
-    """SciPy's CSR matrix as far as ctk reads it (indptr, indices, data, shape): no SciPy needed."""
-
-    def __init__(self, dense):
-        dense = np.asarray(dense, np.float32)
-        self.shape = dense.shape
-        rows, cols = np.nonzero(dense)
-        self.indices = cols.astype(np.int32)
-        self.data = dense[rows, cols]
-        self.indptr = np.concatenate([[0], np.cumsum(np.count_nonzero(dense, 1))]).astype(np.int32)
 
 
 def test_csr_inputs_one_hot_and_general():
