@@ -31,7 +31,7 @@ BELOW = {
 # The layer of each public header directly in include/ctk/ (one in include/ctk/<layer>/ is of that layer);
 # ctk.h, the umbrella, is above them all.
 PUBLIC = {
-    "core": ["build_info", "cuda", "device", "device_info", "dictionary", "dtype", "error", "memory_plan",
+    "core": ["atomic_file", "build_info", "cuda", "device", "device_info", "dictionary", "dtype", "error", "memory_plan",
              "op_profile", "parallel", "rng", "shape", "storage", "tensor"],
     "kernels": ["kernel_table", "op", "ops"],
     "graph": ["axis", "function", "graph_ops", "initializer", "mixed_precision", "primitive_op", "program",

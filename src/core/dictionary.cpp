@@ -2,6 +2,8 @@
 // Dictionary on disk are CNTK's protobuf framing, src/formats/cntk_dictionary.cpp).
 #include "ctk/dictionary.h"
 
+#include <cerrno>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -9,6 +11,8 @@
 #include <sstream>
 
 #include <unistd.h>
+
+#include "ctk/atomic_file.h"
 
 namespace ctk {
 
@@ -89,26 +93,43 @@ bool operator==(const DictionaryValue& a, const DictionaryValue& b) {
 
 // ---- files ----
 
-void write_file_atomically(const std::string& path, const std::string& bytes) {
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
     // The folders on the way are made, as CNTK made them for its models and checkpoints.
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
     std::error_code ec;
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    CTK_CHECK(!ec, IOError, "cannot write '", path, "': cannot create its folder '", parent.string(),
+    CTK_CHECK(!ec, IOError, "cannot write '", path_, "': cannot create its folder '", parent.string(),
               "': ", ec.message());
-    const std::string tmp = path + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    CTK_CHECK(f, IOError, "cannot write '", path, "' (through '", tmp, "'): ", std::strerror(errno));
-    bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    ok = std::fflush(f) == 0 && ok;
-    ok = ::fsync(fileno(f)) == 0 && ok;
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok) {
-        std::remove(tmp.c_str());
-        CTK_THROW(IOError, "cannot write '", tmp, "': ", std::strerror(errno));
-    }
-    CTK_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, IOError, "cannot rename '", tmp, "' to '", path,
+    f_ = std::fopen(tmp_.c_str(), "wb");
+    CTK_CHECK(f_, IOError, "cannot write '", path_, "' (through '", tmp_, "'): ", std::strerror(errno));
+}
+
+AtomicFile::~AtomicFile() {
+    if (f_) std::fclose(f_);
+    if (!committed_) std::remove(tmp_.c_str());
+}
+
+void AtomicFile::write(const std::string& bytes) {
+    CTK_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), f_) == bytes.size(), IOError, "cannot write '", tmp_,
               "': ", std::strerror(errno));
+    size_ += static_cast<int64_t>(bytes.size());
+}
+
+void AtomicFile::commit() {
+    bool ok = std::fflush(f_) == 0;
+    ok = ::fsync(fileno(f_)) == 0 && ok;
+    ok = std::fclose(f_) == 0 && ok;
+    f_ = nullptr;
+    CTK_CHECK(ok, IOError, "cannot write '", tmp_, "': ", std::strerror(errno));
+    CTK_CHECK(std::rename(tmp_.c_str(), path_.c_str()) == 0, IOError, "cannot rename '", tmp_, "' to '",
+              path_, "': ", std::strerror(errno));
+    committed_ = true;
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+    AtomicFile file(path);
+    file.write(bytes);
+    file.commit();
 }
 
 std::string read_file(const std::string& path) {

@@ -11,16 +11,13 @@
 #include "ctk/io/cbf.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 
-#include <unistd.h>
-
+#include "ctk/atomic_file.h"
 #include "ctk/dictionary.h"
 #include "ctk/error.h"
 
@@ -396,49 +393,6 @@ std::vector<CbfStream> infer_ctf_streams(const std::string& ctf_path) {
     return out;
 }
 
-namespace {
-// A file written piece by piece into `path.tmp` and renamed over `path` by commit() after an fsync; the
-// temporary is removed when it is never committed.
-class StreamingFile {
-public:
-    explicit StreamingFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
-        const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
-        std::error_code ec;
-        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-        f_ = std::fopen(tmp_.c_str(), "wb");
-        CTK_CHECK(f_, IOError, "cannot write '", path_, "' (through '", tmp_, "'): ", std::strerror(errno));
-    }
-    ~StreamingFile() {
-        if (f_) std::fclose(f_);
-        if (!committed_) std::remove(tmp_.c_str());
-    }
-    StreamingFile(const StreamingFile&) = delete;
-    StreamingFile& operator=(const StreamingFile&) = delete;
-    int64_t size() const { return size_; }
-    void write(const std::string& bytes) {
-        CTK_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), f_) == bytes.size(), IOError, "cannot write '",
-                  tmp_, "': ", std::strerror(errno));
-        size_ += static_cast<int64_t>(bytes.size());
-    }
-    void commit() {
-        bool ok = std::fflush(f_) == 0;
-        ok = ::fsync(fileno(f_)) == 0 && ok;
-        ok = std::fclose(f_) == 0 && ok;
-        f_ = nullptr;
-        CTK_CHECK(ok, IOError, "cannot write '", tmp_, "': ", std::strerror(errno));
-        CTK_CHECK(std::rename(tmp_.c_str(), path_.c_str()) == 0, IOError, "cannot rename '", tmp_, "' to '",
-                  path_, "': ", std::strerror(errno));
-        committed_ = true;
-    }
-
-private:
-    std::string path_, tmp_;
-    FILE* f_ = nullptr;
-    int64_t size_ = 0;
-    bool committed_ = false;
-};
-}  // namespace
-
 int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_path,
                            const std::vector<CbfStream>& streams, int64_t chunk_size_bytes,
                            bool legacy_chunking) {
@@ -451,7 +405,7 @@ int64_t convert_ctf_to_cbf(const std::string& ctf_path, const std::string& cbf_p
 
     // Written chunk by chunk into cbf_path.tmp, renamed over cbf_path once complete (a CTF file of
     // gigabytes never sits in memory, and a failed conversion leaves no half file under the name).
-    StreamingFile file(cbf_path);
+    AtomicFile file(cbf_path);
     std::string out;
     put(out, kMagic);
     put(out, kVersion);
