@@ -3,7 +3,7 @@
 # Usage: scripts/install_deps.sh [--bench]   (--bench adds PyTorch for bench/ and golden tests)
 set -euo pipefail
 packages=(cmake ninja-build g++ ccache pkg-config git
-          libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev
+          libopenblas-openmp-dev libdnnl-dev libsleef-dev ocl-icd-opencl-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           zlib1g-dev dataset-fashion-mnist
           libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata

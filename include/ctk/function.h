@@ -66,6 +66,9 @@ using VariableMap = std::unordered_map<Variable, Variable, VariableHash>;
 enum class CloneMethod : uint8_t { clone, share, freeze };
 
 class BackPropState;
+namespace cell {
+class Run;
+}  // namespace cell
 namespace detail {
 struct Plan;
 struct FunctionAccess;
@@ -200,6 +203,7 @@ private:
     std::vector<Value> values_;
     std::vector<std::vector<std::vector<Tensor>>>
         saved_;  // per step and frame: what the op kept for backward
+    std::vector<std::shared_ptr<const cell::Run>> fused_runs_;  // per recurrent loop run fused: its kept run
     const Function* function_ = nullptr;
     bool training_ = true;
     Device device_;

@@ -21,6 +21,13 @@ namespace ctk {
 // for another value.
 bool memory_plan_by_default();
 
+// Whether recurrent loops made of matrix products and element-wise ops (LSTM, GRU, RNN cells) run on
+// the CPU as one fused kernel (ctk/cell_program.h) instead of frame by frame: on unless turned off
+// here or by the environment's CTK_FUSED_RECURRENCE (0, off or false). Both paths give the same values
+// to rounding; the switch is for comparing them.
+void set_fused_recurrence(bool on);
+bool fused_recurrence();
+
 struct ProgramOptions {
     Device device = default_device();
     bool plan_memory = memory_plan_by_default();  // runs take their blocks from the Program's MemoryPlan

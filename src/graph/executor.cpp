@@ -2,6 +2,7 @@
 // resolved, loops rejected), then runs forward over the steps and backward in reverse, accumulating
 // gradients per value slot. Values not needed for backward are released after their last reader.
 #include "graph/executor.h"
+#include "graph/fused_loop.h"
 
 #include <atomic>
 #include <limits>
@@ -11,6 +12,7 @@
 #include "ctk/cuda.h"
 #include "ctk/op_profile.h"
 #include "ctk/ops.h"
+#include "ctk/program.h"
 
 namespace ctk {
 
@@ -326,6 +328,10 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
             }
         }
     }
+    // Padded frames computed from padding hold no meaning: zero, as the fused kernel leaves them.
+    if (lf.layout && lf.layout->has_padding())
+        for (size_t slot = 0; slot < buffers.size(); ++slot)
+            if (buffers[slot].defined()) values[slot] = Value(values[slot].masked_data(0.0), lf.layout);
 }
 
 }  // namespace
@@ -379,8 +385,22 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
         size_t unit_end = i + 1;
         if (step.loop >= 0) {
             const Loop& loop = plan.loops[static_cast<size_t>(step.loop)];
-            detail::OpProfileScope profiled("recurrent loop", "forward", device);
-            run_loop_forward(plan, loop, values, state->saved_, is_training, keep_all, device);
+            std::shared_ptr<const cell::Run> fused;
+            const auto& compiled = plan.fused[static_cast<size_t>(step.loop)];
+            if (compiled && fused_recurrence()) {
+                detail::OpProfileScope profiled("fused recurrent loop", "forward", device);
+                fused = detail::run_fused_forward(plan, *compiled, values, keep_all);
+            }
+            if (fused) {
+                live += fused->kept_bytes();
+                if (keep_all) {
+                    state->fused_runs_.resize(plan.loops.size());
+                    state->fused_runs_[static_cast<size_t>(step.loop)] = fused;
+                }
+            } else {
+                detail::OpProfileScope profiled("recurrent loop", "forward", device);
+                run_loop_forward(plan, loop, values, state->saved_, is_training, keep_all, device);
+            }
             unit_end = static_cast<size_t>(loop.first + loop.count);
             for (size_t k = i; k < unit_end; ++k) detail::record_delay_carry(plan, k, values);
             for (size_t k = i; k < unit_end; ++k)
@@ -662,9 +682,16 @@ ValueMap detail::run_backward(const BackPropState& kept_state, const ValueMap& r
             const Loop& loop = plan.loops[static_cast<size_t>(last.loop)];
             const Value& first_out =
                 values[static_cast<size_t>(plan.steps[static_cast<size_t>(loop.first)].out[0])];
-            detail::OpProfileScope profiled("recurrent loop", "backward",
-                                            first_out.defined() ? first_out.data().device() : Device::cpu());
-            run_loop_backward(plan, loop, values, grads, leads, state.saved, zero_padded);
+            const size_t li = static_cast<size_t>(last.loop);
+            if (li < state.fused_runs.size() && state.fused_runs[li]) {
+                detail::OpProfileScope profiled("fused recurrent loop", "backward", Device::cpu());
+                detail::run_fused_backward(*plan.fused[li], *state.fused_runs[li], values, grads, leads);
+            } else {
+                detail::OpProfileScope profiled(
+                    "recurrent loop", "backward",
+                    first_out.defined() ? first_out.data().device() : Device::cpu());
+                run_loop_backward(plan, loop, values, grads, leads, state.saved, zero_padded);
+            }
             unit_begin = static_cast<size_t>(loop.first);
         } else {
             const Step& step = last;

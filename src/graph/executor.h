@@ -27,9 +27,14 @@ struct Loop {
     bool backward_in_time = false;  // future_value loops run from the last frame to the first
 };
 
+struct FusedLoop;  // fused_loop.h
+
 struct Plan {
     std::vector<Step> steps;
     std::vector<Loop> loops;
+    // Per loop: compiled for the fused cell kernel, or null with the reason in fused_refusal.
+    std::vector<std::shared_ptr<const FusedLoop>> fused;
+    std::vector<std::string> fused_refusal;
     std::vector<Variable> slot_vars;               // the variable whose value each slot holds
     std::unordered_map<const void*, int> slot_of;  // VariableData* -> slot (block outputs alias inner ones)
     std::vector<int> leaves;                       // slots of inputs, parameters and constants

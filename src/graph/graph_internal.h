@@ -156,11 +156,12 @@ struct FunctionAccess {
         const Plan* plan;
         const std::vector<Value>& values;
         const std::vector<std::vector<std::vector<Tensor>>>& saved;
+        const std::vector<std::shared_ptr<const cell::Run>>& fused_runs;
         Device device;
         bool& committed;
     };
     static KeptState kept(const BackPropState& s) {
-        return {s.plan_.get(), s.values_, s.saved_, s.device_, s.committed_};
+        return {s.plan_.get(), s.values_, s.saved_, s.fused_runs_, s.device_, s.committed_};
     }
     static const std::vector<std::shared_ptr<VariableData>>& owned_outputs(const Function& f) {
         return f.outputs_;

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "graph/executor.h"
+#include "graph/fused_loop.h"
 
 namespace ctk::detail {
 
@@ -247,6 +248,11 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
             plan->steps.push_back(std::move(s));
         }
         plan->loops.push_back(loop);
+    }
+    for (const Loop& loop : plan->loops) {
+        std::string why;
+        plan->fused.push_back(compile_fused_loop(*plan, loop, why));
+        plan->fused_refusal.push_back(why);
     }
     plan->last_use.assign(plan->slot_vars.size(), -1);
     plan->first_use.assign(plan->slot_vars.size(), -1);

@@ -100,7 +100,44 @@ Tensor logits_over_samples(const Tensor& z, int dz, const Tensor& t, int d, int 
     want.insert(want.end(), za.shape().dims().begin() + d, za.shape().dims().end());
     return za.broadcast_to(Shape(want)).contiguous();
 }
+// Labels given as class indices (a one-hot Value, CNTK's sparse labels) over one class axis, the logits'
+// only static axis, with the same samples: each row's loss is picked from log_softmax(z), and neither
+// pass builds the dense [samples, classes] labels (for a 10k vocabulary, 45 MB per minibatch of 1120
+// tokens). A row without a class (index -1, CNTK's all-zero target) keeps CNTK's value, log-sum-exp(z).
+struct ClassRows {
+    Tensor flat;   // int64 [rows]: each row's class as an index into z flattened (0 where it has none)
+    Tensor valid;  // [rows] in z's dtype: 1 where the row has a class
+};
+bool uses_class_rows(const Value& z, const Value& t, const Variable& zv, int dz, int dt) {
+    return t.is_one_hot() && zv.rank() == 1 && dz == dt &&
+           t.one_hot_indices().numel() * z.data().dim(-1) == z.data().numel();
+}
+ClassRows class_rows(const Value& t, const Tensor& z) {
+    const int64_t classes = z.dim(-1);
+    const Tensor idx = t.one_hot_indices().to(z.device()).to(DataType::f64).reshape({-1});
+    const int64_t rows = idx.numel();
+    const Tensor zero = Tensor::full(Shape{}, 0.0, DataType::f64, z.device());
+    const Tensor base =
+        element_times(Tensor::arange(Shape{rows}, DataType::f64).to(z.device()),
+                      Tensor::full(Shape{}, static_cast<double>(classes), DataType::f64, z.device()));
+    return {plus(base, element_max(idx, zero)).to(DataType::i64), greater_equal(idx, zero).to(z.dtype())};
+}
+
 void forward_ce(ForwardContext& c) {
+    if (uses_class_rows(c.inputs[0], c.inputs[1], c.input_vars[0], c.dyn_rank(0), c.dyn_rank(1))) {
+        const Tensor& z = c.inputs[0].data();
+        const int ax = z.rank() - 1;
+        const Tensor ls = log_softmax(z, ax);
+        const ClassRows r = class_rows(c.inputs[1], z);
+        const Tensor picked = gather_of_checked(ls.reshape({-1}), r.flat, 0);
+        // log-sum-exp = z - log_softmax(z) on any column; used only by rows without a class.
+        const Tensor lse = minus(z.slice(ax, 0, 1), ls.slice(ax, 0, 1));
+        const Tensor loss = element_select(r.valid, negate(picked), lse.reshape({-1}));
+        c.outputs.push_back(Value(loss.reshape(lse.shape().dims())));
+        c.saved.push_back(ls);
+        c.saved.push_back(lse);
+        return;
+    }
     const int rank = c.input_vars[0].rank(), d = std::max(c.dyn_rank(0), c.dyn_rank(1));
     Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), d, rank);
     Tensor z = logits_over_samples(c.inputs[0].data(), c.dyn_rank(0), t, d, rank);
@@ -111,6 +148,20 @@ void forward_ce(ForwardContext& c) {
     c.saved.push_back(lse);
 }
 void backward_ce(BackwardContext& c) {
+    if (uses_class_rows(c.inputs[0], c.inputs[1], c.input_vars[0], c.dyn_rank(0), c.dyn_rank(1))) {
+        // Class-index labels (forward_ce): dz = dy * (softmax(z) - t), t's 1s subtracted at the classes.
+        const Tensor &ls = c.saved[0], &lse = c.saved[1];
+        const Tensor& dy = c.output_grads[0];  // [rows..., 1]
+        if (c.needs[0]) {
+            const ClassRows r = class_rows(c.inputs[1], ls);
+            const Tensor dz = element_times(ctk::exp(ls), dy);
+            c.input_grads[0] = scatter_add_of_checked(dz.reshape({-1}), r.flat,
+                                                      negate(element_times(dy.reshape({-1}), r.valid)), 0)
+                                   .reshape(ls.shape().dims());
+        }
+        if (c.needs[1]) c.input_grads[1] = negate(element_times(dy, plus(ls, lse)));  // dt = -dy * z
+        return;
+    }
     const int rank = c.input_vars[0].rank(), d = std::max(c.dyn_rank(0), c.dyn_rank(1));
     Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), d, rank);
     const Tensor &ls = c.saved[0], &lse = c.saved[1];
@@ -139,6 +190,19 @@ std::vector<OutputSpec> infer_error(InferContext& c) {
     return {{out, z.dtype(), loss_axes(c.inputs, c.where)}};
 }
 void forward_error(ForwardContext& c) {
+    if (c.attrs.get<int64_t>("topN") == 1 &&
+        uses_class_rows(c.inputs[0], c.inputs[1], c.input_vars[0], c.dyn_rank(0), c.dyn_rank(1))) {
+        // Class-index labels: wrong unless the first maximum is the row's class (CNTK's t . hardmax(z)).
+        const Tensor& z = c.inputs[0].data();
+        const int ax = z.rank() - 1;
+        const Tensor idx = c.inputs[1].one_hot_indices().to(z.device()).to(DataType::f64).reshape({-1});
+        const Tensor best = argmax(z, ax, false).to(DataType::f64).reshape({-1});
+        const Tensor err = minus(scalar_like(1.0, z), equal(best, idx).to(z.dtype()));
+        Dims out = z.shape().dims();
+        out.back() = 1;
+        c.outputs.push_back(Value(err.reshape(out)));
+        return;
+    }
     const Tensor& z = c.inputs[0].data();
     const int rank = c.input_vars[0].rank(), dyn = c.dyn_rank(0);
     Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), dyn, rank).broadcast_to(z.shape());

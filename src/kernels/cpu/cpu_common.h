@@ -1,6 +1,7 @@
 // Internal helpers shared by the CPU kernels: compute types for 16-bit floats and stride utilities.
 #pragma once
 
+#include <cmath>
 #include <type_traits>
 
 #include "core/strided_loop.h"
@@ -26,6 +27,15 @@ inline T store(compute_t<T> v) {
         return T(v);
     else
         return v;
+}
+
+// The logistic function without overflow for large |x| (the element-wise kernels and the fused
+// recurrent cells share it, so both paths give the same numbers).
+template <typename C>
+inline C sigmoid_of(C x) {
+    if (x >= 0) return C(1) / (C(1) + std::exp(-x));
+    C e = std::exp(x);
+    return e / (C(1) + e);
 }
 
 inline Dims byte_strides(const Tensor& t) {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace ctk::cpu {
 
@@ -25,32 +26,50 @@ struct ReduceKind {
 ReduceKind kind_of(OpKind op) {
     constexpr double inf = std::numeric_limits<double>::infinity();
     switch (op) {
-        case OpKind::reduce_sum: return {Acc::sum, 0.0};
-        case OpKind::reduce_mean: return {Acc::sum, 0.0, true};
-        case OpKind::reduce_max: return {Acc::max, -inf};
-        case OpKind::reduce_min: return {Acc::min, inf};
-        case OpKind::reduce_prod: return {Acc::prod, 1.0};
-        case OpKind::reduce_l1: return {Acc::abs_sum, 0.0};
-        case OpKind::reduce_l2: return {Acc::square_sum, 0.0, false, true};
-        case OpKind::reduce_sum_square: return {Acc::square_sum, 0.0};
-        default: CTK_THROW(NotImplementedError, op_name(op), ": not a reduction");
+        case OpKind::reduce_sum:
+            return {Acc::sum, 0.0};
+        case OpKind::reduce_mean:
+            return {Acc::sum, 0.0, true};
+        case OpKind::reduce_max:
+            return {Acc::max, -inf};
+        case OpKind::reduce_min:
+            return {Acc::min, inf};
+        case OpKind::reduce_prod:
+            return {Acc::prod, 1.0};
+        case OpKind::reduce_l1:
+            return {Acc::abs_sum, 0.0};
+        case OpKind::reduce_l2:
+            return {Acc::square_sum, 0.0, false, true};
+        case OpKind::reduce_sum_square:
+            return {Acc::square_sum, 0.0};
+        default:
+            CTK_THROW(NotImplementedError, op_name(op), ": not a reduction");
     }
 }
 
 template <Acc A>
 inline double step(double acc, double x) {
-    if constexpr (A == Acc::sum) return acc + x;
-    else if constexpr (A == Acc::max) return (x > acc || x != x) ? x : acc;  // NaN wins and stays
-    else if constexpr (A == Acc::min) return (x < acc || x != x) ? x : acc;
-    else if constexpr (A == Acc::prod) return acc * x;
-    else if constexpr (A == Acc::abs_sum) return acc + std::fabs(x);
-    else return acc + x * x;
+    if constexpr (A == Acc::sum)
+        return acc + x;
+    else if constexpr (A == Acc::max)
+        return (x > acc || x != x) ? x : acc;  // NaN wins and stays
+    else if constexpr (A == Acc::min)
+        return (x < acc || x != x) ? x : acc;
+    else if constexpr (A == Acc::prod)
+        return acc * x;
+    else if constexpr (A == Acc::abs_sum)
+        return acc + std::fabs(x);
+    else
+        return acc + x * x;
 }
 template <Acc A>
 inline double combine(double a, double b) {
-    if constexpr (A == Acc::max || A == Acc::min) return step<A>(a, b);
-    else if constexpr (A == Acc::prod) return a * b;
-    else return a + b;
+    if constexpr (A == Acc::max || A == Acc::min)
+        return step<A>(a, b);
+    else if constexpr (A == Acc::prod)
+        return a * b;
+    else
+        return a + b;
 }
 
 // Reduces n contiguous values in fixed-size chunks; 8 lanes inside a chunk keep the loop vectorisable.
@@ -74,10 +93,13 @@ double reduce_row(const T* p, int64_t n, double init, bool parallel) {
     std::vector<double> partial(static_cast<size_t>(chunks));
     auto run = [&](int64_t b, int64_t e) {
         for (int64_t c = b; c < e; ++c)
-            partial[static_cast<size_t>(c)] = reduce_chunk<A>(p + c * kChunk, std::min(kChunk, n - c * kChunk), init);
+            partial[static_cast<size_t>(c)] =
+                reduce_chunk<A>(p + c * kChunk, std::min(kChunk, n - c * kChunk), init);
     };
-    if (parallel) parallel_for(0, chunks, 1, run);
-    else run(0, chunks);
+    if (parallel)
+        parallel_for(0, chunks, 1, run);
+    else
+        run(0, chunks);
     double r = partial[0];
     for (size_t c = 1; c < partial.size(); ++c) r = combine<A>(r, partial[c]);
     return r;
@@ -115,7 +137,9 @@ template <Acc A, typename T>
 void reduce_rows(const T* x, T* out, int64_t rows, int64_t r, const ReduceKind& k) {
     bool few_rows = rows < num_threads();
     parallel_for(0, rows, std::max<int64_t>(1, kChunk / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
-        for (int64_t a = b; a < e; ++a) out[a] = store<T>(static_cast<compute_t<T>>(finish(k, reduce_row<A>(x + a * r, r, k.init, few_rows), r)));
+        for (int64_t a = b; a < e; ++a)
+            out[a] = store<T>(
+                static_cast<compute_t<T>>(finish(k, reduce_row<A>(x + a * r, r, k.init, few_rows), r)));
     });
 }
 
@@ -124,25 +148,29 @@ template <Acc A, typename T>
 void reduce_columns(const T* x, T* out, int64_t outer, int64_t r, int64_t inner, const ReduceKind& k) {
     constexpr int64_t kCols = 256;  // columns per task: the accumulators stay in L1
     int64_t col_blocks = (inner + kCols - 1) / kCols;
-    parallel_for(0, outer * col_blocks, std::max<int64_t>(1, kChunk / std::max<int64_t>(r * kCols, 1)), [&](int64_t b, int64_t e) {
-        double acc[kCols];
-        for (int64_t t = b; t < e; ++t) {
-            int64_t a = t / col_blocks, j0 = (t % col_blocks) * kCols, nj = std::min(kCols, inner - j0);
-            for (int64_t j = 0; j < nj; ++j) acc[j] = k.init;
-            const T* base = x + a * r * inner + j0;
-            for (int64_t i = 0; i < r; ++i) {
-                const T* row = base + i * inner;
-                for (int64_t j = 0; j < nj; ++j) acc[j] = step<A>(acc[j], static_cast<double>(load(row[j])));
+    parallel_for(
+        0, outer * col_blocks, std::max<int64_t>(1, kChunk / std::max<int64_t>(r * kCols, 1)),
+        [&](int64_t b, int64_t e) {
+            double acc[kCols];
+            for (int64_t t = b; t < e; ++t) {
+                int64_t a = t / col_blocks, j0 = (t % col_blocks) * kCols, nj = std::min(kCols, inner - j0);
+                for (int64_t j = 0; j < nj; ++j) acc[j] = k.init;
+                const T* base = x + a * r * inner + j0;
+                for (int64_t i = 0; i < r; ++i) {
+                    const T* row = base + i * inner;
+                    for (int64_t j = 0; j < nj; ++j)
+                        acc[j] = step<A>(acc[j], static_cast<double>(load(row[j])));
+                }
+                for (int64_t j = 0; j < nj; ++j)
+                    out[a * inner + j0 + j] = store<T>(static_cast<compute_t<T>>(finish(k, acc[j], r)));
             }
-            for (int64_t j = 0; j < nj; ++j)
-                out[a * inner + j0 + j] = store<T>(static_cast<compute_t<T>>(finish(k, acc[j], r)));
-        }
-    });
+        });
 }
 
 // Brings x to a contiguous [outer, r, inner] form; returns false if it had to permute to [outer, r].
 template <typename T>
-Tensor as_three_blocks(const Tensor& x, const std::vector<int>& axes, int64_t& outer, int64_t& r, int64_t& inner) {
+Tensor as_three_blocks(const Tensor& x, const std::vector<int>& axes, int64_t& outer, int64_t& r,
+                       int64_t& inner) {
     Tensor xc = x.contiguous();
     Blocks b = make_blocks(xc.shape(), axes);
     outer = 1, r = 1, inner = 1;
@@ -163,8 +191,10 @@ Tensor as_three_blocks(const Tensor& x, const std::vector<int>& axes, int64_t& o
     for (int a : axes) order.push_back(a);
     Tensor p = x.permute(order).contiguous();
     for (int i = 0; i < x.rank(); ++i) {
-        if (std::find(axes.begin(), axes.end(), i) == axes.end()) outer *= x.shape()[i];
-        else r *= x.shape()[i];
+        if (std::find(axes.begin(), axes.end(), i) == axes.end())
+            outer *= x.shape()[i];
+        else
+            r *= x.shape()[i];
     }
     return p;
 }
@@ -175,8 +205,10 @@ void reduce_dispatch(const Tensor& x, const Tensor& out, const std::vector<int>&
     Tensor xc = as_three_blocks<T>(x, axes, outer, r, inner);
     const T* px = xc.data<T>();
     T* po = out.data<T>();
-    if (inner == 1) reduce_rows<A>(px, po, outer, r, k);
-    else reduce_columns<A>(px, po, outer, r, inner, k);
+    if (inner == 1)
+        reduce_rows<A>(px, po, outer, r, k);
+    else
+        reduce_columns<A>(px, po, outer, r, inner, k);
 }
 
 template <typename T>
@@ -194,8 +226,9 @@ void log_sum_exp(const Tensor& x, const Tensor& out, const std::vector<int>& axe
     for (int64_t i = 0; i < mk.numel(); ++i) ps[i] = std::isfinite(pm[i]) ? pm[i] : 0.0;
     Tensor shifted = Tensor::empty(x.shape(), DataType::f64);
     {
-        auto plan = detail::make_strided_plan<3>(x.shape().dims(), {byte_strides(shifted), byte_strides(x64),
-                                                                    byte_strides(safe_m.broadcast_to(x.shape()))});
+        auto plan = detail::make_strided_plan<3>(
+            x.shape().dims(),
+            {byte_strides(shifted), byte_strides(x64), byte_strides(safe_m.broadcast_to(x.shape()))});
         detail::run_strided<3>(plan, {bytes(shifted), bytes(x64), bytes(safe_m)},
                                [](std::array<char*, 3> p, int64_t n, std::array<int64_t, 3> s) {
                                    for (int64_t i = 0; i < n; ++i)
@@ -208,7 +241,8 @@ void log_sum_exp(const Tensor& x, const Tensor& out, const std::vector<int>& axe
     reduce_dispatch<Acc::sum, double>(shifted, s, axes, kind_of(OpKind::reduce_sum));
     const double* psum = s.data<double>();
     T* po = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) po[i] = store<T>(static_cast<compute_t<T>>(std::log(psum[i]) + ps[i]));
+    for (int64_t i = 0; i < out.numel(); ++i)
+        po[i] = store<T>(static_cast<compute_t<T>>(std::log(psum[i]) + ps[i]));
 }
 
 template <typename T>
@@ -219,12 +253,18 @@ void reduce_kernel(const KernelCall& call) {
     if (call.op == OpKind::reduce_log_sum_exp) return log_sum_exp<T>(x, out, attrs.axes);
     ReduceKind k = kind_of(call.op);
     switch (k.acc) {
-        case Acc::sum: return reduce_dispatch<Acc::sum, T>(x, out, attrs.axes, k);
-        case Acc::max: return reduce_dispatch<Acc::max, T>(x, out, attrs.axes, k);
-        case Acc::min: return reduce_dispatch<Acc::min, T>(x, out, attrs.axes, k);
-        case Acc::prod: return reduce_dispatch<Acc::prod, T>(x, out, attrs.axes, k);
-        case Acc::abs_sum: return reduce_dispatch<Acc::abs_sum, T>(x, out, attrs.axes, k);
-        case Acc::square_sum: return reduce_dispatch<Acc::square_sum, T>(x, out, attrs.axes, k);
+        case Acc::sum:
+            return reduce_dispatch<Acc::sum, T>(x, out, attrs.axes, k);
+        case Acc::max:
+            return reduce_dispatch<Acc::max, T>(x, out, attrs.axes, k);
+        case Acc::min:
+            return reduce_dispatch<Acc::min, T>(x, out, attrs.axes, k);
+        case Acc::prod:
+            return reduce_dispatch<Acc::prod, T>(x, out, attrs.axes, k);
+        case Acc::abs_sum:
+            return reduce_dispatch<Acc::abs_sum, T>(x, out, attrs.axes, k);
+        case Acc::square_sum:
+            return reduce_dispatch<Acc::square_sum, T>(x, out, attrs.axes, k);
     }
 }
 
@@ -238,6 +278,15 @@ void arg_kernel(const KernelCall& call) {
     const T* px = xc.data<T>();
     int64_t* po = call.outputs[0].data<int64_t>();
     const bool is_max = call.op == OpKind::argmax;
+    if constexpr (std::is_same_v<T, float>) {
+        if (is_max && inner == 1) {  // contiguous rows (a classifier's scores): vectorised
+            parallel_for(0, outer, std::max<int64_t>(1, 4096 / std::max<int64_t>(r, 1)),
+                         [&](int64_t b, int64_t e) {
+                             for (int64_t t = b; t < e; ++t) po[t] = vmath::argmax(px + t * r, r);
+                         });
+            return;
+        }
+    }
     parallel_for(0, outer * inner, 1024, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
             int64_t a = t / inner, j = t % inner;

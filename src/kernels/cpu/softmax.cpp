@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace ctk::cpu {
 
@@ -53,9 +54,28 @@ void softmax_kernel(const KernelCall& call) {
     const bool log_form = call.op == OpKind::log_softmax;
     for_lines<T, 1>(call, [&](std::array<const T*, 1> x, T* y, int64_t n, int64_t s) {
         C m = -std::numeric_limits<C>::infinity();
-        for (int64_t i = 0; i < n; ++i) m = std::max(m, load(x[0][i * s]));
+        if constexpr (std::is_same_v<T, float>) {
+            if (s == 1) m = vmath::max(x[0], n);
+        }
+        if (s != 1 || !std::is_same_v<T, float>)
+            for (int64_t i = 0; i < n; ++i) m = std::max(m, load(x[0][i * s]));
         if (!std::isfinite(m)) m = m != m ? m : C(0);  // all -inf: exp(-inf) = 0 below; NaN propagates
         double sum = 0;
+        if constexpr (std::is_same_v<T, float>) {
+            if (s == 1) {  // a contiguous line: the exponentials vectorised, into y first
+                for (int64_t i = 0; i < n; ++i) y[i] = x[0][i] - m;
+                vmath::exp(y, y, n);
+                sum = vmath::sum(y, n);
+                if (log_form) {
+                    const float log_sum = static_cast<float>(std::log(sum));
+                    for (int64_t i = 0; i < n; ++i) y[i] = (x[0][i] - m) - log_sum;
+                } else {
+                    const float inv = static_cast<float>(1.0 / sum);
+                    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+                }
+                return;
+            }
+        }
         for (int64_t i = 0; i < n; ++i) {
             C e = std::exp(load(x[0][i * s]) - m);
             sum += e;
@@ -97,6 +117,15 @@ void softmax_backward_kernel(const KernelCall& call) {
         const T *y = in[0], *dy = in[1];
         double dot = 0;
         if (log_form) {  // dx = dy - softmax * sum(dy), softmax = exp(log_softmax)
+            if constexpr (std::is_same_v<T, float>) {
+                if (s == 1) {
+                    dot = vmath::sum(dy, n);
+                    vmath::exp(dx, y, n);
+                    const float d = static_cast<float>(dot);
+                    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] - dx[i] * d;
+                    return;
+                }
+            }
             for (int64_t i = 0; i < n; ++i) dot += load(dy[i * s]);
             for (int64_t i = 0; i < n; ++i)
                 dx[i * s] = store<T>(load(dy[i * s]) - std::exp(load(y[i * s])) * static_cast<C>(dot));
