@@ -71,31 +71,33 @@ void unary_forward(OpKind op, T* y, const T* x, int64_t n) {
     }
 }
 
-// gx += d op / dx * g, from x and y = op(x).
+// gx += d op / dx * g, from x or from y = op(x) (each rule reads only the one it names: the other
+// operand may not have been kept).
 template <typename T, typename F>
-void grad1(T* gx, const T* x, const T* y, const T* g, int64_t n, F f) {
-    for (int64_t i = 0; i < n; ++i) gx[i] += f(x[i], y[i], g[i]);
+void grad_from(T* gx, const T* v, const T* g, int64_t n, F f) {
+    for (int64_t i = 0; i < n; ++i) gx[i] += f(v[i], g[i]);
 }
 
 template <typename T>
 void unary_backward(OpKind op, T* gx, const T* x, const T* y, const T* g, int64_t n) {
     switch (op) {
         case OpKind::negate:
-            return grad1(gx, x, y, g, n, [](T, T, T d) { return -d; });
+            for (int64_t i = 0; i < n; ++i) gx[i] -= g[i];
+            return;
         case OpKind::square:
-            return grad1(gx, x, y, g, n, [](T v, T, T d) { return T(2) * v * d; });
+            return grad_from(gx, x, g, n, [](T v, T d) { return T(2) * v * d; });
         case OpKind::exp:
-            return grad1(gx, x, y, g, n, [](T, T w, T d) { return w * d; });
+            return grad_from(gx, y, g, n, [](T w, T d) { return w * d; });
         case OpKind::log:
-            return grad1(gx, x, y, g, n, [](T v, T, T d) { return cntk_math::log_grad(v, d); });
+            return grad_from(gx, x, g, n, [](T v, T d) { return cntk_math::log_grad(v, d); });
         case OpKind::tanh:
-            return grad1(gx, x, y, g, n, [](T, T w, T d) { return (T(1) - w * w) * d; });
+            return grad_from(gx, y, g, n, [](T w, T d) { return (T(1) - w * w) * d; });
         case OpKind::sigmoid:
-            return grad1(gx, x, y, g, n, [](T, T w, T d) { return w * (T(1) - w) * d; });
+            return grad_from(gx, y, g, n, [](T w, T d) { return w * (T(1) - w) * d; });
         case OpKind::relu:
-            return grad1(gx, x, y, g, n, [](T, T w, T d) { return w > T(0) ? d : T(0); });
+            return grad_from(gx, y, g, n, [](T w, T d) { return w > T(0) ? d : T(0); });
         case OpKind::softplus:
-            return grad1(gx, x, y, g, n, [](T v, T, T d) { return cpu::sigmoid_of(v) * d; });
+            return grad_from(gx, x, g, n, [](T v, T d) { return cpu::sigmoid_of(v) * d; });
         default:
             CTK_THROW(NotImplementedError, "cell program: ", op_name(op), " is not a fused unary op");
     }
