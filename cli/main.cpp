@@ -37,7 +37,8 @@ int run_eval(int argc, char** argv);
 constexpr Subcommand kSubcommands[] = {
     {"info", "the build banner, the GPUs, and whether this build runs on them (and the fix if not)",
      run_info},
-    {"data", "prepare data sets in CNTK's layouts (`ctk data mnist|cifar10|images|ctf2cbf IN OUT`)",
+    {"data",
+     "prepare data sets in CNTK's layouts (`ctk data mnist|cifar10|images|ctf2cbf|cmudict|fortunes IN OUT`)",
      run_data},
     {"convert", "convert a model between CNTK v2, CNTK v1 (read only) and ONNX", run_convert},
     {"eval", "evaluate a model on a CNTK text format file and print its outputs", run_eval},
@@ -74,7 +75,9 @@ constexpr const char* kDataUsage =
     "usage: ctk data mnist IN_DIR OUT_DIR\n"
     "       ctk data cifar10 IN_DIR OUT_DIR [--text-only]\n"
     "       ctk data images IN_DIR OUT_DIR [--layout cifar|imagenet] [--size N] [--limit N]\n"
-    "       ctk data ctf2cbf IN.ctf OUT.bin [--header FILE] [--chunk-size BYTES] [--legacy-chunking]\n\n"
+    "       ctk data ctf2cbf IN.ctf OUT.bin [--header FILE] [--chunk-size BYTES] [--legacy-chunking]\n"
+    "       ctk data cmudict [DICT] OUT_DIR\n"
+    "       ctk data fortunes [IN_DIR] OUT.txt\n\n"
     "mnist: converts the MNIST (or Fashion-MNIST) IDX files in IN_DIR -- train-images-idx3-ubyte,\n"
     "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz --\n"
     "into CNTK's text format: OUT_DIR/Train-28x28_cntk_text.txt and OUT_DIR/Test-28x28_cntk_text.txt,\n"
@@ -92,7 +95,13 @@ constexpr const char* kDataUsage =
     "ctf2cbf: a CNTK text format file as CNTK Binary Format (CBFDeserializer). The streams are found by\n"
     "reading the file, or given by --header, CNTK's ctf2bin.py header file (lines \"name alias\n"
     "dense|sparse dim\"). Chunks hold about --chunk-size bytes (default 32 MB); --legacy-chunking\n"
-    "reproduces ctf2bin.py, after whose first chunk every chunk holds one sequence.\n";
+    "reproduces ctf2bin.py, after whose first chunk every chunk holds one sequence.\n"
+    "cmudict: the CMU pronouncing dictionary in the layout of CNTK's CMUDict example\n"
+    "(Examples/SequenceToSequence/CMUDict/Data), from Debian's festlex-cmu (DICT, default\n"
+    "/usr/share/festival/dicts/cmu/cmudict-0.4.out): OUT_DIR/cmudict-0.7b.mapping,\n"
+    "cmudict-0.7b.train-dev-20-21.ctf, cmudict-0.7b.test.ctf (every tenth word) and tiny.ctf.\n"
+    "fortunes: the fortune databases (IN_DIR, default /usr/share/games/fortunes, Debian's fortunes) as one\n"
+    "text file, a corpus for CNTK's character language model (Examples/Text/CharacterLM).\n";
 
 // CNTK's ctf2bin.py header file: one stream a line, "name alias dense|sparse dim".
 std::vector<ctk::CbfStream> read_ctf2bin_header(const std::string& path) {
@@ -121,7 +130,8 @@ int run_data(int argc, char** argv) {
         return 0;
     }
     const std::string_view set = argc >= 1 ? std::string_view(argv[0]) : std::string_view();
-    const bool known = set == "mnist" || set == "cifar10" || set == "images" || set == "ctf2cbf";
+    const bool known = set == "mnist" || set == "cifar10" || set == "images" || set == "ctf2cbf" ||
+                       set == "cmudict" || set == "fortunes";
     std::vector<std::string> paths;
     std::string layout = "cifar", header;
     int64_t size = 64, limit = 0, chunk_size = 32 << 20;
@@ -153,6 +163,11 @@ int run_data(int argc, char** argv) {
         else
             paths.emplace_back(a);
     }
+    // The text sets' sources default to where Debian installs them.
+    if (!bad && paths.size() == 1 && set == "cmudict")
+        paths.insert(paths.begin(), "/usr/share/festival/dicts/cmu/cmudict-0.4.out");
+    if (!bad && paths.size() == 1 && set == "fortunes")
+        paths.insert(paths.begin(), "/usr/share/games/fortunes");
     if (bad || paths.size() != 2) {
         std::fputs(!known && argc >= 1 ? "ctk data: unknown data set\n" : "ctk data: wrong arguments\n",
                    stderr);
@@ -171,6 +186,22 @@ int run_data(int argc, char** argv) {
         std::printf("Wrote %lld sequences of %s to %s (%.1f s)\n", static_cast<long long>(n), names.c_str(),
                     paths[1].c_str(),
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        return 0;
+    }
+    const auto seconds_since_start = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    if (set == "cmudict") {
+        const ctk::CmudictCounts c = ctk::convert_cmudict_to_ctf(paths[0], paths[1]);
+        std::printf("Wrote %lld training and %lld test words to %s (%.1f s)\n",
+                    static_cast<long long>(c.train), static_cast<long long>(c.test), paths[1].c_str(),
+                    seconds_since_start());
+        return 0;
+    }
+    if (set == "fortunes") {
+        const int64_t quotes = ctk::convert_fortunes_to_text(paths[0], paths[1]);
+        std::printf("Wrote %lld quotes to %s (%.1f s)\n", static_cast<long long>(quotes), paths[1].c_str(),
+                    seconds_since_start());
         return 0;
     }
     std::pair<int64_t, int64_t> counts;

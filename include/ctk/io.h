@@ -212,5 +212,21 @@ std::pair<int64_t, int64_t> convert_mnist_to_ctf(const std::string& in_dir, cons
 // |features <3072 integers>" (the red, green and blue planes), the layout ConvNet_CIFAR10.py reads.
 // Files may be gzipped (.gz). Returns the number of (train, test) samples written.
 std::pair<int64_t, int64_t> convert_cifar10_to_ctf(const std::string& in_dir, const std::string& out_dir);
+// The CMU pronouncing dictionary in the layout of CNTK's Examples/SequenceToSequence/CMUDict/Data, from
+// Debian's copy in Festival's lexicon format (festlex-cmu: /usr/share/festival/dicts/cmu/cmudict-0.4.out):
+// out_dir/cmudict-0.7b.mapping (CNTK's 69 symbols: ', </s>, <s/>, <s>, A-Z, ~AA .. ~ZH, one a line),
+// cmudict-0.7b.train-dev-20-21.ctf and cmudict-0.7b.test.ctf (every tenth entry, in the dictionary's
+// order; lines "id\t|S0 k:1 |# A\t|S1 k:1 |# ~AH", letters and phonemes each between <s> and </s>,
+// phonemes without stress, Festival's schwa ax as AH), and tiny.ctf (the first test word). Pronunciations
+// repeated for another part of speech are written once. A malformed line is an IOError naming the file
+// and line.
+struct CmudictCounts {
+    int64_t train = 0, test = 0, skipped = 0;  // skipped: words with letters outside the mapping
+};
+CmudictCounts convert_cmudict_to_ctf(const std::string& dict_path, const std::string& out_dir);
+// The fortune databases in in_dir (Debian's fortunes: /usr/share/games/fortunes; the text files without
+// an extension) as one text file, the quotes in file-name order, each followed by a blank line. Returns
+// the number of quotes.
+int64_t convert_fortunes_to_text(const std::string& in_dir, const std::string& out_path);
 
 }  // namespace ctk

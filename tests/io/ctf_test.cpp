@@ -9,18 +9,9 @@ namespace ctk {
 namespace {
 
 using test::error_of;
+using test::read_all;
 using test::TempDir;
 using test::write_file;
-
-std::vector<std::vector<SequenceData>> read_all(const Deserializer& d) {
-    std::vector<std::vector<SequenceData>> all;
-    for (int64_t c = 0; c < d.num_chunks(); ++c) {
-        auto part = d.read_chunk(c);
-        EXPECT_EQ(static_cast<int64_t>(part.size()), d.chunk_num_sequences(c));
-        all.insert(all.end(), part.begin(), part.end());
-    }
-    return all;
-}
 
 std::vector<StreamDef> two_streams() {
     return {StreamDef{"features", "x", {3}, false, false}, StreamDef{"labels", "y", {4}, true, false}};

@@ -86,4 +86,15 @@ std::string error_of(F&& f) {
     return "";
 }
 
+// Every sequence of a deserializer, chunk by chunk (checking each chunk's count).
+inline std::vector<std::vector<SequenceData>> read_all(const Deserializer& d) {
+    std::vector<std::vector<SequenceData>> all;
+    for (int64_t c = 0; c < d.num_chunks(); ++c) {
+        auto part = d.read_chunk(c);
+        EXPECT_EQ(static_cast<int64_t>(part.size()), d.chunk_num_sequences(c));
+        all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+}
+
 }  // namespace ctk::test
