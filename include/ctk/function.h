@@ -102,6 +102,10 @@ public:
     std::vector<Variable> parameters() const;
     std::vector<Variable> constants() const;
     std::vector<Variable> placeholders() const;
+    // The placeholders a Function made from a Python function declared as its parameters (CNTK's
+    // @Function signature), in order; empty for other Functions. Placeholders it closed over from an
+    // enclosing function follow them in placeholders(): calling it binds the declared ones only.
+    std::vector<Variable> declared_placeholders() const;
     // The first Function (blocks searched too when `nested`) named `name`, or null.
     FunctionPtr find_by_name(const std::string& name, bool nested = false) const;
     std::vector<FunctionPtr> find_all_with_name(const std::string& name, bool nested = false) const;

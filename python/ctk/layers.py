@@ -18,10 +18,24 @@ def _has_fork(layers):
     return any(isinstance(l, tuple) or (isinstance(l, list) and _has_fork(l)) for l in layers)
 
 
+def _arity(layer):
+    """How many operands a layer takes (None when unknown)."""
+    if isinstance(layer, list):
+        return _arity(layer[0]) if layer else None
+    if isinstance(layer, Function):
+        return len(layer.placeholders)
+    try:
+        return len(required_positional_parameters(layer))
+    except (TypeError, ValueError):
+        return None
+
+
 def Sequential(layers, name=''):
     """CNTK's Sequential: the layers applied in turn; a nested list is a Sequential, a tuple applies each of
     its layers to the same input and passes all their outputs on (CNTK's fork, e.g. `(Delay(-1),
-    Delay(0), Delay(1))` then `splice`), and a layer with several outputs passes them all as arguments."""
+    Delay(0), Delay(1))` then `splice`), or, after a layer with as many outputs as the tuple has
+    one-operand layers, each layer to its own output (`(Label('h'), Label('c'))` after a recurrence with
+    return_full_state); a layer with several outputs passes them all as arguments."""
     layers = list(layers) if isinstance(layers, (list, tuple)) else [layers]
     if not _has_fork(layers):
         return _Sequential(layers, name)
@@ -31,6 +45,8 @@ def Sequential(layers, name=''):
         if isinstance(layer, list):
             layer = Sequential(layer)
         if isinstance(layer, tuple):
+            if len(args) == len(layer) > 1 and all(_arity(b) == 1 for b in layer):
+                return [out for branch, a in zip(layer, args) for out in apply(branch, [a])]
             return [out for branch in layer for out in apply(branch, args)]
         y = layer(*args)
         if isinstance(y, Function):
@@ -166,9 +182,10 @@ def PastValueWindow(window_size, axis, go_backwards=False, name=''):
         shifted = v if t == 0 else seq.delay(v, time_step=-t if go_backwards else t)
         return seq.first(shifted) if go_backwards else seq.last(shifted)
 
-    value = ops.splice(*[ops.expand_dims(item(inner, t), axis) for t in range(window_size)], axis=axis)
-    valid = ops.splice(*[ops.expand_dims(ops.reshape(item(ones, t), (1,)), axis) for t in range(window_size)],
-                       axis=axis)
+    # CNTK spliced the items along `axis`: an axis the items do not have (e.g. -3 for vectors) is a new
+    # one, the items stacked along it.
+    value = ops.splice(*[item(inner, t) for t in range(window_size)], axis=axis)
+    valid = ops.splice(*[ops.reshape(item(ones, t), (1,)) for t in range(window_size)], axis=axis)
     return as_block(combine([value, valid]), [(inner, placeholder())], 'PastValueWindow', name)
 
 

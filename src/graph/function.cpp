@@ -154,6 +154,12 @@ std::vector<Variable> Function::constants() const {
 std::vector<Variable> Function::placeholders() const {
     return in_declared_order(argument_order_, leaves_of_kind(*this, VariableKind::placeholder));
 }
+std::vector<Variable> Function::declared_placeholders() const {
+    std::vector<Variable> out;
+    for (const Variable& v : argument_order_)
+        if (v.is_placeholder()) out.push_back(v);
+    return out;
+}
 
 std::vector<FunctionPtr> Function::find_all_with_name(const std::string& name, bool nested) const {
     std::vector<FunctionPtr> found;
@@ -265,7 +271,7 @@ void adopt_operand_dtype(std::vector<Variable>& inputs) {
 void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     if (f.kind_ == Function::Kind::composite) return;
     if (f.kind_ == Function::Kind::block) {
-        bool known = true;
+        bool known = true, unbound = false;
         for (const auto& [inner, outer] : f.block_map_) {
             VariableData& p = *inner.impl();
             p.shape = outer.shape();
@@ -273,9 +279,13 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
             p.dtype = outer.dtype();
             p.dynamic_axes = outer.dynamic_axes();
             known = known && outer.shape_known();
+            unbound = unbound || (!outer.shape_known() && outer.is_placeholder());
         }
         std::vector<OutputSpec> specs;
-        if (known || allow_partial) {
+        // An operand that is a placeholder not bound yet (a layer applied inside a layer being built) is
+        // no loop being closed: guessing through the block would fix what follows from a guess (a
+        // Stabilizer's scalar times x taken for a scalar, the Dense after it inferring its weights so).
+        if (known || (allow_partial && !unbound)) {
             // A recurrent loop inside (a Recurrence layer), or a loop through this block being closed
             // (allow_partial: some operands still unknown), needs the lenient rounds that close loops;
             // any other inner graph is one strict pass.
@@ -650,6 +660,10 @@ FunctionPtr Function::replace_placeholders(const VariableMap& replacements) {
 FunctionPtr Function::operator()(const std::vector<Variable>& args) const {
     std::vector<Variable> params = placeholders();
     if (params.empty()) params = arguments();
+    // CNTK's @Function: called with its declared parameters (listed first); the placeholders it closed
+    // over stay free, to be bound with the enclosing function's.
+    const size_t declared = declared_placeholders().size();
+    if (declared > 0 && args.size() == declared && declared < params.size()) params.resize(declared);
     CTK_CHECK(params.size() == args.size(), ValueError, op_name(), " '", name_, "' takes ", params.size(),
               " arguments but was called with ", args.size());
     VariableMap subst;

@@ -157,6 +157,9 @@ bool frame_local(const Step& s) {
         const auto in = s.fn->inputs();
         return in[0].dynamic_axes() == in[1].dynamic_axes();
     }
+    // A value without a sequence axis seen at every frame is local too (an attention decoder's step reads
+    // the encoder's window through broadcast_as to its own state).
+    if (s.fn->op() == PrimitiveOp::sequence_broadcast_as) return true;
     return s.def->frame_local;
 }
 

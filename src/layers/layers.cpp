@@ -415,7 +415,8 @@ namespace {
 // The number of states of a step function: its operands but the last (the input).
 size_t num_step_states(const FunctionPtr& step, const std::string& where) {
     CTK_CHECK(step != nullptr, ValueError, where, ": null step function");
-    const size_t n = step->placeholders().size();
+    const size_t declared = step->declared_placeholders().size();  // a Python step closing over others
+    const size_t n = declared > 0 ? declared : step->placeholders().size();
     CTK_CHECK(n >= 2, ValueError, where, ": the step function needs state operand(s) and an input; ",
               step->op_name(), " takes ", n);
     return n - 1;
@@ -457,6 +458,12 @@ FunctionPtr recurrence_layer(const char* op_name, const FunctionPtr& step, bool 
             picked.push_back(go_backwards ? Variable(sequence::first(v)) : Variable(sequence::last(v)));
         body = picked.size() == 1 ? as_function(picked[0]) : combine(picked);
     }
+    // A Python step function closing over an enclosing function's placeholders (CNTK's attention
+    // decoder reads the encoder's output): the recurrence stays a composite, as CNTK's was, taking x as
+    // its one declared argument; the free placeholders are bound with the enclosing function's.
+    const size_t declared = step->declared_placeholders().size();
+    if (declared > 0 && declared < step->placeholders().size())
+        return with_argument_order(body, {inner}, name);
     return as_block(body, {{inner, placeholder()}}, op_name, name);
 }
 }  // namespace

@@ -164,8 +164,12 @@ std::vector<OutputSpec> infer_splice(InferContext& c) {
     size_t rank = 0;
     for (const Variable& v : c.inputs) rank = std::max(rank, v.shape().size());
     int a = axis.static_index() < 0 ? axis.static_index() + static_cast<int>(rank) : axis.static_index();
-    CTK_CHECK(axis.is_static() && a >= 0, ValueError, c.where, ": ", axis.to_string(),
+    CTK_CHECK(axis.is_static(), ValueError, c.where, ": ", axis.to_string(),
               " is not a static axis of the operands");
+    if (a < 0) {  // a new axis in front of the operands' (CNTK's PastValueWindow stacks along axis -3)
+        rank = static_cast<size_t>(-axis.static_index());
+        a = 0;
+    }
     CTK_CHECK(a < kMaxRank, ValueError, c.where, ": ", axis.to_string(), " would make the result rank ",
               a + 1, ", more than the ", kMaxRank, " axes a shape may have");
     rank = std::max(rank, static_cast<size_t>(a) + 1);
