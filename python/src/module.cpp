@@ -49,6 +49,9 @@ PYBIND11_MODULE(_ctk, m) {
     // CNTK's force_deterministic_algorithms (cntk.debugging): GPU algorithms that are not bit-reproducible
     // are skipped; ctk's CPU kernels are deterministic for a given thread count already.
     m.def("_set_deterministic", &cuda::set_deterministic, py::arg("value"));
+    // Recurrent loops as one fused CPU kernel (ctk/program.h): on unless turned off, for comparing paths.
+    m.def("set_fused_recurrence", &set_fused_recurrence, py::arg("on"));
+    m.def("fused_recurrence", &fused_recurrence);
     m.def("_deterministic", &cuda::deterministic);
     // CNTK's profiler (cntk.debugging.start_profiler ...; ctk/train/profiler.h) over ctk's op profile.
     m.def("_start_profiler", &start_profiler, py::arg("dir"), py::arg("sync_gpu"), py::arg("reserve_mem"));
