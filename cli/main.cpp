@@ -38,7 +38,7 @@ constexpr Subcommand kSubcommands[] = {
     {"info", "the build banner, the GPUs, and whether this build runs on them (and the fix if not)",
      run_info},
     {"data",
-     "prepare data sets in CNTK's layouts (`ctk data mnist|cifar10|images|ctf2cbf|cmudict|fortunes IN OUT`)",
+     "prepare data sets in CNTK's layouts (`ctk data mnist|cifar10|images|ctf2cbf|cmudict|fortunes|atis IN OUT`)",
      run_data},
     {"convert", "convert a model between CNTK v2, CNTK v1 (read only) and ONNX", run_convert},
     {"eval", "evaluate a model on a CNTK text format file and print its outputs", run_eval},
@@ -77,7 +77,8 @@ constexpr const char* kDataUsage =
     "       ctk data images IN_DIR OUT_DIR [--layout cifar|imagenet] [--size N] [--limit N]\n"
     "       ctk data ctf2cbf IN.ctf OUT.bin [--header FILE] [--chunk-size BYTES] [--legacy-chunking]\n"
     "       ctk data cmudict [DICT] OUT_DIR\n"
-    "       ctk data fortunes [IN_DIR] OUT.txt\n\n"
+    "       ctk data fortunes [IN_DIR] OUT.txt\n"
+    "       ctk data atis OUT_DIR\n\n"
     "mnist: converts the MNIST (or Fashion-MNIST) IDX files in IN_DIR -- train-images-idx3-ubyte,\n"
     "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz --\n"
     "into CNTK's text format: OUT_DIR/Train-28x28_cntk_text.txt and OUT_DIR/Test-28x28_cntk_text.txt,\n"
@@ -101,7 +102,10 @@ constexpr const char* kDataUsage =
     "/usr/share/festival/dicts/cmu/cmudict-0.4.out): OUT_DIR/cmudict-0.7b.mapping,\n"
     "cmudict-0.7b.train-dev-20-21.ctf, cmudict-0.7b.test.ctf (every tenth word) and tiny.ctf.\n"
     "fortunes: the fortune databases (IN_DIR, default /usr/share/games/fortunes, Debian's fortunes) as one\n"
-    "text file, a corpus for CNTK's character language model (Examples/Text/CharacterLM).\n";
+    "text file, a corpus for CNTK's character language model (Examples/Text/CharacterLM).\n"
+    "atis: generated flight queries in the layout of CNTK's LanguageUnderstanding example\n"
+    "(Examples/LanguageUnderstanding/ATIS; ATIS itself is not in Debian): OUT_DIR/Data/atis.train.ctf,\n"
+    "atis.test.ctf and OUT_DIR/BrainScript/query.wl, slots.wl, intent.wl (943 words, 129 slots, 26 intents).\n";
 
 // CNTK's ctf2bin.py header file: one stream a line, "name alias dense|sparse dim".
 std::vector<ctk::CbfStream> read_ctf2bin_header(const std::string& path) {
@@ -131,7 +135,7 @@ int run_data(int argc, char** argv) {
     }
     const std::string_view set = argc >= 1 ? std::string_view(argv[0]) : std::string_view();
     const bool known = set == "mnist" || set == "cifar10" || set == "images" || set == "ctf2cbf" ||
-                       set == "cmudict" || set == "fortunes";
+                       set == "cmudict" || set == "fortunes" || set == "atis";
     std::vector<std::string> paths;
     std::string layout = "cifar", header;
     int64_t size = 64, limit = 0, chunk_size = 32 << 20;
@@ -168,6 +172,12 @@ int run_data(int argc, char** argv) {
         paths.insert(paths.begin(), "/usr/share/festival/dicts/cmu/cmudict-0.4.out");
     if (!bad && paths.size() == 1 && set == "fortunes")
         paths.insert(paths.begin(), "/usr/share/games/fortunes");
+    if (!bad && set == "atis" && paths.size() == 1) {
+        const ctk::AtisCounts c = ctk::generate_atis_like(paths[0]);
+        std::printf("Wrote %lld training and %lld test sentences to %s\n", static_cast<long long>(c.train),
+                    static_cast<long long>(c.test), paths[0].c_str());
+        return 0;
+    }
     if (bad || paths.size() != 2) {
         std::fputs(!known && argc >= 1 ? "ctk data: unknown data set\n" : "ctk data: wrong arguments\n",
                    stderr);

@@ -228,5 +228,16 @@ CmudictCounts convert_cmudict_to_ctf(const std::string& dict_path, const std::st
 // an extension) as one text file, the quotes in file-name order, each followed by a blank line. Returns
 // the number of quotes.
 int64_t convert_fortunes_to_text(const std::string& in_dir, const std::string& out_path);
+// A data set in the layout of CNTK's Examples/LanguageUnderstanding/ATIS (ATIS itself is licensed by the
+// LDC and not shipped by Debian): flight queries from a small grammar with ATIS's slot tags (B-/I-
+// fromloc.city_name, toloc.city_name, depart_date.day_name, ...) and intents, written as
+// out_dir/Data/atis.train.ctf and atis.test.ctf (a line per word: "id\t|S0 word:1 [|S1 intent:1]
+// |S2 slot:1", the intent on a sentence's first line) and out_dir/BrainScript/query.wl, slots.wl and
+// intent.wl, padded to ATIS's 943 words, 129 slots and 26 intents. Deterministic for a seed.
+struct AtisCounts {
+    int64_t train = 0, test = 0;
+};
+AtisCounts generate_atis_like(const std::string& out_dir, int64_t train_sentences = 4978,
+                              int64_t test_sentences = 893, uint32_t seed = 1);
 
 }  // namespace ctk

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <sstream>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -203,6 +205,134 @@ int64_t convert_fortunes_to_text(const std::string& in_dir, const std::string& o
     if (!parent.empty()) make_dir(parent.string());
     write_file_atomically(out_path, text);
     return quotes;
+}
+
+namespace {
+
+// A flight-query grammar in ATIS's shape, for generate_atis_like (ATIS itself is licensed by the LDC
+// and not in Debian). Multi-word values carry B-/I- slot tags as ATIS's do.
+struct AtisGrammar {
+    std::vector<std::string> cities{"boston", "new york", "san francisco", "denver", "atlanta", "pittsburgh",
+                                    "dallas", "seattle", "washington", "philadelphia", "baltimore", "oakland",
+                                    "salt lake city", "los angeles", "miami", "chicago"};
+    std::vector<std::string> days{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
+    std::vector<std::string> periods{"morning", "afternoon", "evening", "night"};
+    std::vector<std::string> airlines{"delta", "united", "american airlines", "us air", "continental"};
+    std::vector<std::string> classes{"first class", "coach", "business class"};
+};
+
+struct Tagged {
+    std::vector<std::string> words, slots;
+    std::string intent;
+    void add(const std::string& phrase, const std::string& slot) {
+        std::istringstream in(phrase);
+        std::string w;
+        for (bool first = true; in >> w; first = false) {
+            words.push_back(w);
+            slots.push_back(slot == "O" ? "O" : (first ? "B-" : "I-") + slot);
+        }
+    }
+};
+
+template <typename Rng>
+Tagged atis_sentence(const AtisGrammar& g, Rng& rng) {
+    auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+    Tagged t;
+    t.add("BOS", "O");
+    const unsigned kind = rng() % 4;
+    t.intent = kind == 0 ? "airfare" : kind == 1 ? "airline" : "flight";
+    t.add(kind == 0   ? "what is the fare"
+          : kind == 1 ? "which airlines fly"
+          : kind == 2 ? "show me flights"
+                      : "i would like a flight",
+          "O");
+    t.add("from", "O");
+    const std::string from = pick(g.cities);
+    std::string to = pick(g.cities);
+    while (to == from) to = pick(g.cities);
+    t.add(from, "fromloc.city_name");
+    t.add("to", "O");
+    t.add(to, "toloc.city_name");
+    if (rng() % 2) {
+        t.add("on", "O");
+        t.add(pick(g.days), "depart_date.day_name");
+    }
+    if (rng() % 3 == 0) {
+        t.add("in the", "O");
+        t.add(pick(g.periods), "depart_time.period_of_day");
+    }
+    if (kind != 1 && rng() % 3 == 0) {
+        t.add("on", "O");
+        t.add(pick(g.airlines), "airline_name");
+    }
+    if (kind == 0 && rng() % 2) {
+        t.add("in", "O");
+        t.add(pick(g.classes), "class_type");
+    }
+    t.add("EOS", "O");
+    return t;
+}
+
+// The names of a list padded with `prefix`k to `size` entries, in first-seen order.
+std::vector<std::string> padded(std::vector<std::string> names, size_t size, const std::string& prefix) {
+    for (size_t k = 0; names.size() < size; ++k) names.push_back(prefix + std::to_string(k));
+    return names;
+}
+
+}  // namespace
+
+AtisCounts generate_atis_like(const std::string& out_dir, int64_t train_sentences, int64_t test_sentences,
+                              uint32_t seed) {
+    CTK_CHECK(train_sentences > 0 && test_sentences > 0, ValueError, "generate_atis_like: sentence counts must be > 0");
+    const AtisGrammar g;
+    std::mt19937 rng(seed);
+    std::vector<Tagged> sentences;
+    for (int64_t i = 0; i < train_sentences + test_sentences; ++i) sentences.push_back(atis_sentence(g, rng));
+    // The vocabularies in first-seen order, padded to ATIS's sizes (943 words, 129 slots, 26 intents).
+    std::vector<std::string> words, slots{"O"}, intents;
+    std::unordered_map<std::string, int> word_id, slot_id{{"O", 0}}, intent_id;
+    auto intern = [](const std::string& s, std::vector<std::string>& names, std::unordered_map<std::string, int>& ids) {
+        auto it = ids.find(s);
+        if (it != ids.end()) return it->second;
+        ids.emplace(s, static_cast<int>(names.size()));
+        names.push_back(s);
+        return static_cast<int>(names.size()) - 1;
+    };
+    for (const Tagged& t : sentences) {
+        for (const std::string& w : t.words) intern(w, words, word_id);
+        for (const std::string& s : t.slots) intern(s, slots, slot_id);
+        intern(t.intent, intents, intent_id);
+    }
+    words = padded(words, 943, "word");
+    slots = padded(slots, 129, "B-slot");
+    intents = padded(intents, 26, "intent");
+    auto write_list = [&](const std::string& path, const std::vector<std::string>& names) {
+        std::string text;
+        for (const std::string& n : names) text += n + "\n";
+        write_file_atomically(path, text);
+    };
+    make_dir(out_dir + "/Data");
+    make_dir(out_dir + "/BrainScript");
+    write_list(out_dir + "/BrainScript/query.wl", words);
+    write_list(out_dir + "/BrainScript/slots.wl", slots);
+    write_list(out_dir + "/BrainScript/intent.wl", intents);
+    // ATIS's CTF layout: a line per word, the intent on the sentence's first line only.
+    auto write_ctf = [&](const std::string& path, size_t begin, size_t end) {
+        std::string out;
+        for (size_t i = begin; i < end; ++i) {
+            const Tagged& t = sentences[i];
+            for (size_t k = 0; k < t.words.size(); ++k) {
+                out += std::to_string(i - begin) + "\t|S0 " + std::to_string(word_id.at(t.words[k])) + ":1\t|# " +
+                       t.words[k];
+                if (k == 0) out += "\t|S1 " + std::to_string(intent_id.at(t.intent)) + ":1\t|# " + t.intent;
+                out += "\t|S2 " + std::to_string(slot_id.at(t.slots[k])) + ":1\t|# " + t.slots[k] + "\n";
+            }
+        }
+        write_file_atomically(path, out);
+    };
+    write_ctf(out_dir + "/Data/atis.train.ctf", 0, static_cast<size_t>(train_sentences));
+    write_ctf(out_dir + "/Data/atis.test.ctf", static_cast<size_t>(train_sentences), sentences.size());
+    return {train_sentences, test_sentences};
 }
 
 }  // namespace ctk

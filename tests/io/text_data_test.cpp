@@ -117,5 +117,32 @@ TEST(TextData, FortunesBecomeOneCorpus) {
                  IOError);  // no fortune files
 }
 
+TEST(TextData, AtisLikeDataInCntksLayout) {
+    TempDir dir;
+    const AtisCounts c = generate_atis_like(dir.file("atis"), 30, 5, 7);
+    EXPECT_EQ(c.train, 30);
+    EXPECT_EQ(c.test, 5);
+    const std::string words = read_text(dir.file("atis/BrainScript/query.wl"));
+    EXPECT_EQ(std::count(words.begin(), words.end(), '\n'), 943);
+    EXPECT_EQ(words.substr(0, 4), "BOS\n");
+    const std::string slots = read_text(dir.file("atis/BrainScript/slots.wl"));
+    EXPECT_EQ(std::count(slots.begin(), slots.end(), '\n'), 129);
+    EXPECT_NE(slots.find("B-fromloc.city_name\n"), std::string::npos);
+    EXPECT_EQ(generate_atis_like(dir.file("again"), 30, 5, 7).train, 30);  // deterministic for a seed
+    EXPECT_EQ(read_text(dir.file("again/Data/atis.train.ctf")), read_text(dir.file("atis/Data/atis.train.ctf")));
+    // Read back as CNTK's LanguageUnderstanding.py declares the streams.
+    auto d = ctf_deserializer(dir.file("atis/Data/atis.train.ctf"),
+                              {StreamDef{"query", "S0", {943}, true, false}, StreamDef{"intent", "S1", {26}, true, false},
+                               StreamDef{"slots", "S2", {129}, true, false}});
+    auto all = test::read_all(*d);
+    ASSERT_EQ(all.size(), 30u);
+    for (const auto& s : all) {
+        EXPECT_EQ(s[0].one_hot_indices.numel(), s[2].one_hot_indices.numel());  // a slot per word
+        EXPECT_EQ(s[1].one_hot_indices.numel(), 1);                             // one intent
+        EXPECT_EQ(s[0].one_hot_indices.to_vector<int64_t>().front(), 0);        // BOS
+    }
+    EXPECT_THROW(generate_atis_like(dir.file("x"), 0, 5), ValueError);
+}
+
 }  // namespace
 }  // namespace ctk
