@@ -271,7 +271,7 @@ void adopt_operand_dtype(std::vector<Variable>& inputs) {
 void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     if (f.kind_ == Function::Kind::composite) return;
     if (f.kind_ == Function::Kind::block) {
-        bool known = true, unbound = false;
+        bool known = true;
         for (const auto& [inner, outer] : f.block_map_) {
             VariableData& p = *inner.impl();
             p.shape = outer.shape();
@@ -279,13 +279,9 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
             p.dtype = outer.dtype();
             p.dynamic_axes = outer.dynamic_axes();
             known = known && outer.shape_known();
-            unbound = unbound || (!outer.shape_known() && outer.is_placeholder());
         }
         std::vector<OutputSpec> specs;
-        // An operand that is a placeholder not bound yet (a layer applied inside a layer being built) is
-        // no loop being closed: guessing through the block would fix what follows from a guess (a
-        // Stabilizer's scalar times x taken for a scalar, the Dense after it inferring its weights so).
-        if (known || (allow_partial && !unbound)) {
+        if (known || allow_partial) {
             // A recurrent loop inside (a Recurrence layer), or a loop through this block being closed
             // (allow_partial: some operands still unknown), needs the lenient rounds that close loops;
             // any other inner graph is one strict pass.

@@ -1,7 +1,6 @@
 """CNTK's attention decoder as its Sequence2Sequence example builds it: AttentionModel against a NumPy
 reference, a @Function step closing over the encoder's output inside Recurrence, Sequential's tuple of
-one-operand layers after a two-output recurrence, splice along a new axis, and layers applied to
-placeholders with a self-stabilized (scalar-times-x) input."""
+one-operand layers after a two-output recurrence, and splice along a new axis."""
 import numpy as np
 import pytest
 
@@ -96,16 +95,3 @@ def test_splice_along_a_new_leading_axis():
     assert s.shape == (2, 1, 3)
     got = s.eval({a: np.ones((1, 3), np.float32), b: np.zeros((1, 3), np.float32)})
     np.testing.assert_array_equal(got[0], [[[1, 1, 1]], [[0, 0, 0]]])
-
-
-def test_layers_on_a_placeholder_behind_a_self_stabilizer():
-    # Stabilizer multiplies by a learnt scalar: the layer after it must not take its input for a scalar.
-    x = C.input_variable(6)
-    p = C.placeholder()
-    y = Sequential([Stabilizer(enable_self_stabilization=True), Dense(4, bias=False)])(p)
-    y = y.replace_placeholders({p: x})
-    assert y.shape == (4,)
-    assert sorted(q.shape for q in y.parameters) == [(), (6, 4)]
-    p2 = C.placeholder()
-    y2 = Sequential([Stabilizer(enable_self_stabilization=True), Dense(4, input_rank=1)])(p2)
-    assert y2.replace_placeholders({p2: x}).shape == (4,)
