@@ -24,6 +24,22 @@ class ProgressWriter(_ProgressWriterBase):
         self._keep_python_object(self)
 
 
+class TrainingSummaryProgressCallback(ProgressWriter):
+    """CNTK's TrainingSummaryProgressCallback(epoch_size, callback): a progress writer that calls
+    callback(epoch_index, average_loss, average_metric, num_samples) after each epoch's summary (epoch
+    indices from 0; average_metric None without a metric). It writes nothing itself."""
+
+    def __init__(self, epoch_size, callback):
+        super().__init__(freq=epoch_size)
+        self._epoch_size, self._callback = epoch_size, callback
+
+    def on_write_training_summary(self, samples, updates, summaries, aggregate_loss, aggregate_metric,
+                                  elapsed_milliseconds):
+        n = max(samples, 1)
+        self._callback(summaries - 1, aggregate_loss / n,
+                       None if aggregate_metric is None else aggregate_metric / n, samples)
+
+
 # ---- the calls CNTK's scripts make on a writer by hand (every writer, ProgressPrinter included) ----
 
 def _sums(writer):
@@ -192,6 +208,6 @@ def get_trace_level():
     return _trace_level
 
 
-__all__ = ['ProgressWriter', 'ProgressPrinter', 'TensorBoardProgressWriter', 'log_number_of_parameters',
+__all__ = ['ProgressWriter', 'TrainingSummaryProgressCallback', 'ProgressPrinter', 'TensorBoardProgressWriter', 'log_number_of_parameters',
            'depth_first_search', 'find_all_with_name', 'find_by_name', 'get_node_outputs', 'plot',
            'TraceLevel', 'set_trace_level', 'get_trace_level']

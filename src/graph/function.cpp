@@ -268,6 +268,18 @@ void adopt_operand_dtype(std::vector<Variable>& inputs) {
 }
 }  // namespace
 
+namespace {
+// Whether v is computed from parameters and constants alone (looking `depth` producers up; deeper: no).
+bool computed_from_parameters(const Variable& v, int depth) {
+    if (v.is_parameter() || v.is_constant()) return true;
+    const FunctionPtr owner = v.owner();
+    if (!owner || depth == 0 || owner->is_composite()) return false;
+    for (const Variable& in : owner->inputs())
+        if (!computed_from_parameters(in, depth - 1)) return false;
+    return true;
+}
+}  // namespace
+
 void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     if (f.kind_ == Function::Kind::composite) return;
     if (f.kind_ == Function::Kind::block) {
@@ -337,8 +349,15 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     // parameter or constant alone that has a dim of 1: it broadcasts (a convolution's bias [C x 1 x 1]),
     // and a product downstream would fix a Dense weight's inferred dims from the guess (CNTK's
     // ConvNet_CIFAR10_DataAug: Sequential([Convolution2D, ..., Dense])).
-    const bool from_value = std::any_of(known_inputs.begin(), known_inputs.end(), [](const Variable& v) {
-        return (!v.is_parameter() && !v.is_constant()) ||
+    // Nor from a scalar computed from parameters and constants alone (a Stabilizer's learnt factor): it
+    // broadcasts to any shape, and a Dense after it would fix its weights from the guess. Nor from
+    // parameters and constants alone when no known operand has dynamic axes (an LSTM's bias meeting its
+    // self-stabilized state): the far end of a loop has the loop's axes, which that guess would lose.
+    const bool with_axes = std::any_of(known_inputs.begin(), known_inputs.end(),
+                                       [](const Variable& v) { return v.dynamic_rank() > 0; });
+    const bool from_value = std::any_of(known_inputs.begin(), known_inputs.end(), [&](const Variable& v) {
+        if (!v.is_parameter() && !v.is_constant()) return v.rank() > 0 || !computed_from_parameters(v, 8);
+        return (v.rank() == 0 || with_axes) &&
                std::none_of(v.shape().begin(), v.shape().end(), [](int64_t d) { return d <= 1; });
     });
     const bool partial =

@@ -95,3 +95,27 @@ def test_splice_along_a_new_leading_axis():
     assert s.shape == (2, 1, 3)
     got = s.eval({a: np.ones((1, 3), np.float32), b: np.zeros((1, 3), np.float32)})
     np.testing.assert_array_equal(got[0], [[[1, 1, 1]], [[0, 0, 0]]])
+
+
+def test_self_stabilized_layers_built_before_their_input_is_known():
+    # CNTK's LanguageUnderstanding model (default_options(enable_self_stabilization=True), Stabilizers
+    # around Recurrence(LSTM)) typed afterwards with update_signature: a Stabilizer's learnt scalar must
+    # not be taken for the shape of what it scales, nor an LSTM's bias give its state a shape without the
+    # sequence's axes.
+    from cntk.layers import Embedding, Stabilizer, Recurrence, LSTM, RNNStep, Dense, Sequential, default_options
+    from cntk.layers.typing import Sequence, Tensor
+    for make, shape in [(lambda: [Embedding(8), Stabilizer(), Recurrence(LSTM(4)), Dense(3)], (3,)),
+                        (lambda: [Embedding(8), Recurrence(LSTM(4)), Stabilizer(), Dense(3)], (3,)),
+                        (lambda: [Stabilizer(), Recurrence(LSTM(4))], (4,)),
+                        (lambda: [Stabilizer(), Recurrence(RNNStep(4))], (4,))]:
+        with default_options(enable_self_stabilization=True):
+            model = Sequential(make())
+        model.update_signature(Sequence[Tensor[12]])
+        assert model.shape == shape
+        out = model.eval({model.arguments[0]: np.ones((1, 3, 12), np.float32)})
+        assert np.asarray(out).shape == (1, 3) + shape
+    x = C.input_variable(6)
+    p = C.placeholder()
+    y = Sequential([Stabilizer(enable_self_stabilization=True), Dense(4, bias=False)])(p)
+    y = y.replace_placeholders({p: x})
+    assert y.shape == (4,) and sorted(q.shape for q in y.parameters) == [(), (6, 4)]

@@ -14,6 +14,8 @@ from ctk._ctk import placeholder, Function  # noqa: F401
 # package's `sequence` to it: after `from cntk.layers import *`, `sequence.input_variable` is the op
 # module's (scripts and CNTK's tests rely on it). The layers stay importable as cntk.layers.sequence.
 from ..ops import sequence  # noqa: E402,F401,F811
-# CNTK's layer modules imported ops they built on without an __all__, so `from cntk.layers import *`
-# handed scripts those names too: CNTK's Sequence2Sequence.py calls splice() from it.
+# CNTK's layer modules imported numpy and the ops they built on without an __all__, so `from cntk.layers
+# import *` handed scripts those names too: CNTK's Sequence2Sequence.py calls splice() from it and its
+# LanguageUnderstanding.py uses np without importing it.
+import numpy as np  # noqa: E402,F401
 from ..ops import splice  # noqa: E402,F401
