@@ -87,7 +87,10 @@ def _call(self, *args, **kwargs):
     """CNTK's __call__: Variables or Functions compose (bound to the arguments in order, or by name);
     data evaluates. Keyword arguments name the arguments."""
     if kwargs:
-        arguments = list(self.arguments)
+        # A call binds placeholders: inputs that a Function closes over (a decoder's encoder input inside
+        # an UnfoldFrom) are not its parameters.
+        placeholders = list(self.placeholders)
+        arguments = placeholders if placeholders else list(self.arguments)
         names = [a.name for a in arguments]
         bound = map_function_arguments(names, *args, **kwargs)
         args = tuple(bound[n] for n in names)
@@ -254,6 +257,60 @@ def _print_node_timing():
     print_node_timing()
 
 
+def _rshift(self, other):
+    """CNTK's f >> g: forward composition, g(f) (Sequential([f, g])); g may be any callable (an op such as
+    hardmax, a layer, a Python function)."""
+    if not callable(other):
+        return NotImplemented
+    return other(self)
+
+
+def _getitem(self, key):
+    """CNTK's x[...]: NumPy-style indexing of the static axes as slices (an integer keeps its axis, with
+    one element, as CNTK's did): x[1:3], x[..., 0], x[0, ::2]. Indices after an ellipsis count from the
+    last axis, so a Function whose shape is not known yet (a decoder built on placeholders) can be
+    indexed as CNTK's examples do (w[..., end_index])."""
+    from . import _ctk as ops
+    keys = key if isinstance(key, tuple) else (key,)
+    if sum(k is Ellipsis for k in keys) > 1:
+        raise IndexError('an index can only have a single ellipsis')
+    shape = tuple(self.shape)
+    if Ellipsis in keys:
+        at = keys.index(Ellipsis)
+        after = keys[at + 1:]
+        plan = list(enumerate(keys[:at])) + [(j - len(after), k) for j, k in enumerate(after)]
+    else:
+        if shape and len(keys) > len(shape):
+            raise IndexError('too many indices (%d) for a sample of rank %d' % (len(keys), len(shape)))
+        plan = list(enumerate(keys))
+    x = self
+    for axis, k in plan:
+        n = shape[axis] if shape and -len(shape) <= axis < len(shape) and shape[axis] >= 0 else None
+        if isinstance(k, slice):
+            step = 1 if k.step is None else k.step
+            if step < 1:
+                raise IndexError('a slice step must be positive, got %d' % step)
+            if n is not None:
+                start, stop, _ = k.indices(n)
+                if (start, stop, step) == (0, n, 1):
+                    continue
+            else:  # CNTK's slice: a negative index counts from the end, an end of 0 is the end
+                start, stop = k.start or 0, 0 if k.stop is None else k.stop
+                if (start, stop, step) == (0, 0, 1):
+                    continue
+            x = ops.slice(x, axis, start, stop, [step] if step != 1 else None)
+        elif isinstance(k, (int, np.integer)):
+            i = int(k)
+            if n is not None and not -n <= i < n:
+                raise IndexError('index %d is out of range for axis %d of size %d' % (i, axis, n))
+            if n is not None and i < 0:
+                i += n
+            x = ops.slice(x, axis, i, 0 if i == -1 else i + 1)
+        else:
+            raise IndexError('only integers, slices and ... index a CNTK Variable, got %r' % (k,))
+    return x
+
+
 def install():
     """Attaches the methods above to ctk's Function and Variable classes."""
     Function.with_signature = staticmethod(_with_signature)
@@ -261,6 +318,9 @@ def install():
     Function.declare_args = _update_signature  # CNTK's older name
     Function.signature = property(_signature)
     Function.__call__ = _call
+    Function.__rshift__ = _rshift
+    Function.__getitem__ = _getitem
+    Variable.__getitem__ = _getitem
     Function.__str__ = _function_str
     Function.train = _train
     Function.test = _test

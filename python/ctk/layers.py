@@ -105,7 +105,9 @@ def UnfoldFrom(generator_function, map_state_function=identity, until_predicate=
     """CNTK's UnfoldFrom (written in Python by CNTK, as here): a layer that, applied to a sequence, emits
     f(s), f(f(s)), ... from the seed initial_state, one item per frame of that sequence (times
     length_increase); f returns the next state, or (output, next state). until_predicate(output) = 1
-    marks the last item: the items after it are dropped."""
+    marks the last item: the items after it are dropped. Applied as layer(dynamic_axes_like) when
+    initial_state is given here (CNTK 2.0), else as layer(initial_state, dynamic_axes_like) (CNTK 2.2 on;
+    keywords work too)."""
     from . import _ctk as C
     if not callable(generator_function):
         raise TypeError('generator_function must be a Function or a Python function')
@@ -115,7 +117,7 @@ def UnfoldFrom(generator_function, map_state_function=identity, until_predicate=
         return list(out.outputs) if isinstance(out, Function) else list(out) if isinstance(out, (tuple, list)) \
             else [out]
 
-    def unfold_from(dynamic_axes_like):
+    def unfold_from(dynamic_axes_like, initial_state):
         out_axis = dynamic_axes_like
         if length_increase != 1:
             # Each frame repeated length_increase times, on average: a new axis of that length.
@@ -141,7 +143,12 @@ def UnfoldFrom(generator_function, map_state_function=identity, until_predicate=
         return as_function(output)
 
     inner = placeholder(name='dynamic_axes_like')
-    return as_block(unfold_from(inner), [(inner, placeholder())], 'UnfoldFrom', name)
+    if initial_state is not None:
+        return as_block(unfold_from(inner, initial_state), [(inner, placeholder(name='dynamic_axes_like'))],
+                        'UnfoldFrom', name)
+    seed = placeholder(name='initial_state')
+    return as_block(unfold_from(inner, seed), [(seed, placeholder(name='initial_state')),
+                                               (inner, placeholder(name='dynamic_axes_like'))], 'UnfoldFrom', name)
 
 
 def Delay(T=1, initial_state=0, name=''):

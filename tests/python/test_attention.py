@@ -119,3 +119,30 @@ def test_self_stabilized_layers_built_before_their_input_is_known():
     y = Sequential([Stabilizer(enable_self_stabilization=True), Dense(4, bias=False)])(p)
     y = y.replace_placeholders({p: x})
     assert y.shape == (4,) and sorted(q.shape for q in y.parameters) == [(), (6, 4)]
+
+
+def test_function_composition_indexing_and_unfold_with_a_seed_argument():
+    # CNTK's `f >> hardmax`, `w[..., k]` (also on a Function whose shape is not known yet) and
+    # UnfoldFrom(...)(initial_state=..., dynamic_axes_like=...), as Sequence2Sequence.py's greedy decoder.
+    x = C.input_variable((2, 5))
+    assert x[1:3].shape == (1, 5) and x[..., 0].shape == (2, 1) and x[0, ::2].shape == (1, 3)
+    data = np.arange(10, dtype=np.float32).reshape(1, 2, 5)
+    np.testing.assert_array_equal(x[..., 1:4].eval({x: data})[0], data[0][:, 1:4])
+    np.testing.assert_array_equal(x[..., -1].eval({x: data})[0], data[0][:, 4:5])
+    p = C.placeholder()
+    assert p[..., 1].replace_placeholders({p: x}).shape == (2, 1)
+    with pytest.raises(IndexError):
+        x[0, 0, 0]
+    composed = C.times(x, C.constant(np.eye(5, dtype=np.float32))) >> C.hardmax
+    # (hardmax over all static axes, as CNTK: one 1 at the largest of the ten)
+    np.testing.assert_array_equal(composed.eval({x: data})[0], [[0, 0, 0, 0, 0], [0, 0, 0, 0, 1]])
+    s = C.sequence.input_variable(3)
+    w = np.random.default_rng(3).standard_normal((3, 3)).astype(np.float32)
+    start = np.eye(3, dtype=np.float32)[0]
+    unfold = C.layers.UnfoldFrom(lambda word: C.times(word, C.constant(w)) >> C.hardmax)
+    words = unfold(initial_state=C.constant(start), dynamic_axes_like=s).eval({s: [np.zeros((4, 3), np.float32)]})
+    want, cur = [], start
+    for _ in range(4):
+        cur = np.eye(3, dtype=np.float32)[np.argmax(cur @ w)]
+        want.append(cur)
+    np.testing.assert_array_equal(words[0], want)
