@@ -38,7 +38,8 @@ constexpr Subcommand kSubcommands[] = {
     {"info", "the build banner, the GPUs, and whether this build runs on them (and the fix if not)",
      run_info},
     {"data",
-     "prepare data sets in CNTK's layouts (`ctk data mnist|cifar10|images|ctf2cbf|cmudict|fortunes|atis IN OUT`)",
+     "prepare data sets in CNTK's layouts (`ctk data mnist|cifar10|images|ctf2cbf|cmudict|fortunes|atis IN "
+     "OUT`)",
      run_data},
     {"convert", "convert a model between CNTK v2, CNTK v1 (read only) and ONNX", run_convert},
     {"eval", "evaluate a model on a CNTK text format file and print its outputs", run_eval},
@@ -105,7 +106,8 @@ constexpr const char* kDataUsage =
     "text file, a corpus for CNTK's character language model (Examples/Text/CharacterLM).\n"
     "atis: generated flight queries in the layout of CNTK's LanguageUnderstanding example\n"
     "(Examples/LanguageUnderstanding/ATIS; ATIS itself is not in Debian): OUT_DIR/Data/atis.train.ctf,\n"
-    "atis.test.ctf and OUT_DIR/BrainScript/query.wl, slots.wl, intent.wl (943 words, 129 slots, 26 intents).\n";
+    "atis.test.ctf and OUT_DIR/BrainScript/query.wl, slots.wl, intent.wl (943 words, 129 slots, 26 "
+    "intents).\n";
 
 // CNTK's ctf2bin.py header file: one stream a line, "name alias dense|sparse dim".
 std::vector<ctk::CbfStream> read_ctf2bin_header(const std::string& path) {

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -212,10 +212,12 @@ namespace {
 // A flight-query grammar in ATIS's shape, for generate_atis_like (ATIS itself is licensed by the LDC
 // and not in Debian). Multi-word values carry B-/I- slot tags as ATIS's do.
 struct AtisGrammar {
-    std::vector<std::string> cities{"boston", "new york", "san francisco", "denver", "atlanta", "pittsburgh",
-                                    "dallas", "seattle", "washington", "philadelphia", "baltimore", "oakland",
-                                    "salt lake city", "los angeles", "miami", "chicago"};
-    std::vector<std::string> days{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
+    std::vector<std::string> cities{"boston",         "new york",     "san francisco", "denver",
+                                    "atlanta",        "pittsburgh",   "dallas",        "seattle",
+                                    "washington",     "philadelphia", "baltimore",     "oakland",
+                                    "salt lake city", "los angeles",  "miami",         "chicago"};
+    std::vector<std::string> days{"monday", "tuesday",  "wednesday", "thursday",
+                                  "friday", "saturday", "sunday"};
     std::vector<std::string> periods{"morning", "afternoon", "evening", "night"};
     std::vector<std::string> airlines{"delta", "united", "american airlines", "us air", "continental"};
     std::vector<std::string> classes{"first class", "coach", "business class"};
@@ -283,7 +285,8 @@ std::vector<std::string> padded(std::vector<std::string> names, size_t size, con
 
 AtisCounts generate_atis_like(const std::string& out_dir, int64_t train_sentences, int64_t test_sentences,
                               uint32_t seed) {
-    CTK_CHECK(train_sentences > 0 && test_sentences > 0, ValueError, "generate_atis_like: sentence counts must be > 0");
+    CTK_CHECK(train_sentences > 0 && test_sentences > 0, ValueError,
+              "generate_atis_like: sentence counts must be > 0");
     const AtisGrammar g;
     std::mt19937 rng(seed);
     std::vector<Tagged> sentences;
@@ -291,7 +294,8 @@ AtisCounts generate_atis_like(const std::string& out_dir, int64_t train_sentence
     // The vocabularies in first-seen order, padded to ATIS's sizes (943 words, 129 slots, 26 intents).
     std::vector<std::string> words, slots{"O"}, intents;
     std::unordered_map<std::string, int> word_id, slot_id{{"O", 0}}, intent_id;
-    auto intern = [](const std::string& s, std::vector<std::string>& names, std::unordered_map<std::string, int>& ids) {
+    auto intern = [](const std::string& s, std::vector<std::string>& names,
+                     std::unordered_map<std::string, int>& ids) {
         auto it = ids.find(s);
         if (it != ids.end()) return it->second;
         ids.emplace(s, static_cast<int>(names.size()));
@@ -322,8 +326,8 @@ AtisCounts generate_atis_like(const std::string& out_dir, int64_t train_sentence
         for (size_t i = begin; i < end; ++i) {
             const Tagged& t = sentences[i];
             for (size_t k = 0; k < t.words.size(); ++k) {
-                out += std::to_string(i - begin) + "\t|S0 " + std::to_string(word_id.at(t.words[k])) + ":1\t|# " +
-                       t.words[k];
+                out += std::to_string(i - begin) + "\t|S0 " + std::to_string(word_id.at(t.words[k])) +
+                       ":1\t|# " + t.words[k];
                 if (k == 0) out += "\t|S1 " + std::to_string(intent_id.at(t.intent)) + ":1\t|# " + t.intent;
                 out += "\t|S2 " + std::to_string(slot_id.at(t.slots[k])) + ":1\t|# " + t.slots[k] + "\n";
             }

@@ -129,11 +129,13 @@ TEST(TextData, AtisLikeDataInCntksLayout) {
     EXPECT_EQ(std::count(slots.begin(), slots.end(), '\n'), 129);
     EXPECT_NE(slots.find("B-fromloc.city_name\n"), std::string::npos);
     EXPECT_EQ(generate_atis_like(dir.file("again"), 30, 5, 7).train, 30);  // deterministic for a seed
-    EXPECT_EQ(read_text(dir.file("again/Data/atis.train.ctf")), read_text(dir.file("atis/Data/atis.train.ctf")));
+    EXPECT_EQ(read_text(dir.file("again/Data/atis.train.ctf")),
+              read_text(dir.file("atis/Data/atis.train.ctf")));
     // Read back as CNTK's LanguageUnderstanding.py declares the streams.
-    auto d = ctf_deserializer(dir.file("atis/Data/atis.train.ctf"),
-                              {StreamDef{"query", "S0", {943}, true, false}, StreamDef{"intent", "S1", {26}, true, false},
-                               StreamDef{"slots", "S2", {129}, true, false}});
+    auto d = ctf_deserializer(
+        dir.file("atis/Data/atis.train.ctf"),
+        {StreamDef{"query", "S0", {943}, true, false}, StreamDef{"intent", "S1", {26}, true, false},
+         StreamDef{"slots", "S2", {129}, true, false}});
     auto all = test::read_all(*d);
     ASSERT_EQ(all.size(), 30u);
     for (const auto& s : all) {
