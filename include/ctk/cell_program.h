@@ -76,6 +76,13 @@ public:
     int64_t kept_bytes() const;
 
 private:
+    // The frame a delay at frame t reads, and whether packed row r exists there (else: the initial state).
+    int64_t delay_source(const Node& d, int64_t t) const {
+        return program_.backward_in_time ? t + d.offset : t - d.offset;
+    }
+    bool source_exists(int64_t s, int64_t r) const {
+        return program_.backward_in_time ? s < frames_ && r < active_[static_cast<size_t>(s)] : s >= 0;
+    }
     template <typename T>
     void forward();
     template <typename T>

@@ -69,16 +69,10 @@ int64_t convert_cifar_files(const std::string& in_dir, const std::vector<std::st
     return count;
 }
 
-void make_dir(const std::string& out_dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    CTK_CHECK(!ec, IOError, "cannot create directory '", out_dir, "': ", ec.message());
-}
-
 }  // namespace
 
 std::pair<int64_t, int64_t> convert_mnist_to_ctf(const std::string& in_dir, const std::string& out_dir) {
-    make_dir(out_dir);
+    detail::make_dir(out_dir);
     const int64_t train = convert_mnist_one(in_dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                             out_dir + "/Train-28x28_cntk_text.txt");
     const int64_t test = convert_mnist_one(in_dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
@@ -87,7 +81,7 @@ std::pair<int64_t, int64_t> convert_mnist_to_ctf(const std::string& in_dir, cons
 }
 
 std::pair<int64_t, int64_t> convert_cifar10_to_ctf(const std::string& in_dir, const std::string& out_dir) {
-    make_dir(out_dir);
+    detail::make_dir(out_dir);
     std::vector<std::string> train_files;
     for (int i = 1; i <= 5; ++i) train_files.push_back("data_batch_" + std::to_string(i) + ".bin");
     const int64_t train = convert_cifar_files(in_dir, train_files, out_dir + "/Train_cntk_text.txt");

@@ -67,12 +67,6 @@ ChwSet idx_as_cifar(const detail::IdxImages& img, const detail::IdxLabels& lab, 
     return s;
 }
 
-void make_dir(const std::string& dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    CTK_CHECK(!ec, IOError, "cannot create directory '", dir, "': ", ec.message());
-}
-
 std::string absolute(const std::string& path) {
     return std::filesystem::absolute(path).lexically_normal().string();
 }
@@ -109,7 +103,7 @@ void write_mean_file(const std::string& path, int channels, int rows, int cols,
 // training images), the map file and the regression labels (per-channel means / 255 of the saved image).
 void write_cifar_split(const ChwSet& set, const std::string& out_dir, const std::string& split, int pad) {
     const std::string folder = absolute(out_dir + "/" + split);
-    make_dir(folder);
+    detail::make_dir(folder);
     const int side = kSide + 2 * pad;
     std::vector<std::string> map_lines(static_cast<size_t>(set.size())),
         regr_lines(static_cast<size_t>(set.size()));
@@ -164,7 +158,7 @@ void write_cifar_ctf(const ChwSet& set, const std::string& path) {
 
 std::pair<int64_t, int64_t> write_cifar_layout(const ChwSet& train, const ChwSet& test,
                                                const std::string& out_dir) {
-    make_dir(out_dir);
+    detail::make_dir(out_dir);
     write_cifar_split(train, out_dir, "train", 4);
     write_cifar_split(test, out_dir, "test", 0);
     // The mean of the unpadded training images, planes in CIFAR's order (red, green, blue; CHW), as
@@ -186,7 +180,7 @@ std::vector<double> write_imagenet_split(const detail::IdxImages& img, const det
                                          int64_t n, const std::string& out_dir, const std::string& split,
                                          int size) {
     const std::string folder = absolute(out_dir + "/" + split);
-    for (int c = 0; c < 10; ++c) make_dir(folder + "/" + std::to_string(c));
+    for (int c = 0; c < 10; ++c) detail::make_dir(folder + "/" + std::to_string(c));
     std::vector<std::string> lines(static_cast<size_t>(n));
     std::vector<std::vector<double>> sums(static_cast<size_t>(num_threads()));
     std::atomic<int> slot{0};
@@ -244,7 +238,7 @@ std::pair<int64_t, int64_t> convert_idx_to_images(const std::string& in_dir, con
     if (layout == "cifar")
         return write_cifar_layout(idx_as_cifar(train_img, train_lab, limit),
                                   idx_as_cifar(test_img, test_lab, limit), out_dir);
-    make_dir(out_dir);
+    detail::make_dir(out_dir);
     const int64_t n_train = limit > 0 ? std::min(limit, train_img.count) : train_img.count;
     const int64_t n_test = limit > 0 ? std::min(limit, test_img.count) : test_img.count;
     std::vector<double> sum =

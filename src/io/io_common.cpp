@@ -84,6 +84,12 @@ std::vector<uint8_t> read_file_maybe_gz(const std::string& path) {
     }
 }
 
+void make_dir(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    CTK_CHECK(!ec, IOError, "cannot create directory '", dir, "': ", ec.message());
+}
+
 std::string existing_or_gz(const std::string& path) {
     std::error_code ec;
     if (std::filesystem::exists(path, ec)) return path;

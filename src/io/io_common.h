@@ -16,6 +16,9 @@ namespace ctk::detail {
 // Throws IOError naming the file when it is missing, unreadable or a truncated/corrupt gzip stream.
 std::vector<uint8_t> read_file_maybe_gz(const std::string& path);
 
+// Creates `dir` and its parents (an existing one is fine); IOError naming it otherwise.
+void make_dir(const std::string& dir);
+
 // `path` if it exists, else `path + ".gz"` if that exists, else `path` (so the error names it).
 std::string existing_or_gz(const std::string& path);
 

@@ -105,12 +105,6 @@ void append_sequence(std::string& out, int64_t id, const std::vector<int>& s0, c
     }
 }
 
-void make_dir(const std::string& dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    CTK_CHECK(!ec, IOError, "cannot create directory '", dir, "': ", ec.message());
-}
-
 }  // namespace
 
 CmudictCounts convert_cmudict_to_ctf(const std::string& dict_path, const std::string& out_dir) {
@@ -145,7 +139,7 @@ CmudictCounts convert_cmudict_to_ctf(const std::string& dict_path, const std::st
             entries.push_back(std::move(e));  // a pos variant repeats
     }
     CTK_CHECK(!entries.empty(), IOError, dict_path, ": no dictionary entries");
-    make_dir(out_dir);
+    detail::make_dir(out_dir);
     std::string mapping;
     for (const std::string& s : symbols) mapping += s + "\n";
     write_file_atomically(out_dir + "/cmudict-0.7b.mapping", mapping);
@@ -202,7 +196,7 @@ int64_t convert_fortunes_to_text(const std::string& in_dir, const std::string& o
         flush();
     }
     const auto parent = std::filesystem::path(out_path).parent_path();
-    if (!parent.empty()) make_dir(parent.string());
+    if (!parent.empty()) detail::make_dir(parent.string());
     write_file_atomically(out_path, text);
     return quotes;
 }
@@ -315,8 +309,8 @@ AtisCounts generate_atis_like(const std::string& out_dir, int64_t train_sentence
         for (const std::string& n : names) text += n + "\n";
         write_file_atomically(path, text);
     };
-    make_dir(out_dir + "/Data");
-    make_dir(out_dir + "/BrainScript");
+    detail::make_dir(out_dir + "/Data");
+    detail::make_dir(out_dir + "/BrainScript");
     write_list(out_dir + "/BrainScript/query.wl", words);
     write_list(out_dir + "/BrainScript/slots.wl", slots);
     write_list(out_dir + "/BrainScript/intent.wl", intents);

@@ -136,6 +136,8 @@ void forward_ce(ForwardContext& c) {
         c.outputs.push_back(Value(loss.reshape(lse.shape().dims())));
         c.saved.push_back(ls);
         c.saved.push_back(lse);
+        c.saved.push_back(r.flat);  // the rows' classes, for backward's scatter
+        c.saved.push_back(r.valid);
         return;
     }
     const int rank = c.input_vars[0].rank(), d = std::max(c.dyn_rank(0), c.dyn_rank(1));
@@ -150,13 +152,12 @@ void forward_ce(ForwardContext& c) {
 void backward_ce(BackwardContext& c) {
     if (uses_class_rows(c.inputs[0], c.inputs[1], c.input_vars[0], c.dyn_rank(0), c.dyn_rank(1))) {
         // Class-index labels (forward_ce): dz = dy * (softmax(z) - t), t's 1s subtracted at the classes.
-        const Tensor &ls = c.saved[0], &lse = c.saved[1];
+        const Tensor &ls = c.saved[0], &lse = c.saved[1], &flat = c.saved[2], &valid = c.saved[3];
         const Tensor& dy = c.output_grads[0];  // [rows..., 1]
         if (c.needs[0]) {
-            const ClassRows r = class_rows(c.inputs[1], ls);
             const Tensor dz = element_times(ctk::exp(ls), dy);
-            c.input_grads[0] = scatter_add_of_checked(dz.reshape({-1}), r.flat,
-                                                      negate(element_times(dy.reshape({-1}), r.valid)), 0)
+            c.input_grads[0] = scatter_add_of_checked(dz.reshape({-1}), flat,
+                                                      negate(element_times(dy.reshape({-1}), valid)), 0)
                                    .reshape(ls.shape().dims());
         }
         if (c.needs[1]) c.input_grads[1] = negate(element_times(dy, plus(ls, lse)));  // dt = -dy * z

@@ -429,10 +429,8 @@ void Run::forward() {
                         T* y = row(i, t, r);
                         switch (d.kind) {
                             case Kind::delay: {
-                                const int64_t s = program_.backward_in_time ? t + d.offset : t - d.offset;
-                                const bool inside = program_.backward_in_time
-                                                        ? s < frames_ && r < active_[static_cast<size_t>(s)]
-                                                        : s >= 0;
+                                const int64_t s = delay_source(d, t);
+                                const bool inside = source_exists(s, r);
                                 if (inside) {
                                     std::memcpy(y, row.at(d.a, s, r),
                                                 static_cast<size_t>(d.width) * sizeof(T));
@@ -616,10 +614,8 @@ std::vector<Tensor> Run::backward_impl(const std::vector<Tensor>& output_grads,
                         if (g == nullptr) continue;
                         switch (d.kind) {
                             case Kind::delay: {
-                                const int64_t s = program_.backward_in_time ? t + d.offset : t - d.offset;
-                                const bool inside = program_.backward_in_time
-                                                        ? s < frames_ && r < active_[static_cast<size_t>(s)]
-                                                        : s >= 0;
+                                const int64_t s = delay_source(d, t);
+                                const bool inside = source_exists(s, r);
                                 T* dst = inside ? grad_at(d.a, s, r) : grad_at(d.b, t, r);
                                 if (dst == nullptr) break;
                                 if (inside || d.b.width == d.width) {
