@@ -622,7 +622,14 @@ void bind_graph(py::module_& m) {
                            " arguments, called with ", args.size(), " values");
                  py::dict map;
                  for (size_t i = 0; i < fargs.size(); ++i) map[py::cast(fargs[i])] = args[i];
-                 return eval(f, map, py::none(), true);
+                 py::object result = eval(f, map, py::none(), true);
+                 // Several outputs: a tuple in the outputs' order (CNTK's `words, p = q(input)`).
+                 const std::vector<Variable> outs = f->outputs();
+                 if (outs.size() <= 1) return result;
+                 const py::dict by_var = result;
+                 py::tuple ordered(outs.size());
+                 for (size_t i = 0; i < outs.size(); ++i) ordered[i] = by_var[py::cast(outs[i])];
+                 return ordered;
              })
         .def("__getattr__",
              [](const FunctionPtr& f, const std::string& name) -> py::object {
@@ -643,6 +650,9 @@ void bind_graph(py::module_& m) {
                          if (v.name() == name) return py::cast(v);
                      }
                  }
+                 // Then deeper, through the blocks (CNTK's Sequence2Sequence reads
+                 // model_greedy.attention_model.attention_weights, two layers down).
+                 if (FunctionPtr found = f->find_by_name(name, true)) return py::cast(found);
                  // Then the single output's members (shape, dtype, ...).
                  const auto outs = f->outputs();
                  if (outs.size() == 1 && name.rfind("_", 0) != 0 && name != "this")

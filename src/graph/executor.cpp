@@ -179,8 +179,17 @@ Tensor frame_mask(const SequenceLayout* layout, int64_t n, int64_t f, int rank, 
     return m.to(dtype).to(device).reshape(dims);
 }
 
+// t with the frames the mask [N, 1, 1...] marks as padding zeroed; the mask takes t's rank (the
+// operands of one op in a loop can have ranks other than its output's: splice of a vector and a
+// [1 x 1 x n] attention result).
 Tensor masked(const Tensor& t, const Tensor& mask) {
-    return element_select(mask, t, Tensor::full(Shape{}, 0.0, t.dtype(), t.device()));
+    Tensor m = mask;
+    if (mask.rank() != t.rank() && t.rank() >= 2) {
+        Dims dims{mask.shape()[0], 1};
+        dims.resize(static_cast<size_t>(t.rank()), 1);
+        m = mask.reshape(dims);
+    }
+    return element_select(m, t, Tensor::full(Shape{}, 0.0, t.dtype(), t.device()));
 }
 
 void accumulate(Tensor& acc, const Tensor& g) {

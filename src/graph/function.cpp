@@ -8,6 +8,7 @@
 #include "ctk/graph_ops.h"
 #include "graph/executor.h"
 #include "graph/graph_internal.h"
+#include "graph/loop_inference.h"
 
 namespace ctk {
 
@@ -268,18 +269,6 @@ void adopt_operand_dtype(std::vector<Variable>& inputs) {
 }
 }  // namespace
 
-namespace {
-// Whether v is computed from parameters and constants alone (looking `depth` producers up; deeper: no).
-bool computed_from_parameters(const Variable& v, int depth) {
-    if (v.is_parameter() || v.is_constant()) return true;
-    const FunctionPtr owner = v.owner();
-    if (!owner || depth == 0 || owner->is_composite()) return false;
-    for (const Variable& in : owner->inputs())
-        if (!computed_from_parameters(in, depth - 1)) return false;
-    return true;
-}
-}  // namespace
-
 void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     if (f.kind_ == Function::Kind::composite) return;
     if (f.kind_ == Function::Kind::block) {
@@ -290,6 +279,10 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
             p.shape_known = outer.shape_known();
             p.dtype = outer.dtype();
             p.dynamic_axes = outer.dynamic_axes();
+            if (allow_partial && !outer.shape_known()) {
+                // A loop being closed: the operand's axes, when known, for the guesses inside.
+                if (auto axes = loop_axes(outer)) p.dynamic_axes = std::move(*axes);
+            }
             known = known && outer.shape_known();
         }
         std::vector<OutputSpec> specs;
@@ -344,37 +337,14 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
     std::vector<Variable> known_inputs;
     for (const Variable& v : f.inputs_)
         if (v.shape_known()) known_inputs.push_back(v);
-    // A binary element-wise op with one operand still unknown (the far end of a recurrent loop being
-    // closed) takes the known one's shape; the loop's next inference round checks the other. Not from a
-    // parameter or constant alone that has a dim of 1: it broadcasts (a convolution's bias [C x 1 x 1]),
-    // and a product downstream would fix a Dense weight's inferred dims from the guess (CNTK's
-    // ConvNet_CIFAR10_DataAug: Sequential([Convolution2D, ..., Dense])).
-    // Nor from a scalar computed from parameters and constants alone (a Stabilizer's learnt factor): it
-    // broadcasts to any shape, and a Dense after it would fix its weights from the guess. Nor from
-    // parameters and constants alone when no known operand has dynamic axes (an LSTM's bias meeting its
-    // self-stabilized state): the far end of a loop has the loop's axes, which that guess would lose.
-    const bool with_axes = std::any_of(known_inputs.begin(), known_inputs.end(),
-                                       [](const Variable& v) { return v.dynamic_rank() > 0; });
-    const bool from_value = std::any_of(known_inputs.begin(), known_inputs.end(), [&](const Variable& v) {
-        if (!v.is_parameter() && !v.is_constant()) return v.rank() > 0 || !computed_from_parameters(v, 8);
-        return (v.rank() == 0 || with_axes) &&
-               std::none_of(v.shape().begin(), v.shape().end(), [](int64_t d) { return d <= 1; });
-    });
-    const bool partial =
-        allow_partial && !known && is_elementwise_binary(f.op_) && !known_inputs.empty() && from_value;
-    // Likewise a delay whose operand is that far end takes a (non-scalar, static) initial state's shape: a
-    // loop whose state only a product or a softmax makes (UnfoldFrom's decoders) has no element-wise op to
-    // guess from. The next round sees the real operand.
-    if (allow_partial && !known && (f.op_ == PrimitiveOp::past_value || f.op_ == PrimitiveOp::future_value) &&
-        f.inputs_.size() > 1 && !f.inputs_[0].shape_known() && f.inputs_[1].shape_known() &&
-        f.inputs_[1].rank() >= 1 && f.inputs_[1].dynamic_axes().empty() &&
-        std::none_of(f.inputs_[1].shape().begin(), f.inputs_[1].shape().end(),
-                     [](int64_t d) { return d <= 1; })) {
-        // (Not from an initial state with a dim of 1, which may broadcast to a larger state: a product
-        // could fix a parameter's inferred dim from the guess.)
-        const Variable& init = f.inputs_[1];
-        apply_specs(f, {{init.shape(), init.dtype(), init.dynamic_axes()}}, true);
-        return;
+    // Some operands still unknown (the far end of a recurrent loop being closed): a guess from the
+    // known ones (loop_inference.cpp). A binary element-wise op takes the known operands' shape.
+    const bool partial = allow_partial && !known && may_guess_from_known_operands(f, known_inputs);
+    if (allow_partial && !known && !partial) {
+        if (auto guess = guess_loop_outputs(f)) {
+            apply_specs(f, *guess, true);
+            return;
+        }
     }
     if (!known && !partial) {
         // A placeholder of unknown shape upstream: the outputs stay unknown until it is bound.

@@ -22,6 +22,31 @@ class PlanBuilder {
 public:
     explicit PlanBuilder(Plan& plan) : plan_(plan) {}
 
+    // Binds the placeholders of every block upstream of `outputs` first, so that an output inside a
+    // block (CNTK's combine([model, model.attention_model.attention_weights])) is found bound whatever
+    // order the outputs are visited in.
+    void bind_blocks(const std::vector<Variable>& outputs) {
+        std::unordered_set<const void*> seen;
+        std::vector<Variable> stack(outputs.begin(), outputs.end());
+        while (!stack.empty()) {
+            const Variable v = stack.back();
+            stack.pop_back();
+            if (!seen.insert(v.impl()).second) continue;
+            if (v.is_placeholder()) {
+                auto b = bound_.find(v.impl());
+                if (b != bound_.end()) stack.push_back(b->second);
+                continue;
+            }
+            const FunctionPtr f = v.owner();
+            if (!f) continue;
+            if (f->is_block()) {
+                bind_block(*f);
+                for (const Variable& o : f->block_root()->outputs()) stack.push_back(o);
+            }
+            for (const Variable& in : f->inputs()) stack.push_back(in);
+        }
+    }
+
     int visit(const Variable& v) {
         const int s = reserve(v);
         build(v);
@@ -184,6 +209,7 @@ int Plan::slot(const Variable& v) const {
 std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
     Plan collected;
     PlanBuilder builder(collected);
+    builder.bind_blocks(outputs);
     for (const Variable& v : outputs) collected.requested.push_back(builder.visit(v));
     const size_t n = collected.steps.size();
     std::vector<int> producer(collected.slot_vars.size(), -1);
