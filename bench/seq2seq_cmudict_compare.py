@@ -2,11 +2,11 @@
 """ctk against PyTorch on CNTK's Sequence2Sequence example (grapheme-to-phoneme with attention on the CMU
 pronouncing dictionary), in one run, same data, threads and number of training samples.
 
-ctk's side is the example's model written with CNTK's API: a shared Embedding, a self-stabilized
-encoder of stacked Recurrence(LSTM), a decoder whose first LSTM reads additive attention
-(AttentionModel, a window of the encoder's last --span states) over its own past state, a second LSTM,
-Dense over the 69 symbols; fsadagrad with CNTK's example's schedule and per-sample clipping, the
-greedy decoder as UnfoldFrom. PyTorch's twin has the same layers and sizes (nn.Embedding, nn.LSTM,
+ctk's side is the model of examples/SequenceToSequence/CMUDict/Python/Sequence2Sequence.py (CNTK's
+example's, with CNTK's API): a shared Embedding, a self-stabilized encoder of stacked Recurrence(LSTM),
+a decoder whose first LSTM reads additive attention (AttentionModel, a window of the encoder's last
+--span states) over its own past state, a second LSTM, Dense over the 69 symbols; fsadagrad at the
+example's first rate with per-sample clipping; the greedy decoder as UnfoldFrom. PyTorch's twin has the same layers and sizes (nn.Embedding, nn.LSTM,
 nn.LSTMCell with the same attention, nn.Linear; Adam, which fsadagrad resembles; no stabilizers:
 PyTorch has none), trained on the same minibatches (whole words, about --minibatch tokens each).
 
@@ -21,13 +21,16 @@ of training samples.
 """
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
 import torch
 
 import cntk as C
-from cntk.layers.models.attention import AttentionModel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'examples', 'SequenceToSequence',
+                                'CMUDict', 'Python'))
 
 TRAIN, TEST, MAPPING = 'cmudict-0.7b.train-dev-20-21.ctf', 'cmudict-0.7b.test.ctf', 'cmudict-0.7b.mapping'
 START, END = '<s>', '</s>'
@@ -89,52 +92,16 @@ def error_rates(decoded, words, end):
     return edits / total, wrong / len(words)
 
 
-# ---- ctk: the example's model with CNTK's API ----
+# ---- ctk: the example's model (examples/SequenceToSequence/CMUDict/Python) ----
 
 def ctk_side(args, vocab, train_words, test_words):
+    import Sequence2Sequence as example
     V = len(vocab)
-    input_axis, label_axis = C.Axis('inputAxis'), C.Axis('labelAxis')
     start = C.Constant(np.eye(V, dtype=np.float32)[vocab.index(START)])
-    end_index = vocab.index(END)
-    embed = C.layers.Embedding(args.embed, name='embed')
-    with C.layers.default_options(enable_self_stabilization=True):
-        encode = C.layers.Sequential([
-            embed, C.layers.Stabilizer(),
-            C.layers.For(range(args.layers - 1), lambda: C.layers.Recurrence(C.layers.LSTM(args.hidden))),
-            C.layers.Recurrence(C.layers.LSTM(args.hidden), return_full_state=True),
-            (C.layers.Label('encoded_h'), C.layers.Label('encoded_c'))])
-        stab_in, stab_out = C.layers.Stabilizer(), C.layers.Stabilizer()
-        cells = [C.layers.LSTM(args.hidden) for _ in range(args.layers)]
-        project = C.layers.Dense(V, name='out_proj')
-        attention = AttentionModel(args.attention, args.span, -3, name='attention_model')
-
-    @C.Function
-    def decode(history, input):
-        encoded = encode(input)
-
-        @C.Function
-        def attending_cell(dh, dc, x):
-            return cells[0](dh, dc, C.splice(x, attention(encoded.outputs[0], dh)))
-        r = C.layers.Recurrence(attending_cell)(stab_in(embed(history)))
-        for cell in cells[1:]:
-            r = C.layers.Recurrence(cell)(r)
-        return project(stab_out(r))
-
-    @C.Function
-    @C.layers.typing.Signature(input=C.layers.typing.SequenceOver[input_axis][C.layers.typing.Tensor[V]],
-                               labels=C.layers.typing.SequenceOver[label_axis][C.layers.typing.Tensor[V]])
-    def criterion(input, labels):
-        targets = C.sequence.slice(labels, 1, 0)  # without the leading <s>
-        z = decode(C.layers.Delay(initial_state=start)(targets), input)
-        return C.cross_entropy_with_softmax(z, targets), C.classification_error(z, targets)
-
-    @C.Function
-    @C.layers.typing.Signature(C.layers.typing.SequenceOver[input_axis][C.layers.typing.Tensor[V]])
-    def greedy(input):
-        unfold = C.layers.UnfoldFrom(lambda history: decode(history, input) >> C.hardmax,
-                                     until_predicate=lambda w: w[..., end_index], length_increase=1.5)
-        return unfold(initial_state=start, dynamic_axes_like=input)
-
+    decode = example.create_model(V, example.Sizes(args.embed, args.hidden, args.layers, args.attention,
+                                                   args.span))
+    criterion = example.create_criterion(decode, V, start)
+    greedy = example.create_greedy_decoder(decode, V, start, vocab.index(END))
     lr = C.learning_parameter_schedule_per_sample(0.001)
     learner = C.fsadagrad(decode.parameters, lr=lr, momentum=C.momentum_schedule(0.93664),
                           gradient_clipping_threshold_per_sample=2.3, gradient_clipping_with_truncation=True)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 namespace ctk::python {
 
@@ -377,37 +378,51 @@ std::vector<Variable> to_variables(const py::handle& obj) {
     return out;
 }
 
+namespace {
+// CNTK's (data, seq_starts): per sequence, True where it starts in this minibatch, False where it goes
+// on from the sequence in the same place of the previous minibatch given to this Function (its
+// past_values read that minibatch's last frames; see SequenceLayout). The continuation flags, or none.
+std::optional<std::vector<bool>> continuation_flags(const py::handle& arguments) {
+    if (!py::isinstance<py::tuple>(arguments) || py::len(arguments) != 2) return std::nullopt;
+    const auto pair = py::reinterpret_borrow<py::tuple>(arguments);
+    if (!(py::isinstance<py::list>(pair[1]) || py::isinstance<py::tuple>(pair[1]))) return std::nullopt;
+    std::vector<bool> continues;
+    for (const py::handle b : pair[1]) {  // Python or NumPy booleans
+        if (!py::isinstance<py::bool_>(b) &&
+            std::string(py::str(py::type::of(b).attr("__name__"))) != "bool_")
+            return std::nullopt;
+        continues.push_back(!py::cast<bool>(b));
+    }
+    return continues;
+}
+
+void apply_continuation(const Variable& var, Value& value, const std::vector<bool>& continues) {
+    if (!value.has_layout()) return;
+    CTK_CHECK(value.layout()->num_sequences() == static_cast<int64_t>(continues.size()), ValueError,
+              "seq_starts: ", continues.size(), " flags for ", value.layout()->num_sequences(),
+              " sequences of ", var.to_string());
+    value = value.with_layout(std::make_shared<SequenceLayout>(value.layout()->lengths(), continues));
+}
+}  // namespace
+
 ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f) {
     ValueMap map;
     if (arguments.is_none()) return map;
-    // CNTK's (arguments, seq_starts): per sequence, True where it starts in this minibatch, False where it
-    // goes on from the sequence in the same place of the previous minibatch given to this Function (its
-    // past_values read that minibatch's last frames; see SequenceLayout).
-    if (py::isinstance<py::tuple>(arguments) && py::len(arguments) == 2) {
-        const auto pair = py::reinterpret_borrow<py::tuple>(arguments);
-        bool flags = py::isinstance<py::list>(pair[1]) || py::isinstance<py::tuple>(pair[1]);
-        if (flags)
-            for (const py::handle b : pair[1])  // Python or NumPy booleans
-                flags = flags && (py::isinstance<py::bool_>(b) ||
-                                  std::string(py::str(py::type::of(b).attr("__name__"))) == "bool_");
-        if (flags) {
-            std::vector<bool> continues;
-            for (const py::handle b : pair[1]) continues.push_back(!py::cast<bool>(b));
-            ValueMap inner = argument_map(pair[0], f);
-            for (auto& [var, value] : inner) {
-                if (!value.has_layout()) continue;
-                CTK_CHECK(value.layout()->num_sequences() == static_cast<int64_t>(continues.size()),
-                          ValueError, "seq_starts: ", continues.size(), " flags for ",
-                          value.layout()->num_sequences(), " sequences of ", var.to_string());
-                value =
-                    value.with_layout(std::make_shared<SequenceLayout>(value.layout()->lengths(), continues));
-            }
-            return inner;
-        }
+    if (const auto continues = continuation_flags(arguments)) {
+        ValueMap inner = argument_map(py::reinterpret_borrow<py::tuple>(arguments)[0], f);
+        for (auto& [var, value] : inner) apply_continuation(var, value, *continues);
+        return inner;
     }
     if (py::isinstance<py::dict>(arguments)) {
         for (auto item : py::reinterpret_borrow<py::dict>(arguments)) {
             Variable var = to_variable(item.first);
+            // Per argument too: {x: (data, seq_starts)}.
+            if (const auto continues = continuation_flags(item.second)) {
+                Value value = value_for(var, py::reinterpret_borrow<py::tuple>(item.second)[0]);
+                apply_continuation(var, value, *continues);
+                map[var] = std::move(value);
+                continue;
+            }
             map[var] = value_for(var, item.second);
         }
         return map;

@@ -486,7 +486,8 @@ void bind_graph(py::module_& m) {
         .def_property_readonly("is_composite", &Function::is_composite)
         .def_property_readonly("block_root", &Function::block_root)
         .def_property_readonly("inputs", &Function::inputs)
-        .def_property_readonly("outputs", &Function::outputs)
+        // A tuple, as CNTK's (its Sequence2Sequence writes `encoded.outputs + (r,)`).
+        .def_property_readonly("outputs", [](const Function& f) { return py::tuple(py::cast(f.outputs())); })
         .def_property_readonly("output", &Function::output)
         .def_property_readonly("arguments", &Function::arguments)
         .def_property_readonly("parameters", &Function::parameters)

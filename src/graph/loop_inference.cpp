@@ -156,9 +156,11 @@ std::optional<std::vector<OutputSpec>> guess_loop_outputs(const Function& f) {
             const Variable& init = ins[1];
             if (init.rank() == 0 || !init.dynamic_axes().empty() || has_unit_or_unknown_dim(init.shape()))
                 return std::nullopt;
-            // Its axes are the loop's (UnfoldFrom's state is relabelled to the axes it unfolds along).
+            // Its axes are the loop's (UnfoldFrom's state is relabelled to the axes it unfolds along):
+            // no guess until they are known.
             const auto axes = loop_axes(ins[0]);
-            return std::vector<OutputSpec>{{init.shape(), init.dtype(), axes ? *axes : init.dynamic_axes()}};
+            if (!axes) return std::nullopt;
+            return std::vector<OutputSpec>{{init.shape(), init.dtype(), *axes}};
         }
         case PrimitiveOp::times: {
             // A product of an unknown x by a weight whose output dims are known gives those dims when x
