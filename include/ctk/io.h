@@ -31,6 +31,9 @@ struct StreamDef {
     Dims shape;
     bool is_sparse = false;
     bool defines_mb_size = false;
+    // The longest sequence this stream may have (0: no limit); a longer one in a CTF file is an error
+    // that names the file and the line where the sequence starts (CNTK's StreamDef max_sequence_length).
+    int64_t max_sequence_length = 0;
 };
 
 struct StreamInformation {

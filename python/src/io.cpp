@@ -20,7 +20,7 @@ void bind_io(py::module_& m) {
         .def(py::init([](const py::object& field, const py::object& shape, bool is_sparse,
                          const py::object& transforms, const py::object& context, const py::object& scp,
                          const py::object& mlf, const py::object& broadcast, bool defines_mb_size,
-                         int64_t /*max_sequence_length*/) {
+                         int64_t max_sequence_length) {
                  CTK_CHECK(transforms.is_none(), ValueError,
                            "StreamDef: transforms are taken by cntk.io.StreamDef, not the bound class");
                  for (const py::object* o : {&context, &scp, &mlf, &broadcast}) {
@@ -34,6 +34,9 @@ void bind_io(py::module_& m) {
                  d.shape = dims_arg(shape);
                  d.is_sparse = is_sparse;
                  d.defines_mb_size = defines_mb_size;
+                 CTK_CHECK(max_sequence_length > 0, ValueError,
+                           "StreamDef: max_sequence_length must be positive, got ", max_sequence_length);
+                 d.max_sequence_length = max_sequence_length;
                  return d;
              }),
              arg("field") = py::none(), arg("shape") = py::none(), arg("is_sparse") = false,
@@ -43,7 +46,8 @@ void bind_io(py::module_& m) {
         .def_readwrite("field", &StreamDef::field)
         .def_readwrite("shape", &StreamDef::shape)
         .def_readwrite("is_sparse", &StreamDef::is_sparse)
-        .def_readwrite("defines_mb_size", &StreamDef::defines_mb_size);
+        .def_readwrite("defines_mb_size", &StreamDef::defines_mb_size)
+        .def_readwrite("max_sequence_length", &StreamDef::max_sequence_length);
     py::class_<StreamInformation>(io, "StreamInformation")
         // CNTK's StreamInformation(name, stream_id, storage_format, dtype, shape): how a source written in
         // Python (UserMinibatchSource, UserDeserializer) describes its streams.

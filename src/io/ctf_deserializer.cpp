@@ -420,6 +420,11 @@ private:
                          "' (declared inputs: ", declared, ")",
                          hint.empty() ? "" : "; the file has inputs the reader was not given: ", hint));
             }
+            if (defs_[s].max_sequence_length > 0 && bufs[s].count > defs_[s].max_sequence_length)
+                fail(first_line, 1,
+                     detail::concat("the sequence starting here has ", bufs[s].count, " samples of input '",
+                                    defs_[s].field, "', more than its max_sequence_length of ",
+                                    defs_[s].max_sequence_length));
             Dims dims{bufs[s].count};
             dims.insert(dims.end(), defs_[s].shape.begin(), defs_[s].shape.end());
             if (defs_[s].is_sparse)

@@ -176,6 +176,20 @@ TEST(CtfDeserializer, UndeclaredInputsAreSkippedButAMissingDeclaredInputIsAnErro
     EXPECT_NE(msg.find("'xx'"), std::string::npos) << msg;
 }
 
+TEST(CtfDeserializer, ASequenceLongerThanItsStreamsMaximumIsAnError) {
+    TempDir dir;
+    const std::string path = dir.file("long.ctf");
+    write_file(path, "0 |x 1 2 3 |y 0:1\n0 |x 1 2 3\n1 |x 1 2 3 |y 1:1\n1 |x 4 5 6\n1 |x 7 8 9\n");
+    std::vector<StreamDef> defs = two_streams();
+    defs[0].max_sequence_length = 2;
+    const std::string msg = error_of<IOError>([&] { read_all(*ctf_deserializer(path, defs)); });
+    EXPECT_NE(msg.find(path + ":3:1:"), std::string::npos) << msg;  // where sequence 1 starts
+    EXPECT_NE(msg.find("3 samples of input 'x', more than its max_sequence_length of 2"), std::string::npos)
+        << msg;
+    defs[0].max_sequence_length = 3;
+    EXPECT_EQ(read_all(*ctf_deserializer(path, defs)).size(), 2u);
+}
+
 TEST(CtfDeserializer, StructuralErrors) {
     TempDir dir;
     const std::string path = dir.file("s.ctf");

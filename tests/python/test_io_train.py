@@ -225,3 +225,15 @@ def test_python_progress_writer_gets_cntks_calls():
     assert rec.updates[0][3] is not None
     assert len(rec.summaries) == 1 and rec.summaries[0][:3] == (8, 4, 1)
     assert isinstance(rec, C.logging.ProgressWriter) and rec.total_training_updates == 4
+
+
+def test_a_sequence_longer_than_its_streams_max_sequence_length_names_the_file_and_line(tmp_path):
+    path = tmp_path / 'words.ctf'
+    path.write_text('0 |w 1:1\n1 |w 2:1\n1 |w 3:1\n1 |w 0:1\n')
+    streams = StreamDefs(w=StreamDef(field='w', shape=4, is_sparse=True, max_sequence_length=2))
+    source = MinibatchSource(CTFDeserializer(str(path), streams), randomize=False, max_sweeps=1)
+    with pytest.raises(OSError, match=r'words\.ctf:2:1: the sequence starting here has 3 samples of input '
+                                      r"'w', more than its max_sequence_length of 2"):
+        source.next_minibatch(10)
+    with pytest.raises(ValueError, match='max_sequence_length must be positive'):
+        StreamDef(field='w', shape=4, max_sequence_length=0)
