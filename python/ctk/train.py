@@ -25,3 +25,18 @@ def _print_node_timing(self):
 
 
 Trainer.print_node_timing = _print_node_timing
+
+
+def _get_loss_metric(criterion):
+    """CNTK's Trainer._get_loss_metric, which its examples call to build an evaluator: the (loss, metric)
+    pair a criterion stands for, a two-output Function or a tuple, each output as a Function (the metric
+    None when there is only a loss)."""
+    from ._ctk import Function, Variable, combine
+    parts = tuple(criterion.outputs) if isinstance(criterion, Function) else tuple(criterion)
+    if not 1 <= len(parts) <= 2:
+        raise ValueError('criterion must be a loss, or a loss and a metric (got %d parts)' % len(parts))
+    parts = tuple(combine([p], name=p.name) if isinstance(p, Variable) else p for p in parts)
+    return parts if len(parts) == 2 else parts + (None,)
+
+
+Trainer._get_loss_metric = staticmethod(_get_loss_metric)

@@ -178,9 +178,11 @@ bool frame_local(const Step& s) {
     if (s.fn->op() == PrimitiveOp::reduce)  // over the batch axis or all axes it mixes samples
         for (const Axis& a : s.fn->attributes().get<std::vector<Axis>>("axes"))
             if (a.is_dynamic() || a.kind() == Axis::Kind::all) return false;
-    if (s.fn->op() == PrimitiveOp::reconcile_dynamic_axes) {  // a relabelling of the same frames is local
+    if (s.fn->op() == PrimitiveOp::reconcile_dynamic_axes) {
+        // A relabelling of the same frames is local, and so is a broadcast of a value without a sequence
+        // axis (what sequence.broadcast_as becomes in a CNTK file: both are ReconcileDynamicAxis there).
         const auto in = s.fn->inputs();
-        return in[0].dynamic_axes() == in[1].dynamic_axes();
+        return in[0].dynamic_axes() == in[1].dynamic_axes() || in[0].dynamic_rank() < in[1].dynamic_rank();
     }
     // A value without a sequence axis seen at every frame is local too (an attention decoder's step reads
     // the encoder's window through broadcast_as to its own state).

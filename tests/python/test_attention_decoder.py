@@ -70,7 +70,7 @@ def test_the_attention_decoders_gradients_match_finite_differences():
             assert abs((up - down) / 2e-2 - g[idx]) < 2e-4 + 1e-3 * abs(g[idx]), (p.name, idx)
 
 
-def _greedy_decoder():
+def _decode_model():
     encoder = Recurrence(LSTM(3), return_full_state=True)
     attention = AttentionModel(2, 4, -3, name='attention_model')
     cell, proj = LSTM(3), Dense(V)
@@ -83,7 +83,11 @@ def _greedy_decoder():
         def step(dh, dc, xt):
             return cell(dh, dc, C.splice(xt, attention(encoded.outputs[0], dh)))
         return proj(Recurrence(step)(history))
+    return decode
 
+
+def _greedy_decoder(decode=None):
+    decode = decode or _decode_model()
     start = C.Constant(np.eye(V, dtype=np.float32)[0])
 
     @C.Function
@@ -116,3 +120,14 @@ def test_an_output_inside_a_layer_is_evaluated_beside_the_model_as_a_tuple():
     p = np.asarray(p[0])
     assert p.shape[1:] == (4, 1, 1)  # each decoder step: the weights over the 4-item window
     np.testing.assert_allclose(p.sum(axis=1), 1, rtol=1e-5)
+
+
+def test_a_saved_and_loaded_decoder_decodes_as_before(tmp_path):
+    # In a CNTK file sequence.broadcast_as is a ReconcileDynamicAxis; loaded, it must still be allowed
+    # inside the greedy decoder's loop.
+    decode = _decode_model()
+    words = np.eye(V, dtype=np.float32)[[1, 2, 3, 1]][None]
+    before = _greedy_decoder(decode)(words)
+    decode.save(str(tmp_path / 'decode.model'))
+    after = _greedy_decoder(C.Function.load(str(tmp_path / 'decode.model')))(words)
+    np.testing.assert_array_equal(np.asarray(after[0]), np.asarray(before[0]))

@@ -237,3 +237,17 @@ def test_a_sequence_longer_than_its_streams_max_sequence_length_names_the_file_a
         source.next_minibatch(10)
     with pytest.raises(ValueError, match='max_sequence_length must be positive'):
         StreamDef(field='w', shape=4, max_sequence_length=0)
+
+
+def test_trainer_get_loss_metric_splits_a_criterion_as_cntk_did():
+    # CNTK's Sequence2Sequence builds its Evaluator with Trainer._get_loss_metric(criterion).
+    x, y = C.input_variable(2), C.input_variable(2)
+    loss, metric = C.Trainer._get_loss_metric(C.combine([C.squared_error(x, y), C.classification_error(x, y)]))
+    data = {x: np.array([[1, 2]], np.float32), y: np.array([[1, 0]], np.float32)}
+    np.testing.assert_allclose(loss.eval(data), [4.0])
+    np.testing.assert_allclose(np.ravel(metric.eval(data)), [1.0])  # the label is class 0, the guess 1
+    only, none = C.Trainer._get_loss_metric(C.squared_error(x, y))
+    assert none is None
+    np.testing.assert_allclose(only.eval(data), [4.0])
+    with pytest.raises(ValueError, match='a loss, or a loss and a metric'):
+        C.Trainer._get_loss_metric((loss, metric, loss))
