@@ -103,14 +103,22 @@ def ctk_side(args, vocab, train_words, test_words):
     criterion = example.create_criterion(decode, V, start)
     greedy = example.create_greedy_decoder(decode, V, start, vocab.index(END))
     lr = C.learning_parameter_schedule_per_sample(0.001)
-    learner = C.fsadagrad(decode.parameters, lr=lr, momentum=C.momentum_schedule(0.93664),
-                          gradient_clipping_threshold_per_sample=2.3, gradient_clipping_with_truncation=True)
+    clipping = dict(gradient_clipping_threshold_per_sample=2.3, gradient_clipping_with_truncation=True)
+    if args.ctk_learner == 'adam':
+        # PyTorch's side's optimizer and step: a rate per sample, as CNTK applies it (a rate without a
+        # reference minibatch size is divided by the minibatch's sample count, which Adam's normalised
+        # step would then carry).
+        learner = C.adam(decode.parameters, lr=lr, momentum=0.9, variance_momentum=0.999, epsilon=1e-8,
+                         **clipping)
+    else:  # CNTK's example's
+        learner = C.fsadagrad(decode.parameters, lr=lr, momentum=C.momentum_schedule(0.93664), **clipping)
     trainer = C.Trainer(None, criterion, learner)
     eye = np.eye(V, dtype=np.float32)
 
     def train_step(group):
         trainer.train_minibatch({criterion.arguments[0]: [eye[w[0]] for w in group],
                                  criterion.arguments[1]: [eye[w[1]] for w in group]})
+        return trainer.previous_minibatch_loss_average * trainer.previous_minibatch_sample_count
 
     def decode_words(words):
         out = []
@@ -193,6 +201,7 @@ def torch_side(args, vocab, train_words, test_words):
         loss.backward()
         torch.nn.utils.clip_grad_value_(model.parameters(), 2.3 * int((targets >= 0).sum()))
         optimizer.step()
+        return float(loss)
 
     @torch.no_grad()
     def decode_words(words):
@@ -225,6 +234,9 @@ def main():
     p.add_argument('--layers', type=int, default=2)
     p.add_argument('--test_words', type=int, default=1000)
     p.add_argument('--sides', nargs='+', default=['ctk', 'torch'])
+    p.add_argument('--ctk_learner', choices=['fsadagrad', 'adam'], default='fsadagrad',
+                   help="ctk's optimizer: the example's fsadagrad, or PyTorch's side's Adam")
+    p.add_argument('--report', type=int, default=20000, help='print the mean training loss every N samples')
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     C.set_num_threads(args.threads)
@@ -239,13 +251,18 @@ def main():
         torch.manual_seed(1)
         C.set_fixed_random_seed(1)
         train_step, decode_words = (ctk_side if side == 'ctk' else torch_side)(args, vocab, train_words, test_words)
-        rng, seen, busy = np.random.default_rng(1), 0, 0.0
+        rng, seen, busy, loss_sum, loss_count = np.random.default_rng(1), 0, 0.0, 0.0, 0
         while seen < args.samples:
             for group in minibatches(train_words, args.minibatch, rng):
                 t0 = time.perf_counter()
-                train_step(group)
+                loss_sum += train_step(group)
                 busy += time.perf_counter() - t0
-                seen += sum(len(w[1]) - 1 for w in group)
+                count = sum(len(w[1]) - 1 for w in group)
+                seen, loss_count = seen + count, loss_count + count
+                if seen // args.report != (seen - count) // args.report:
+                    print('%-5s %7d samples: loss %.3f per phoneme' % (side, seen, loss_sum / loss_count),
+                          flush=True)
+                    loss_sum, loss_count = 0.0, 0
                 if seen >= args.samples:
                     break
         t0 = time.perf_counter()

@@ -37,6 +37,8 @@ def Sequential(layers, name=''):
     one-operand layers, each layer to its own output (`(Label('h'), Label('c'))` after a recurrence with
     return_full_state); a layer with several outputs passes them all as arguments."""
     layers = list(layers) if isinstance(layers, (list, tuple)) else [layers]
+    if not layers:  # CNTK: the identity (For(range(0), ...) in a one-layer model)
+        layers = [identity]
     if not _has_fork(layers):
         return _Sequential(layers, name)
     x = placeholder(name='x')

@@ -238,3 +238,12 @@ def test_default_options_dtype_float32_is_the_default():
     assert z.output.dtype == np.float32
     with pytest.raises(NotImplementedError, match="mixed_precision='f16'"):
         C.default_options(dtype=np.float16)
+
+
+def test_sequential_of_no_layers_is_the_identity():
+    # CNTK's Sequence2Sequence with num_layers=1 builds For(range(0), ...): an empty Sequential.
+    x = C.input_variable(3)
+    y = C.layers.Sequential([C.layers.For(range(0), lambda: C.layers.Dense(2)), C.layers.Dense(2)])(x)
+    assert y.shape == (2,)
+    np.testing.assert_array_equal(C.layers.Sequential([])(x).eval({x: np.array([[1, 2, 3]], np.float32)}),
+                                  [[1, 2, 3]])
