@@ -60,8 +60,7 @@ bool keeps_axes(PrimitiveOp op) {
 class AxesSearch {
 public:
     std::optional<std::vector<Axis>> run(const Variable& v) {
-        if (!visit(v, 64) || found_.size() > 1) return std::nullopt;
-        if (found_.empty()) return std::nullopt;
+        if (!visit(v, 64) || found_.size() != 1) return std::nullopt;  // gave up, nothing known, or disagree
         return found_[0];
     }
 
