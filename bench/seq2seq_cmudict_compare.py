@@ -31,8 +31,9 @@ import cntk as C
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'examples', 'SequenceToSequence',
                                 'CMUDict', 'Python'))
+import Sequence2Sequence as example  # noqa: E402 (the example's model, from the path above)
 
-TRAIN, TEST, MAPPING = 'cmudict-0.7b.train-dev-20-21.ctf', 'cmudict-0.7b.test.ctf', 'cmudict-0.7b.mapping'
+TRAIN, TEST, MAPPING = example.TRAIN, example.TEST, example.MAPPING
 START, END = '<s>', '</s>'
 
 
@@ -71,22 +72,13 @@ def minibatches(words, tokens, rng):
         yield group
 
 
-def edit_distance(a, b):
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-    return row[-1]
-
-
 def error_rates(decoded, words, end):
     """Phoneme error rate and word error rate of decoded phoneme lists (without <s>, up to </s>)."""
     edits = total = wrong = 0
     for out, (_, ref) in zip(decoded, words):
         ref = ref[1:-1]
         out = out[:out.index(end)] if end in out else out
-        edits += edit_distance(out, ref)
+        edits += example.edit_distance(out, ref)
         total += len(ref)
         wrong += out != ref
     return edits / total, wrong / len(words)
@@ -95,7 +87,6 @@ def error_rates(decoded, words, end):
 # ---- ctk: the example's model (examples/SequenceToSequence/CMUDict/Python) ----
 
 def ctk_side(args, vocab, train_words, test_words):
-    import Sequence2Sequence as example
     V = len(vocab)
     start = C.Constant(np.eye(V, dtype=np.float32)[vocab.index(START)])
     decode = example.create_model(V, example.Sizes(args.embed, args.hidden, args.layers, args.attention,

@@ -443,4 +443,10 @@ std::shared_ptr<py::object> hold(const py::object& obj) {
     });
 }
 
+py::tuple shape_tuple(const Dims& dims) {
+    py::tuple t(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) t[i] = dims[i];
+    return t;
+}
+
 }  // namespace ctk::python

@@ -45,6 +45,8 @@ py::array numpy_from_tensor(const Tensor& t);
 // axis first, or exactly the sample shape (one sample); for sequence inputs a list of arrays, one per
 // sequence; a Value or MinibatchData as it is.
 Value value_for(const Variable& var, const py::handle& data);
+// A shape as a Python tuple.
+py::tuple shape_tuple(const Dims& dims);
 // SciPy-style CSR data (anything with indptr, indices, data and shape; no SciPy needed): one matrix of
 // samples, or (sequences) a list of one matrix per sequence. Rows with a single 1 stay class indices
 // (Value::one_hot), other rows become dense. `classes`: the columns the input wants, when known.
@@ -72,6 +74,7 @@ Device device_from(const py::handle& device);
 void bind_device(py::module_& m);
 void bind_user_function(py::module_& m);
 void bind_graph(py::module_& m);
+void bind_values(py::module_& m);  // NDArrayView and Value, called by bind_graph
 void bind_ops(py::module_& m);
 void bind_layers_learners(py::module_& m);
 void bind_io(py::module_& m);

@@ -1,6 +1,7 @@
-// Bindings of the graph: DataType, Axis, Value, Variable (with CNTK's operator overloads), Function
+// Bindings of the graph: DataType, Axis, Variable (with CNTK's operator overloads), Function
 // (queries, eval/forward/backward/grad with the GIL released, clone, __call__), initializers and the
-// variable factories (input_variable, parameter, constant, placeholder, combine, as_block).
+// variable factories (input_variable, parameter, constant, placeholder, combine, as_block). NDArrayView and
+// Value are in value.cpp.
 #include <optional>
 
 #include "convert.h"
@@ -25,60 +26,6 @@ FunctionPtr load_model_from_python(const py::object& model, std::optional<ModelF
     if (format == ModelFormat::cntk_v2 && detect_model_format(path) == ModelFormat::cntk_v1)
         format = ModelFormat::cntk_v1;
     return load_model(path, format);
-}
-}  // namespace
-
-namespace {
-
-py::tuple shape_tuple(const Dims& dims) {
-    py::tuple t(dims.size());
-    for (size_t i = 0; i < dims.size(); ++i) t[i] = dims[i];
-    return t;
-}
-
-// CNTK's seq_starts: False marks a sequence continuing from the previous minibatch, which ctk's values
-// do not carry; all True (or None) is the only kind accepted.
-void check_seq_starts(const py::object& seq_starts) {
-    if (seq_starts.is_none()) return;
-    for (const py::handle& b : seq_starts)
-        CTK_CHECK(b.cast<bool>(), ValueError,
-                  "seq_starts: a sequence continuing the previous minibatch (False) is not supported; "
-                  "pass whole sequences");
-}
-
-// CNTK's Value.one_hot: `batch` is a list of sequences, each a list of class indices (a bare index is a
-// sequence of one). The Value keeps the indices (CNTK's sparse form): times() gathers rows from them.
-Value one_hot_value(const py::object& batch, const py::object& num_classes, const py::object& dtype,
-                    const py::object& device) {
-    const Device dev = device_from(device);
-    Dims classes = dims_arg(num_classes);
-    CTK_CHECK(classes.size() == 1 && classes[0] > 0, ValueError,
-              "Value.one_hot: num_classes must be a positive ", "number (or a one-element shape), got ",
-              std::string(py::str(num_classes)));
-    const int64_t c = classes[0];
-    const DataType dt = dtype.is_none() ? DataType::f32 : dtype_from_python(dtype);
-    std::vector<std::vector<int64_t>> seqs;
-    std::vector<int64_t> lengths;
-    for (const py::handle& seq : batch) {
-        std::vector<int64_t> idx;
-        if (py::isinstance<py::int_>(seq)) {
-            idx.push_back(seq.cast<int64_t>());
-        } else {
-            for (const py::handle& k : seq) idx.push_back(k.cast<int64_t>());
-        }
-        for (size_t j = 0; j < idx.size(); ++j)
-            CTK_CHECK(idx[j] >= 0 && idx[j] < c, ValueError, "Value.one_hot: index ", idx[j], " at position ",
-                      j, " of sequence ", seqs.size(), " is outside [0, ", c, ")");
-        lengths.push_back(static_cast<int64_t>(idx.size()));
-        seqs.push_back(std::move(idx));
-    }
-    CTK_CHECK(!seqs.empty(), ValueError, "Value.one_hot: the batch is empty");
-    auto layout = std::make_shared<SequenceLayout>(lengths);  // ValueError for an empty sequence
-    Tensor indices = Tensor::full(Shape{layout->num_sequences(), layout->max_length()}, -1.0, DataType::i64);
-    int64_t* p = indices.data<int64_t>();
-    for (size_t i = 0; i < seqs.size(); ++i)
-        std::copy(seqs[i].begin(), seqs[i].end(), p + static_cast<int64_t>(i) * layout->max_length());
-    return Value::one_hot(indices, c, dt, layout).to(dev);
 }
 
 // The dtype of whichever operand is a graph node (CNTK's sanitize_multi_var_inputs).
@@ -245,149 +192,7 @@ void bind_graph(py::module_& m) {
         .def("__repr__", &Axis::to_string);
     py::implicitly_convertible<py::int_, Axis>();
 
-    // ---- NDArrayView: a dense tensor (CNTK's NDArrayView; ctk keeps no sparse storage) ----
-    py::class_<Tensor>(m, "NDArrayView")
-        .def(py::init([](const py::object& shape, const py::object& data_type, const py::object& device) {
-                 return Tensor::zeros(Shape(dims_arg(shape)),
-                                      data_type.is_none() ? DataType::f32 : dtype_from_python(data_type),
-                                      device_from(device));
-             }),
-             py::arg("shape"), py::arg("data_type") = py::none(), py::arg("device") = py::none())
-        .def_static(
-            "from_dense",
-            [](const py::handle& np_array, const py::object& device, bool, bool borrow) {
-                const Device dev = device_from(device);
-                Tensor t = tensor_from_numpy(np_array);
-                if (t.device() != dev) return t.to(dev);  // a copy on the device
-                return borrow ? t : t.clone();            // CNTK copies unless asked to borrow
-            },
-            py::arg("np_array"), py::arg("device") = py::none(), py::arg("read_only") = false,
-            py::arg("borrow") = false)
-        .def_static(
-            "from_csr",
-            [](const py::handle& csr, const py::object& device, bool, bool, const py::object& shape) {
-                // ctk keeps no sparse storage: the matrix's dense rows (CNTK's view was sparse).
-                const Device dev = device_from(device);
-                Tensor t =
-                    value_from_csr(csr, DataType::f32, false, std::nullopt, "NDArrayView.from_csr").data();
-                return (shape.is_none() ? t.contiguous() : t.contiguous().reshape(dims_arg(shape))).to(dev);
-            },
-            py::arg("csr_array"), py::arg("device") = py::none(), py::arg("read_only") = false,
-            py::arg("borrow") = false, py::arg("shape") = py::none())
-        .def_static(
-            "from_data",
-            [](const py::handle& data, const py::object& device, bool, bool borrow) {
-                const Device dev = device_from(device);
-                if (py::isinstance<Tensor>(data)) return data.cast<Tensor>().to(dev);
-                if (is_sparse_data(data))
-                    return value_from_csr(data, DataType::f32, false, std::nullopt, "NDArrayView.from_data")
-                        .data()
-                        .contiguous()
-                        .to(dev);
-                Tensor t = tensor_from_numpy(data);
-                if (t.device() != dev) return t.to(dev);
-                return borrow ? t : t.clone();
-            },
-            py::arg("data"), py::arg("device") = py::none(), py::arg("read_only") = false,
-            py::arg("borrow") = false)
-        .def_property_readonly("shape", [](const Tensor& t) { return shape_tuple(t.shape().dims()); })
-        .def_property_readonly("dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); })
-        .def_property_readonly("is_sparse", [](const Tensor&) { return false; })
-        .def_property_readonly("device", &Tensor::device)
-        .def("asarray", [](const Tensor& t) { return numpy_from_tensor(t); })
-        .def("to_ndarray", [](const Tensor& t) { return numpy_from_tensor(t); })
-        .def("__repr__", [](const Tensor& t) { return "NDArrayView(" + t.to_string() + ")"; });
-
-    // ---- Value: a minibatch's data, and its sequence layout ----
-    py::class_<Value>(m, "Value")
-        .def(
-            py::init([](const py::object& shape, const py::object& dtype, const py::object& batch,
-                        const py::object& seq_starts, const py::object& device, const py::object& data) {
-                const Device dev = device_from(device);
-                check_seq_starts(seq_starts);
-                std::optional<DataType> dt;
-                if (!dtype.is_none()) dt = dtype_from_python(dtype);
-                Value v;
-                if (!data.is_none()) {
-                    v = Value(py::isinstance<Tensor>(data) ? data.cast<Tensor>()
-                                                           : tensor_from_numpy(data, dt));
-                } else if (!batch.is_none()) {
-                    if (is_sparse_data(batch)) {  // CSR: a batch of samples, or a list of sequences
-                        v = value_from_csr(
-                            batch, dt.value_or(DataType::f32),
-                            py::isinstance<py::list>(batch) || py::isinstance<py::tuple>(batch), std::nullopt,
-                            "Value");
-                    } else if (py::isinstance<py::list>(batch) || py::isinstance<py::tuple>(batch)) {
-                        std::vector<Tensor> sequences;  // CNTK: a list of sequences, each [length, sample...]
-                        for (const py::handle& s : batch) sequences.push_back(tensor_from_numpy(s, dt));
-                        v = Value::from_sequences(sequences);
-                    } else {
-                        v = Value(tensor_from_numpy(batch, dt));
-                    }
-                } else {
-                    throw ValueError("Value: give `batch` (an array or a list of sequences) or `data`");
-                }
-                if (!shape.is_none()) {
-                    const Dims want = dims_arg(shape), got = v.data().shape().dims();
-                    CTK_CHECK(
-                        got.size() >= want.size() &&
-                            std::equal(want.begin(), want.end(), got.end() - static_cast<long>(want.size())),
-                        ShapeError, "Value: data of shape ", v.data().shape().to_string(),
-                        " does not end in the sample shape ", Shape(want).to_string());
-                }
-                return v.to(dev);
-            }),
-            py::arg("shape") = py::none(), py::arg("dtype") = py::none(), py::arg("batch") = py::none(),
-            py::arg("seq_starts") = py::none(), py::arg("device") = py::none(), py::arg("data") = py::none())
-        .def_static(
-            "create",
-            [](const Variable& var, const py::object& data, const py::object& seq_starts,
-               const py::object& device, bool) {
-                const Device dev = device_from(device);
-                check_seq_starts(seq_starts);
-                return value_for(var, data).to(dev);
-            },
-            py::arg("var"), py::arg("data"), py::arg("seq_starts") = py::none(),
-            py::arg("device") = py::none(), py::arg("read_only") = false)
-        .def_static("one_hot", &one_hot_value, py::arg("batch"), py::arg("num_classes"),
-                    py::arg("dtype") = py::none(), py::arg("device") = py::none())
-        .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.shape().dims()); })
-        .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.dtype()); })
-        .def_property_readonly("data", [](const Value& v) { return v.data(); })
-        .def_property_readonly("is_sparse", &Value::is_one_hot)
-        .def_property_readonly("device", &Value::device)
-        // CNTK's MaskKind per frame: 2 where a sequence starts, 1 at its other frames, 0 at padding.
-        .def_property_readonly("mask",
-                               [](const Value& v) {
-                                   const int64_t n = v.shape()[0];
-                                   const int64_t t = v.has_layout() ? v.layout()->max_length() : 1;
-                                   py::array_t<int8_t> out({n, t});
-                                   auto m = out.mutable_unchecked<2>();
-                                   for (int64_t i = 0; i < n; ++i)
-                                       for (int64_t j = 0; j < t; ++j) {
-                                           const int64_t len =
-                                               v.has_layout() ? v.layout()->lengths()[static_cast<size_t>(i)]
-                                                              : 1;
-                                           m(i, j) = static_cast<int8_t>(j == 0 ? 2 : j < len ? 1 : 0);
-                                       }
-                                   return out;
-                               })
-        .def("asarray", [](const Value& v) { return numpy_from_tensor(v.data()); })
-        .def(
-            "as_sequences",
-            [](const Value& v, const py::object&) {
-                py::list out;
-                if (!v.has_layout()) {
-                    for (int64_t i = 0; i < v.data().dim(0); ++i)
-                        out.append(numpy_from_tensor(v.data().select(0, i)));
-                } else {
-                    for (int64_t i = 0; i < v.layout()->num_sequences(); ++i)
-                        out.append(numpy_from_tensor(v.sequence(i)));
-                }
-                return out;
-            },
-            py::arg("variable") = py::none())
-        .def("__repr__", [](const Value& v) { return "Value(" + v.data().to_string() + ")"; });
+    bind_values(m);
 
     // ---- Initializers ----
     py::class_<Initializer>(m, "Initializer").def("__repr__", &Initializer::to_string);

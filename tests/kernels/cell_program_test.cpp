@@ -14,42 +14,25 @@ namespace {
 // Nodes: 0 x (frame input), 1 w (fixed [1 x 1] matrix), 2 h0 (fixed scalar), 3 delay of node 6,
 // 4 matmul(3, w), 5 plus(x, 4), 6 tanh(5).
 cell::Program rnn() {
-    cell::Program p;
-    auto input = [&](cell::Kind kind) {
+    // Every node one element wide; a and b read whole one-element values.
+    auto node = [](cell::Kind kind, OpKind op = OpKind::plus, int a = -1, int b = -1) {
         cell::Node n;
         n.kind = kind;
+        n.op = op;
         n.width = 1;
-        p.nodes.push_back(n);
+        if (a >= 0) n.a = {a, 0, 1};
+        if (b >= 0) n.b = {b, 0, 1};
+        return n;
     };
-    input(cell::Kind::frame_input);
-    input(cell::Kind::fixed_input);
-    input(cell::Kind::fixed_input);
-    cell::Node delay;
-    delay.kind = cell::Kind::delay;
-    delay.width = 1;
-    delay.a = {6, 0, 1};
-    delay.b = {2, 0, 1};
-    p.nodes.push_back(delay);
-    cell::Node mm;
-    mm.kind = cell::Kind::matmul;
-    mm.width = 1;
-    mm.a = {3, 0, 1};
-    mm.b = {1, 0, 1};
-    p.nodes.push_back(mm);
-    cell::Node sum;
-    sum.kind = cell::Kind::binary;
-    sum.op = OpKind::plus;
-    sum.width = 1;
-    sum.a = {0, 0, 1};
-    sum.b = {4, 0, 1};
-    p.nodes.push_back(sum);
-    cell::Node act;
-    act.kind = cell::Kind::unary;
-    act.op = OpKind::tanh;
-    act.width = 1;
-    act.a = {5, 0, 1};
-    act.output = true;
-    p.nodes.push_back(act);
+    cell::Program p;
+    p.nodes = {node(cell::Kind::frame_input),
+               node(cell::Kind::fixed_input),
+               node(cell::Kind::fixed_input),
+               node(cell::Kind::delay, OpKind::plus, 6, 2),
+               node(cell::Kind::matmul, OpKind::plus, 3, 1),
+               node(cell::Kind::binary, OpKind::plus, 0, 4),
+               node(cell::Kind::unary, OpKind::tanh, 5)};
+    p.nodes.back().output = true;
     return p;
 }
 

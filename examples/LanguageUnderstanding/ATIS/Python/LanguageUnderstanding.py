@@ -45,7 +45,7 @@ def create_criterion(model):
     query = C.sequence.input_variable(VOCAB, is_sparse=True, name='query')
     labels = C.sequence.input_variable(LABELS, is_sparse=True, name='labels')
     z = model(query)
-    return C.combine([C.cross_entropy_with_softmax(z, labels), C.classification_error(z, labels)]), query, labels
+    return C.combine([C.cross_entropy_with_softmax(z, labels), C.classification_error(z, labels)])
 
 
 def tag(model, words, query_words, slot_words):
@@ -63,7 +63,7 @@ def read_words(path):
 
 def train(reader, model, max_epochs, epoch_size=36000, minibatch_size=70, peek=None):
     model.update_signature(Sequence[SparseTensor[VOCAB]])  # a query: a sequence of one-hot words
-    criterion, query, labels = create_criterion(model)
+    criterion = create_criterion(model)
     # CNTK's example: fsadagrad, a per-sample rate of 0.003 for 2 epochs, 0.0015 for 12, then 0.0003.
     lr = C.learning_parameter_schedule_per_sample([0.003] * 2 + [0.0015] * 12 + [0.0003], epoch_size=epoch_size)
     learner = C.fsadagrad(criterion.parameters, lr=lr, momentum=C.momentum_schedule(0.9, minibatch_size),
