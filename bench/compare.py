@@ -9,10 +9,15 @@ docs/benchmarks.md. The case table comes from `ctk_bench --list`, so both sides 
 and before timing a case its ctk outputs are checked against torch in float64 on the same inputs (for
 the model cases: the forward pass on ctk's weights, and train_mlp's first step; train_convnet's step is
 not checked, as its dropout masks differ). Model cases also report each side's peak resident memory.
+
+OPENBLAS_CORETYPE in compare.py's environment reaches torch only: ctk_bench runs without it, as a user
+runs ctk (ctk routes its products by itself: ctk/kernels/cpu_info.h). So `OPENBLAS_CORETYPE=SkylakeX
+compare.py ...` measures PyTorch at its best against ctk as it comes; the header names each side's core.
 """
 
 import argparse
 import contextlib
+import ctypes
 import fnmatch
 import json
 import os
@@ -60,7 +65,14 @@ def check_torch_blas(allow_other):
     torch.matmul(a, a)  # maps the BLAS library if it is loaded lazily
     paths = mapped_blas_paths()
     if paths and all("openblas" in p for p in paths):
-        return ", ".join(os.path.basename(p) for p in paths if "libopenblas" in p) or paths[0]
+        names = ", ".join(os.path.basename(p) for p in paths if "libopenblas" in p) or paths[0]
+        try:  # the kernels OpenBLAS picked for this CPU (its own table, or OPENBLAS_CORETYPE)
+            lib = ctypes.CDLL(paths[0])
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            names += " core %s" % lib.openblas_get_corename().decode()
+        except (OSError, AttributeError):
+            pass
+        return names
     message = ("compare.py: torch is not running on OpenBLAS (mapped: %s); install libopenblas0-openmp "
                "so that torch's GEMM is comparable" % (", ".join(paths) or "no BLAS"))
     if not allow_other:
@@ -260,12 +272,18 @@ def run_torch_worker(case, threads, args):
 
 # ---- the ctk side ----------------------------------------------------------------------------------
 
+def ctk_environment():
+    """The environment of every ctk_bench process: this one's without OPENBLAS_CORETYPE (see above)."""
+    return {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+
+
 def run_ctk(case, threads, args):
     """One ctk_bench process; its JSON line, or {"error": ...} when it failed."""
     cmd = [args.ctk_bench, "--case", case["case"], "--threads", str(threads), "--device", args.device,
            "--dtype", args.dtype, "--min-time", str(args.min_time), "--warmup", str(args.warmup)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120 + 20 * args.min_time)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120 + 20 * args.min_time,
+                              env=ctk_environment())
     except subprocess.TimeoutExpired:
         return {"error": "ctk_bench timed out"}
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -284,7 +302,8 @@ def check_case(case, args):
     both sides compute the same thing, not just something of the same size."""
     with tempfile.TemporaryDirectory(prefix="ctk_bench_check_") as tmp:
         proc = subprocess.run([args.ctk_bench, "--case", case["case"], "--device", args.device, "--dtype",
-                               args.dtype, "--dump", tmp], capture_output=True, text=True, timeout=300)
+                               args.dtype, "--dump", tmp], capture_output=True, text=True, timeout=300,
+                              env=ctk_environment())
         if proc.returncode != 0:
             lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
             error = json.loads(lines[-1]).get("error") if lines else proc.stderr.strip()[-300:]

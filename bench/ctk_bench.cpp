@@ -90,8 +90,8 @@ BenchCase model_case(const char* name, Model model, bool train, const char* note
 
 // ResNet-20 on CIFAR-10 shapes (3x32x32, 10 classes) and ResNet-50 on ImageNet shapes (3x224x224,
 // 1000 classes), minibatches of 128: the GPU training benchmarks (--dtype bf16: mixed precision).
-BenchCase resnet_case(const char* name, Model model, const char* note) {
-    BenchCase c = model_case(name, model, true, note);
+BenchCase resnet_case(const char* name, Model model, const char* note, bool train = true) {
+    BenchCase c = model_case(name, model, train, note);
     c.batch = 128;
     c.gpu_only = model == Model::resnet50;
     return c;
@@ -109,7 +109,7 @@ const std::vector<BenchCase>& cases() {
         gemm_case("gemm_512", 512, "f32 C = A B, 512^3"),
         gemm_case("gemm_1024", 1024, "f32 C = A B, 1024^3"),
         gemm_case("gemm_2048", 2048, "f32 C = A B, 2048^3"),
-        gpu_only(gemm_case("gemm_4096", 4096, "C = A B, 4096^3 (GPU only)")),
+        gemm_case("gemm_4096", 4096, "f32 C = A B, 4096^3"),
         gpu_only(gemm_case("gemm_8192", 8192, "C = A B, 8192^3 (GPU only)")),
         add_case("add_4M", int64_t(1) << 22, "out = a + b, 4M elements (element-wise bandwidth)"),
         gpu_only(add_case("add_64M", int64_t(1) << 26, "out = a + b, 64M elements (GPU only)")),
@@ -129,6 +129,8 @@ const std::vector<BenchCase>& cases() {
         model_case("eval_convnet", Model::convnet, false, "CNTK's ConvNet_MNIST inference (dropout off)"),
         resnet_case("train_resnet20", Model::resnet20,
                     "ResNet-20 (CNTK's TrainResNet_CIFAR10) training step, 3x32x32, momentum SGD"),
+        resnet_case("eval_resnet20", Model::resnet20,
+                    "ResNet-20 inference, 3x32x32 (batch normalization frozen)", false),
         resnet_case("train_resnet50", Model::resnet50,
                     "ResNet-50 training step, 3x224x224, 1000 classes, momentum SGD (GPU only)"),
     };

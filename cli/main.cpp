@@ -18,6 +18,7 @@
 #include "ctk/io.h"
 #include "ctk/io/cbf.h"
 #include "ctk/io/image.h"
+#include "ctk/kernels/cpu_info.h"
 #include "ctk/model.h"
 #include "ctk/train.h"
 
@@ -60,7 +61,10 @@ int run_info(int argc, char** argv) {
         std::puts(
             "usage: ctk info\n\nPrints CNTK's build banner, the CUDA versions and architectures in this "
             "build,\n"
-            "each GPU with a compatibility verdict, and the fix when a GPU cannot run ctk.\n"
+            "each GPU with a compatibility verdict, and the fix when a GPU cannot run ctk; then the CPU's "
+            "ISA,\n"
+            "each math library's kernels, the f32 GEMM route and a verdict with the fix when a library\n"
+            "runs below the CPU.\n"
             "Exits 0 whether or not a GPU is usable.");
         return 0;
     }
@@ -69,6 +73,7 @@ int run_info(int argc, char** argv) {
         return 2;
     }
     std::fputs(ctk::info_report().c_str(), stdout);
+    std::fputs(ctk::cpu_report().c_str(), stdout);
     return 0;
 }
 

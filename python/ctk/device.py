@@ -105,13 +105,28 @@ class GPUInfo:
             self.verdict.kind if self.verdict else 'not checked')
 
 
+class CPUInfo:
+    """The CPU doctor: `vendor`, `model_name`, `family`, `model`, `isa` (a list: 'avx', 'avx2', 'avx512',
+    'avx512_bf16', 'avx512_fp16', 'amx_bf16'), `level` ('SSE' .. 'AVX-512'); OpenBLAS's `openblas_config`,
+    `openblas_core` and `openblas_level`; oneDNN's `onednn_version` and `onednn_isa`; the f32 GEMM route:
+    `gemm` ('openblas' or 'onednn'), `gemm_setting` ('auto', or what CTK_GEMM / set_cpu_gemm asked for) and
+    `gemm_reason`; the verdict: `below_machine`, `verdict`, `fix` (empty when nothing needs doing)."""
+
+    def __init__(self, d):
+        self.__dict__.update(d)
+        self.isa = list(d['isa'])
+
+    def __repr__(self):
+        return 'CPUInfo(%r, %s, gemm=%s)' % (self.model_name, self.level, self.gemm)
+
+
 class Info:
     """What `ctk info` prints, as data. `build`: a dict of the banner's fields (version, git_sha,
     build_type, build_target, math_lib, built_time, cuda_version, cudnn_version, nccl_version,
     mpi_distribution, mpi_version, cuda_architectures; empty strings where the build has none).
     `driver_version`/`runtime_version`: CUDA versions as 13000 = 13.0 (0: none). `gpus`: a GPUInfo per
     usable GPU; when there is none, `unavailable_reason` says why and `driver_verdict` (a Verdict or None)
-    what the driver lacks. str(info) is the report `ctk info` prints."""
+    what the driver lacks. `cpu`: the CPU doctor (a CPUInfo). str(info) is the report `ctk info` prints."""
 
     def __init__(self, d):
         self.build = dict(d['build'])
@@ -120,6 +135,7 @@ class Info:
         self.gpus = [GPUInfo(g) for g in d['gpus']]
         self.unavailable_reason = d['unavailable_reason']
         self.driver_verdict = Verdict(d['driver_verdict']) if d['driver_verdict'] is not None else None
+        self.cpu = CPUInfo(d['cpu'])
         self._report = d['report']
 
     def __str__(self):
@@ -137,6 +153,18 @@ def info():
     return Info(_ctk._info())
 
 
+def set_cpu_gemm(library):
+    """Which library computes f32 matrix products on the CPU: 'openblas', 'onednn', or 'auto' (the
+    default: OpenBLAS where its kernels fit the CPU, oneDNN where they fall below it; see
+    `info().cpu`). Overrides the CTK_GEMM environment variable. Results differ only by f32 rounding."""
+    _ctk._set_cpu_gemm(str(library))
+
+
+def cpu_gemm():
+    """The library f32 matrix products use now: 'openblas' or 'onednn'."""
+    return _ctk._cpu_gemm()
+
+
 __all__ = ['DeviceDescriptor', 'DeviceKind', 'cpu', 'gpu', 'all_devices', 'use_default_device',
-           'try_set_default_device', 'set_excluded_devices', 'get_gpu_properties', 'info', 'Info', 'GPUInfo',
+           'try_set_default_device', 'set_excluded_devices', 'get_gpu_properties', 'info', 'Info', 'GPUInfo', 'CPUInfo', 'set_cpu_gemm', 'cpu_gemm',
            'Verdict']

@@ -2,6 +2,7 @@
 // Device; the default is ctk::default_device(), which graph evaluation and training use when a call names
 // no device.
 #include "convert.h"
+#include "ctk/kernels/cpu_info.h"
 
 namespace ctk::python {
 
@@ -27,6 +28,42 @@ py::object verdict_dict(const std::optional<CompatibilityVerdict>& v) {
     out["runnable"] = v->runnable();
     out["reason"] = v->reason;
     out["fix"] = v->fix;
+    return out;
+}
+
+// The CPU doctor's facts: the processor, each math library's kernels, the f32 GEMM route and the verdict.
+py::dict cpu_dict() {
+    const CpuIsa cpu = query_cpu_isa();
+    const MathLibraries libs = query_math_libraries();
+    const CpuGemm setting = cpu_gemm_setting();
+    const GemmChoice choice = choose_cpu_gemm(cpu, libs, setting);
+    const CpuVerdict verdict = check_cpu_gemm(cpu, libs, setting);
+    py::list isa;
+    for (const auto& [has, name] : {std::pair{cpu.avx, "avx"},
+                                    {cpu.avx2, "avx2"},
+                                    {cpu.avx512, "avx512"},
+                                    {cpu.avx512_bf16, "avx512_bf16"},
+                                    {cpu.avx512_fp16, "avx512_fp16"},
+                                    {cpu.amx_bf16, "amx_bf16"}})
+        if (has) isa.append(name);
+    py::dict out;
+    out["vendor"] = cpu.vendor;
+    out["model_name"] = cpu.model_name;
+    out["family"] = cpu.family;
+    out["model"] = cpu.model;
+    out["isa"] = std::move(isa);
+    out["level"] = to_string(isa_level(cpu));
+    out["openblas_config"] = libs.openblas_config;
+    out["openblas_core"] = libs.openblas_core;
+    out["openblas_level"] = to_string(openblas_core_level(libs.openblas_core));
+    out["onednn_version"] = libs.onednn_version;
+    out["onednn_isa"] = libs.onednn_isa;
+    out["gemm_setting"] = to_string(setting);
+    out["gemm"] = to_string(choice.library);
+    out["gemm_reason"] = choice.reason;
+    out["below_machine"] = verdict.below_machine;
+    out["verdict"] = verdict.verdict;
+    out["fix"] = verdict.fix;
     return out;
 }
 
@@ -66,7 +103,8 @@ py::dict info_dict() {
     out["gpus"] = std::move(gpus);
     out["unavailable_reason"] = cuda.unavailable_reason;
     out["driver_verdict"] = verdict_dict(driver_verdict(b, cuda));
-    out["report"] = format_info_report(b, cuda);
+    out["cpu"] = cpu_dict();
+    out["report"] = format_info_report(b, cuda) + cpu_report();
     return out;
 }
 
@@ -94,6 +132,9 @@ void bind_device(py::module_& m) {
     m.def("_default_device", &default_device);
     m.def("_try_set_default_device", &try_set_default_device, py::arg("device"));
     m.def("_info", &info_dict);
+    m.def("_set_cpu_gemm",
+          [](const std::string& name) { set_cpu_gemm(parse_cpu_gemm(name, "set_cpu_gemm")); });
+    m.def("_cpu_gemm", [] { return std::string(to_string(cpu_gemm_choice().library)); });
     m.def("_gpu_properties", [](const Device& d) {
         CTK_CHECK(d.is_cuda(), ValueError, "get_gpu_properties: ", descriptor_string(d), " is not a GPU");
         const cuda::DeviceProperties p = cuda::properties(d.index);

@@ -125,3 +125,28 @@ def test_trainer_cuda_graph_switch():
     assert t.cuda_graph_replays == 0  # a CPU step is never recorded
     t.cuda_graph = False
     assert not t.cuda_graph and t.cuda_graph_status == 'CUDA Graphs are off'
+
+
+def test_cpu_doctor_and_gemm_route():
+    cpu = C.device.info().cpu
+    assert cpu.vendor and cpu.level in ('SSE', 'AVX', 'AVX2', 'AVX-512')
+    assert cpu.gemm in ('openblas', 'onednn') and cpu.gemm_reason
+    assert 'OpenBLAS' in cpu.openblas_config and cpu.onednn_version
+    assert ('f32 GEMM: ' in str(C.device.info())) and ('verdict: %s' % cpu.verdict) in str(C.device.info())
+    x = C.input_variable(300)
+    w = C.parameter((300, 200), init=C.glorot_uniform(seed=1))
+    data = np.random.RandomState(0).randn(64, 300).astype(np.float32)
+    results = {}
+    try:
+        for library in ('openblas', 'onednn'):
+            C.device.set_cpu_gemm(library)
+            assert C.device.cpu_gemm() == library
+            results[library] = C.times(x, w).eval({x: data})
+        with pytest.raises(ValueError, match="'mkl' is not a CPU GEMM library"):
+            C.device.set_cpu_gemm('mkl')
+    finally:
+        C.device.set_cpu_gemm('auto')
+    assert C.device.cpu_gemm() == cpu.gemm
+    want = data.astype(np.float64) @ w.value.astype(np.float64)
+    for library, got in results.items():
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=library)

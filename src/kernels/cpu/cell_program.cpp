@@ -4,8 +4,6 @@
 // for backward (an LSTM cell about 20 x hidden floats per row); input nodes are read where they lie.
 // The element-wise formulas are the CPU kernels' (elementwise.cpp), so the fused and the general path
 // agree to rounding.
-#include <cblas.h>
-
 #include <cmath>
 #include <cstring>
 
@@ -14,6 +12,7 @@
 #include "ctk/parallel.h"
 #include "kernels/cntk_math.h"
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace ctk::cell {
@@ -27,14 +26,7 @@ bool is_input(Kind k) {
 template <typename T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
           T beta, T* c, int64_t ldc) {
-    if (m == 0 || n == 0) return;
-    auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-    if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, TA, TB, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                    1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-    else
-        cblas_dgemm(CblasRowMajor, TA, TB, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0,
-                    a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    cpu::gemm(ta, tb, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc);
 }
 
 template <typename T, typename F>

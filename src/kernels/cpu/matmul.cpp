@@ -1,14 +1,14 @@
-// CPU matrix products: f32/f64 through OpenBLAS (per batch item; strided views become leading
-// dimensions or flipped transposes, so no copies when BLAS can express them), bf16 through oneDNN's
-// matmul (f32 accumulation; oneDNN 2.6 has no f16 matmul for this CPU). Many small products run in
-// parallel over the batch, each BLAS call then single-threaded (OpenBLAS sees the OpenMP region).
-#include <cblas.h>
-
+// CPU matrix products: f32/f64 through the routed GEMM (gemm.h: OpenBLAS or oneDNN's sgemm) per batch
+// item, strided views becoming leading dimensions or flipped transposes, so no copies when BLAS can
+// express them; bf16 through oneDNN's matmul (f32 accumulation; oneDNN 2.6 has no f16 matmul for this
+// CPU). Many small products run in parallel over the batch, each GEMM call then single-threaded (both
+// libraries see the OpenMP region).
 #include <cstring>
 #include <map>
 #include <mutex>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_common.h"
 
 namespace ctk::cpu {
@@ -28,18 +28,6 @@ BlasMatrix blas_view(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, b
     if (s_col == 1 && s_row >= std::max<int64_t>(cols, 1)) return {trans, s_row, true};
     if (s_row == 1 && s_col >= std::max<int64_t>(rows, 1)) return {!trans, s_col, true};
     return {trans, 0, false};
-}
-
-template <typename T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
-          T* c, int64_t ldc) {
-    auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-    if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, TA, TB, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                    1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
-    else
-        cblas_dgemm(CblasRowMajor, TA, TB, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0,
-                    a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
 }
 
 template <typename T>
@@ -75,8 +63,8 @@ void blas_matmul_kernel(const KernelCall& call) {
                 oa += idx * a.strides()[static_cast<size_t>(d)];
                 ob += idx * b.strides()[static_cast<size_t>(d)];
             }
-            gemm<T>(va.trans, vb.trans, m, n, k, a.data<T>() + oa, va.ld, b.data<T>() + ob, vb.ld,
-                    out.data<T>() + i * m * n, n);
+            gemm(va.trans, vb.trans, m, n, k, T(1), a.data<T>() + oa, va.ld, b.data<T>() + ob, vb.ld, T(0),
+                 out.data<T>() + i * m * n, n);
         }
     };
     // Small products: one per thread; large ones: let BLAS thread each product.

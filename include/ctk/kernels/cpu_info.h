@@ -1,0 +1,94 @@
+// The CPU doctor and the f32 GEMM route. Debian's OpenBLAS picks its kernels from its own CPU table, and
+// on processors newer than the table it falls back to older kernels (AVX2 "Haswell" on AMD Zen 5, SSE3
+// "Prescott" on Sapphire Rapids), running matrix products at a fraction of the machine. oneDNN generates
+// code for the ISA it finds. So ctk reads what the CPU can do and what each library will use, and sends
+// f32 products to the library that uses the whole ISA. The decision and the report are pure functions
+// of those facts, so every combination is testable on any machine; only the query_* functions look at
+// this one (docs/ctk_info.md).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ctk {
+
+// What the processor runs, from cpuid, with the OS check (xgetbv) for the wider registers.
+struct CpuIsa {
+    std::string vendor;      // "GenuineIntel", "AuthenticAMD"
+    std::string model_name;  // the brand string
+    int family = 0;          // display family and model, as /proc/cpuinfo prints them
+    int model = 0;
+    bool avx = false;
+    bool avx2 = false;  // with FMA
+    bool avx512 =
+        false;  // F, DQ, BW and VL: the set OpenBLAS's SkylakeX kernels and oneDNN's avx512_core use
+    bool avx512_bf16 = false;
+    bool avx512_fp16 = false;
+    bool amx_bf16 = false;
+};
+
+// Vector width classes, ordered: a library whose kernels are of a lower level than the CPU runs below it.
+enum class IsaLevel { unknown, sse, avx, avx2, avx512 };
+const char* to_string(IsaLevel level);  // "SSE", "AVX", "AVX2", "AVX-512", "unknown"
+IsaLevel isa_level(const CpuIsa& cpu);
+
+// What the math libraries linked into this process will use.
+struct MathLibraries {
+    std::string openblas_config;  // openblas_get_config(): version, build options, core
+    std::string openblas_core;    // openblas_get_corename(): "Haswell", "SkylakeX", "Prescott", ...
+    std::string onednn_version;   // "2.6.3"
+    std::string onednn_isa;       // the ISA oneDNN generates code for: "avx512_core_bf16", "avx2", ...
+};
+
+// The vector level of an OpenBLAS core's kernels (OpenBLAS's DYNAMIC_ARCH table for x86-64); unknown for
+// a core name missing from the table (a newer OpenBLAS: trusted, see choose_cpu_gemm).
+IsaLevel openblas_core_level(std::string_view core);
+// The level of a oneDNN ISA name ("avx512_core_amx" -> avx512).
+IsaLevel onednn_isa_level(std::string_view isa);
+
+// Which library computes f32 matrix products on the CPU. f64 always uses OpenBLAS (oneDNN has no f64
+// GEMM); bf16 always uses oneDNN's matmul.
+enum class CpuGemm { automatic, openblas, onednn };
+const char* to_string(CpuGemm gemm);  // "auto", "openblas", "onednn"
+// "openblas", "onednn", "auto" (case-insensitive); throws ValueError naming `origin` for anything else.
+CpuGemm parse_cpu_gemm(std::string_view name, std::string_view origin);
+
+struct GemmChoice {
+    CpuGemm library = CpuGemm::openblas;  // never automatic
+    std::string reason;                   // one line: why
+};
+
+// The route: a forced library when `requested` names one; otherwise OpenBLAS when its kernels are of the
+// CPU's level (or of a level ctk cannot tell), oneDNN when they are below it and oneDNN's are not.
+// Deterministic: the same facts give the same route (no timing), so results never depend on load.
+GemmChoice choose_cpu_gemm(const CpuIsa& cpu, const MathLibraries& libraries, CpuGemm requested);
+
+// Products smaller than this many multiply-adds (m * n * k; 32^3) stay on OpenBLAS even on the oneDNN
+// route: oneDNN's per-call set-up costs more than the product (measured in docs/benchmarks.md).
+constexpr long long kOnednnGemmMinWork = 32LL * 32 * 32;
+
+// The doctor's verdict on the CPU's matrix products.
+struct CpuVerdict {
+    bool below_machine = false;  // f32 products run on kernels narrower than the CPU
+    std::string verdict;         // one line
+    std::string fix;             // one line; empty when nothing needs doing
+};
+CpuVerdict check_cpu_gemm(const CpuIsa& cpu, const MathLibraries& libraries, CpuGemm requested);
+
+// CNTK-style block for `ctk info`: the CPU, its ISA, each library and its kernels, the GEMM route and
+// why, the verdict and the fix.
+std::string format_cpu_report(const CpuIsa& cpu, const MathLibraries& libraries, CpuGemm requested,
+                              int threads);
+
+// This machine and process.
+CpuIsa query_cpu_isa();
+MathLibraries query_math_libraries();
+// The requested route: set_cpu_gemm's, else CTK_GEMM's (read once), else automatic.
+CpuGemm cpu_gemm_setting();
+void set_cpu_gemm(CpuGemm gemm);
+// choose_cpu_gemm for this machine and the current setting (the facts are read once per process).
+GemmChoice cpu_gemm_choice();
+// format_cpu_report for this machine.
+std::string cpu_report();
+
+}  // namespace ctk
