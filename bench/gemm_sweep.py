@@ -3,14 +3,18 @@
 
 For each size (512 .. 4096, square C = A B) and thread count, runs ctk_bench's GEMM case in four ways,
 interleaved for --rounds rounds, and PyTorch's torch.matmul in a fresh interpreter:
-  ctk          ctk as a user runs it: no environment variable (the automatic route, ctk/kernels/cpu_info.h)
-  openblas     CTK_GEMM=openblas: OpenBLAS as it loads on this machine (its own CPU table)
-  openblas_rc  CTK_GEMM=openblas with OPENBLAS_CORETYPE set to the core that fits the CPU (SkylakeX on
-               AVX-512, Haswell on AVX2): OpenBLAS at its best, which no user gets without knowing the variable
-  onednn       CTK_GEMM=onednn: oneDNN's sgemm
-  torch_rc     torch.matmul with the same OPENBLAS_CORETYPE (PyTorch given its best case by hand)
-and prints one JSON line per (dtype, size, threads) with the medians in GFLOP/s and
-ratio = ctk / max(openblas_rc, onednn). bf16 products run on oneDNN's matmul in ctk (f32 accumulation)
+  ctk           ctk as a user runs it: no environment variable (the automatic route, ctk/kernels/cpu_info.h)
+  ctk_fallback  the same with OPENBLAS_CORETYPE=Prescott: what an OpenBLAS that does not know the CPU does
+                (Debian's 0.3.21 on Intel's Emerald Rapids picks its Prescott kernels by itself); ctk's
+                route then takes oneDNN
+  openblas      CTK_GEMM=openblas: OpenBLAS as it loads on this machine (its own CPU table)
+  openblas_rc   CTK_GEMM=openblas with OPENBLAS_CORETYPE set to the core that fits the CPU (SkylakeX on
+                AVX-512, Haswell on AVX2): OpenBLAS at its best
+  onednn        CTK_GEMM=onednn: oneDNN's sgemm
+  torch_rc      torch.matmul with the same OPENBLAS_CORETYPE (PyTorch given its best case by hand)
+OPENBLAS_CORETYPE and CTK_GEMM of the caller's environment reach none of them. Prints one JSON line per
+(dtype, size, threads) with the medians in GFLOP/s, ratio = ctk / max(openblas_rc, onednn) and
+fallback_ratio = ctk_fallback / the same. bf16 products run on oneDNN's matmul in ctk (f32 accumulation)
 and in torch; their ratio is to the best f32 figure, so > 1 means bf16 beats the machine's f32.
 Only ratios from one run mean anything on these shared machines (docs/benchmarks.md).
 """
@@ -104,8 +108,9 @@ def main():
         for n in [int(s) for s in args.sizes.split(",")]:
             for threads in [int(t) for t in args.threads.split(",")]:
                 ways = {"ctk": environment()} if dtype == "bf16" else {
-                    "ctk": environment(), "openblas": environment("openblas"),
-                    "openblas_rc": environment("openblas", core), "onednn": environment("onednn")}
+                    "ctk": environment(), "ctk_fallback": environment(None, "Prescott"),
+                    "openblas": environment("openblas"), "openblas_rc": environment("openblas", core),
+                    "onednn": environment("onednn")}
                 rates = {k: [] for k in ways}
                 if not args.no_torch:
                     rates["torch_rc"] = []
@@ -120,6 +125,8 @@ def main():
                 best = best_f32.get((n, threads))
                 line = {"dtype": dtype, "n": n, "threads": threads, "gflops": med,
                         "ratio": round(med["ctk"] / best, 3) if best else None}
+                if "ctk_fallback" in med:
+                    line["fallback_ratio"] = round(med["ctk_fallback"] / best, 3)
                 print(json.dumps(line, separators=(",", ":")), flush=True)
 
 

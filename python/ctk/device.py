@@ -108,7 +108,7 @@ class GPUInfo:
 class CPUInfo:
     """The CPU doctor: `vendor`, `model_name`, `family`, `model`, `isa` (a list: 'avx', 'avx2', 'avx512',
     'avx512_bf16', 'avx512_fp16', 'amx_bf16'), `level` ('SSE' .. 'AVX-512'); OpenBLAS's `openblas_config`,
-    `openblas_core` and `openblas_level`; oneDNN's `onednn_version` and `onednn_isa`; the f32 GEMM route:
+    `openblas_core`, `openblas_level` and `openblas_coretype` (OPENBLAS_CORETYPE if it is set); oneDNN's `onednn_version` and `onednn_isa`; the f32 GEMM route:
     `gemm` ('openblas' or 'onednn'), `gemm_setting` ('auto', or what CTK_GEMM / set_cpu_gemm asked for) and
     `gemm_reason`; the verdict: `below_machine`, `verdict`, `fix` (empty when nothing needs doing)."""
 

@@ -55,6 +55,7 @@ py::dict cpu_dict() {
     out["level"] = to_string(isa_level(cpu));
     out["openblas_config"] = libs.openblas_config;
     out["openblas_core"] = libs.openblas_core;
+    out["openblas_coretype"] = libs.openblas_coretype;
     out["openblas_level"] = to_string(openblas_core_level(libs.openblas_core));
     out["onednn_version"] = libs.onednn_version;
     out["onednn_isa"] = libs.onednn_isa;

@@ -380,6 +380,27 @@ TEST(OneDnnVsReference, BatchNormBackward) {
         }
 }
 
+TEST(OneDnnVsReference, BatchNormFarFromZero) {
+    // Data whose mean is 500 times its spread: a one-pass variance without the plain kernel's shift
+    // would lose most of its digits in f32.
+    for (const Shape& xs : {Shape{8, 16, 5, 5}, Shape{16, 3, 9}}) {
+        SCOPED_TRACE(xs.to_string());
+        const BatchNormAttrs a{1e-5, true};
+        const Tensor x = random(xs, 11, 999, 1001);
+        const Tensor scale = random(Shape{xs[1]}, 12, 0.5, 1.5), bias = random(Shape{xs[1]}, 13);
+        const Tensor dy = random(xs, 14);
+        auto f64 = [](const Tensor& t) { return t.to(DataType::f64); };
+        const BatchNormResult r32 = batch_norm_training(x, scale, bias, a);
+        const BatchNormResult r64 = batch_norm_training(f64(x), f64(scale), f64(bias), a);
+        EXPECT_LT(max_rel_error(r32.var, r64.var), 1e-4);
+        EXPECT_LT(max_rel_error(r32.y, r64.y), 1e-3);  // f32 holds x to 6e-5 of its spread here
+        const BatchNormGrads g32 = batch_norm_backward(x, dy, scale, r32.mean, r32.var, a);
+        const BatchNormGrads g64 = batch_norm_backward(f64(x), f64(dy), f64(scale), r64.mean, r64.var, a);
+        EXPECT_LT(max_rel_error(g32.dx, g64.dx), 1e-3);
+        EXPECT_LT(max_rel_error(g32.dscale, g64.dscale), 1e-3);
+    }
+}
+
 TEST(OneDnnVsReference, Bf16AgainstF32) {
     // bf16 inputs hold exact values in f32 too, so only accumulation and the bf16 outputs differ.
     auto bf16 = [](const Tensor& t) { return t.to(DataType::bf16); };

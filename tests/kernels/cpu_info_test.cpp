@@ -37,7 +37,7 @@ CpuIsa avx2_cpu() {
 
 MathLibraries libraries(const std::string& core, const std::string& onednn_isa,
                         const char* config = kDynamic) {
-    return {config, core, "2.6.3", onednn_isa};
+    return {config, core, "", "2.6.3", onednn_isa};
 }
 
 bool has(const std::string& text, const std::string& part) {
@@ -88,6 +88,18 @@ TEST(CpuInfo, FallbackCoreRoutesToOnednnAndNamesTheFix) {
         has(check_cpu_gemm(avx2_cpu(), libraries("Prescott", "avx2"), CpuGemm::automatic).fix, "=Haswell"));
 }
 
+TEST(CpuInfo, CoreForcedByTheEnvironmentIsNamed) {
+    // OpenBLAS would pick its AVX-512 kernels here, but OPENBLAS_CORETYPE=Haswell holds it back.
+    MathLibraries libs = libraries("Haswell", "avx512_core_bf16");
+    libs.openblas_coretype = "Haswell";
+    EXPECT_EQ(choose_cpu_gemm(avx512_cpu(), libs, CpuGemm::automatic).library, CpuGemm::onednn);
+    const CpuVerdict v = check_cpu_gemm(avx512_cpu(), libs, CpuGemm::automatic);
+    EXPECT_TRUE(has(v.fix, "OPENBLAS_CORETYPE=Haswell in the environment")) << v.fix;
+    EXPECT_TRUE(has(v.fix, "set it to SkylakeX")) << v.fix;
+    EXPECT_TRUE(
+        has(format_cpu_report(avx512_cpu(), libs, CpuGemm::automatic, 2), "chosen by OPENBLAS_CORETYPE"));
+}
+
 TEST(CpuInfo, KnownCoreKeepsOpenblas) {
     for (const auto& [cpu, core, isa] :
          {std::tuple{avx512_cpu(), "SkylakeX", "avx512_core"},
@@ -133,6 +145,7 @@ TEST(CpuInfo, NeitherLibraryFitsTheMachine) {
     EXPECT_TRUE(has(check_cpu_gemm(avx512_cpu(), libs, CpuGemm::onednn).fix, "ONEDNN_MAX_CPU_ISA"));
     // An OpenBLAS without DYNAMIC_ARCH cannot be told its core.
     const MathLibraries fixed = libraries("Haswell", "avx2", "OpenBLAS 0.3.21 NO_LAPACKE USE_OPENMP HASWELL");
+    ASSERT_TRUE(fixed.openblas_coretype.empty());
     EXPECT_TRUE(
         has(check_cpu_gemm(avx512_cpu(), fixed, CpuGemm::automatic).fix, "install an OpenBLAS built"));
 }

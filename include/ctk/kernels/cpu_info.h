@@ -34,10 +34,11 @@ IsaLevel isa_level(const CpuIsa& cpu);
 
 // What the math libraries linked into this process will use.
 struct MathLibraries {
-    std::string openblas_config;  // openblas_get_config(): version, build options, core
-    std::string openblas_core;    // openblas_get_corename(): "Haswell", "SkylakeX", "Prescott", ...
-    std::string onednn_version;   // "2.6.3"
-    std::string onednn_isa;       // the ISA oneDNN generates code for: "avx512_core_bf16", "avx2", ...
+    std::string openblas_config;    // openblas_get_config(): version, build options, core
+    std::string openblas_core;      // openblas_get_corename(): "Haswell", "SkylakeX", "Prescott", ...
+    std::string openblas_coretype;  // OPENBLAS_CORETYPE in the environment, which chose the core ("" unset)
+    std::string onednn_version;     // "2.6.3"
+    std::string onednn_isa;         // the ISA oneDNN generates code for: "avx512_core_bf16", "avx2", ...
 };
 
 // The vector level of an OpenBLAS core's kernels (OpenBLAS's DYNAMIC_ARCH table for x86-64); unknown for

@@ -170,7 +170,13 @@ CpuVerdict check_cpu_gemm(const CpuIsa& cpu, const MathLibraries& libraries, Cpu
     // What makes OpenBLAS itself fit the machine (NumPy and PyTorch load the same library).
     std::string blas_fix;
     if (blas != IsaLevel::unknown && blas < machine) {
-        if (dynamic_arch && openblas_core_for(machine))
+        if (!libraries.openblas_coretype.empty())
+            blas_fix =
+                concat("OPENBLAS_CORETYPE=", libraries.openblas_coretype,
+                       " in the environment holds OpenBLAS to those kernels: unset it (OpenBLAS then picks "
+                       "its own) or set it to ",
+                       openblas_core_for(machine) ? openblas_core_for(machine) : "this CPU's core");
+        else if (dynamic_arch && openblas_core_for(machine))
             blas_fix =
                 concat("start programs that use OpenBLAS with OPENBLAS_CORETYPE=", openblas_core_for(machine),
                        " (its ", to_string(machine), " kernels; this CPU has every instruction they use)");
@@ -228,7 +234,8 @@ std::string format_cpu_report(const CpuIsa& cpu, const MathLibraries& libraries,
                   ", family ", cpu.family, ", model ", cpu.model, "); ", threads, " threads\n");
     out += concat("\t\tISA: ", features, " (level ", to_string(isa_level(cpu)), ")\n");
     out += concat("\t\tOpenBLAS: ", libraries.openblas_config, "; kernels: ", libraries.openblas_core, " (",
-                  to_string(openblas_core_level(libraries.openblas_core)), ")\n");
+                  to_string(openblas_core_level(libraries.openblas_core)),
+                  libraries.openblas_coretype.empty() ? "" : ", chosen by OPENBLAS_CORETYPE", ")\n");
     out += concat("\t\toneDNN: ", libraries.onednn_version, "; code for: ", libraries.onednn_isa, " (",
                   to_string(onednn_isa_level(libraries.onednn_isa)), ")\n");
     out += concat("\t\tf32 GEMM: ", choice.library == CpuGemm::onednn ? "oneDNN" : "OpenBLAS", " (",
@@ -296,6 +303,7 @@ MathLibraries query_math_libraries() {
     MathLibraries libs;
     libs.openblas_config = openblas_get_config();
     libs.openblas_core = openblas_get_corename();
+    if (const char* coretype = std::getenv("OPENBLAS_CORETYPE")) libs.openblas_coretype = coretype;
     const dnnl_version_t* v = dnnl_version();
     libs.onednn_version = concat(v->major, '.', v->minor, '.', v->patch);
     switch (dnnl_get_effective_cpu_isa()) {

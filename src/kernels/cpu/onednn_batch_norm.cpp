@@ -1,13 +1,15 @@
-// CPU batch normalization through oneDNN (f32, bf16 data with f32 statistics; f16 data through f32,
-// as oneDNN 2.6 has no f16 batch norm on CPUs). Per-activation
-// statistics reuse the per-channel primitive on x viewed as [N, C * spatial, 1, 1]. With 16 or more
-// channels the data is reordered into oneDNN's blocked layout (nChw16c) for its JIT kernel; fewer
-// channels run on the plain layout. Primitives are cached per shape. f64 is reference_batch_norm.cpp.
+// CPU batch normalization (f32, bf16 data with f32 statistics; f16 data through f32, as oneDNN 2.6 has
+// no f16 batch norm on CPUs). Per-channel f32 statistics over planes of 8 or more values run on the plain
+// layout in plain_batch_norm.cpp, without reorders; the rest through oneDNN. Per-activation statistics
+// reuse the per-channel primitive on x viewed as [N, C * spatial, 1, 1]. With 16 or more channels the
+// data is reordered into oneDNN's blocked layout (nChw16c) for its JIT kernel; fewer channels run on the
+// plain layout. Primitives are cached per shape. f64 is reference_batch_norm.cpp.
 #include <cstring>
 #include <optional>
 
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/onednn_common.h"
+#include "kernels/cpu/plain_batch_norm.h"
 
 namespace ctk::cpu {
 
@@ -125,6 +127,26 @@ memory data_out(const Plan& p, const Tensor& t) {
     return memory(p.data, onednn::engine(), onednn::scratch(kSlotOut, p.data.get_size()));
 }
 
+// f32 per-channel statistics on the plain layout, without reorders (plain_batch_norm.cpp).
+void plain_kernel(const KernelCall& call, Pass pass, const Tensor& x) {
+    const float epsilon = static_cast<float>(call.attr<BatchNormAttrs>().epsilon);
+    auto in = [&](size_t i) { return call.inputs[i].contiguous(); };
+    auto out = [&](size_t i) { return call.outputs[i].data<float>(); };
+    if (pass == Pass::training) {
+        const Tensor scale = in(1), bias = in(2);
+        plain_batch_norm_training(x.data<float>(), scale.data<float>(), bias.data<float>(), epsilon,
+                                  x.shape(), out(0), out(1), out(2));
+    } else if (pass == Pass::inference) {
+        const Tensor scale = in(1), bias = in(2), mean = in(3), var = in(4);
+        plain_batch_norm_inference(x.data<float>(), scale.data<float>(), bias.data<float>(),
+                                   mean.data<float>(), var.data<float>(), epsilon, x.shape(), out(0));
+    } else {
+        const Tensor dy = in(1), scale = in(2), mean = in(3), var = in(4);
+        plain_batch_norm_backward(x.data<float>(), dy.data<float>(), scale.data<float>(), mean.data<float>(),
+                                  var.data<float>(), epsilon, x.shape(), out(0), out(1), out(2));
+    }
+}
+
 void batch_norm_kernel(const KernelCall& call) {
     const BatchNormAttrs& attrs = call.attr<BatchNormAttrs>();
     const Pass pass = call.op == OpKind::batch_norm_training    ? Pass::training
@@ -132,6 +154,8 @@ void batch_norm_kernel(const KernelCall& call) {
                                                                 : Pass::backward;
     const Tensor x = call.inputs[0].contiguous();
     const DataType dtype = x.dtype();
+    if (dtype == DataType::f32 && plain_batch_norm_fits(x.shape(), attrs.spatial))
+        return plain_kernel(call, pass, x);
     const memory::dims dims = data_dims(x.shape(), attrs.spatial);
     const float epsilon = static_cast<float>(attrs.epsilon);
     uint32_t epsilon_bits;

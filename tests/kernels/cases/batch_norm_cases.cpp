@@ -165,6 +165,12 @@ std::vector<OpCase> batch_norm_cases() {
         training_case("spatial_1d", {3, 2, 5}, true, 1e-3),
         training_case("spatial_3d", {2, 2, 2, 3, 2}, true, 1e-5),
         training_case("spatial_batch1", {1, 3, 2, 3}, true, 1e-3),
+        // f32 planes of 8 or more values run on the plain layout (plain_batch_norm.cpp): 16-lane blocks
+        // and a tail, a plane that is all tail, and 3-D data.
+        training_case("spatial_plain_planes", {3, 4, 5, 5}, true, 1e-5),
+        training_case("spatial_plain_tail_only", {5, 3, 8}, true, 1e-3),
+        training_case("spatial_plain_3d", {2, 18, 2, 3, 3}, true, 1e-5),
+        inference_case("spatial_plain_planes", {3, 18, 7, 3}, true, 1e-5),
         // 16 or more (per-activation: C * spatial) channels take oneDNN's blocked layout.
         training_case("spatial_blocked_20ch", {3, 20, 2, 2}, true, 1e-5, Sixteen::bf16),
         training_case("per_activation_blocked", {4, 2, 3, 3}, false, 1e-5),
