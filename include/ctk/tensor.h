@@ -100,6 +100,19 @@ private:
     int64_t element_offset(const Dims& index) const;
 };
 
+// Channels-last: an [N, C, spatial...] tensor laid out in memory as [N, spatial..., C] (oneDNN's nwc,
+// nhwc, ndhwc). CPU convolutions write their activations so, and the ops between two convolutions
+// (batch normalization, pooling, element-wise) keep the layout, so that no reorder runs between them;
+// anything else reads such a tensor through its strides or .contiguous() (docs/foundation.md).
+Dims channels_last_strides(const Shape& shape);  // rank >= 3
+// True when t's strides are channels-last and not also row-major (a channel or spatial size of 1 makes
+// the two layouts one).
+bool is_channels_last(const Tensor& t);
+Tensor empty_channels_last(const Shape& shape, DataType dtype, Device device = Device::cpu());
+// An uninitialised tensor of `shape` and `dtype` on like's device, channels-last when `like` is and
+// `shape` has like's rank (the same axes: an element-wise result, a pooled map), row-major otherwise.
+Tensor empty_in_layout_of(const Tensor& like, const Shape& shape, DataType dtype);
+
 // Values and conversions through double, for element access and reference code.
 double load_as_double(const void* p, DataType dtype);
 void store_from_double(void* p, DataType dtype, double value);

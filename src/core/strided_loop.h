@@ -24,11 +24,21 @@ struct StridedPlan {
     }
 };
 
-// Drops size-1 dims and merges dims that are contiguous with respect to each other in every operand.
+// Visits the dims in the memory order of operand 0 (the output, for every caller: largest stride first,
+// ties in their own order), drops size-1 dims and merges dims that are contiguous with respect to each
+// other in every operand. The order matters for outputs in a permuted dense layout (channels-last
+// activations, ctk/tensor.h): their operands then coalesce into one run instead of one per pixel.
 template <int N>
 StridedPlan<N> make_strided_plan(const Dims& shape, const std::array<Dims, N>& byte_strides) {
     StridedPlan<N> plan;
-    for (size_t i = 0; i < shape.size(); ++i) {
+    std::vector<size_t> order(shape.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto magnitude = [&](size_t d) {
+        return byte_strides[0][d] < 0 ? -byte_strides[0][d] : byte_strides[0][d];
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return magnitude(a) > magnitude(b); });
+    for (size_t i : order) {
         if (shape[i] == 1) continue;
         bool merge = !plan.shape.empty();
         for (int k = 0; k < N && merge; ++k)

@@ -142,6 +142,42 @@ Tensor Tensor::empty(const Shape& shape, DataType dtype, Device device) {
     return t;
 }
 
+Dims channels_last_strides(const Shape& shape) {
+    CTK_CHECK(shape.rank() >= 3, ShapeError, "channels-last layout: shape ", shape.to_string(),
+              " has no spatial axis (rank >= 3 needed)");
+    const int r = shape.rank();
+    Dims strides(static_cast<size_t>(r));
+    int64_t s = 1;
+    strides[1] = s;
+    s *= std::max<int64_t>(shape[1], 1);
+    for (int i = r - 1; i >= 2; --i) {
+        strides[static_cast<size_t>(i)] = s;
+        s *= std::max<int64_t>(shape[i], 1);
+    }
+    strides[0] = s;
+    return strides;
+}
+
+bool is_channels_last(const Tensor& t) {
+    if (!t.defined() || t.rank() < 3 || t.is_contiguous()) return false;
+    const Dims want = channels_last_strides(t.shape());
+    for (int i = 0; i < t.rank(); ++i)
+        if (t.dim(i) != 1 && t.strides()[static_cast<size_t>(i)] != want[static_cast<size_t>(i)])
+            return false;
+    return true;
+}
+
+Tensor empty_channels_last(const Shape& shape, DataType dtype, Device device) {
+    return Tensor::empty(Shape{shape.numel()}, dtype, device)
+        .as_strided(shape, channels_last_strides(shape), 0);
+}
+
+Tensor empty_in_layout_of(const Tensor& like, const Shape& shape, DataType dtype) {
+    if (like.rank() == shape.rank() && is_channels_last(like))
+        return empty_channels_last(shape, dtype, like.device());
+    return Tensor::empty(shape, dtype, like.device());
+}
+
 Tensor Tensor::full(const Shape& shape, double value, DataType dtype, Device device) {
     Tensor t = empty(shape, dtype, device);
     t.fill(value);

@@ -54,6 +54,13 @@ void check_param(const char* op, const char* name, const Tensor& t, const Tensor
               x.shape().to_string());
 }
 
+// y or dx: channels-last when x is and the CPU kernel keeps that layout (per-channel statistics of data
+// of rank 3 to 5: the graph views an image batch as [N, C, H * W]), row-major otherwise.
+Tensor activation_like(const Tensor& x, const BatchNormAttrs& attrs) {
+    if (attrs.spatial && x.rank() >= 3 && x.rank() <= 5) return empty_in_layout_of(x, x.shape(), x.dtype());
+    return Tensor::empty(x.shape(), x.dtype(), x.device());
+}
+
 }  // namespace
 
 BatchNormResult batch_norm_training(const Tensor& x, const Tensor& scale, const Tensor& bias,
@@ -65,7 +72,7 @@ BatchNormResult batch_norm_training(const Tensor& x, const Tensor& scale, const 
     check_param(op, "bias", bias, x, param, attrs, stats);
     CTK_CHECK(x.dim(0) >= 1 && x.numel() > 0, ShapeError, op, ": x of shape ", x.shape().to_string(),
               " has no samples to take statistics over");
-    Tensor outs[] = {Tensor::empty(x.shape(), x.dtype(), x.device()), Tensor::empty(param, stats, x.device()),
+    Tensor outs[] = {activation_like(x, attrs), Tensor::empty(param, stats, x.device()),
                      Tensor::empty(param, stats, x.device())};
     const Tensor inputs[] = {x, scale, bias};
     dispatch(OpKind::batch_norm_training, inputs, outs, attrs);
@@ -81,7 +88,7 @@ Tensor batch_norm_inference(const Tensor& x, const Tensor& scale, const Tensor& 
     check_param(op, "bias", bias, x, param, attrs, stats);
     check_param(op, "mean", mean, x, param, attrs, stats);
     check_param(op, "var", var, x, param, attrs, stats);
-    Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+    Tensor y = activation_like(x, attrs);
     if (x.numel() == 0) return y;
     const Tensor inputs[] = {x, scale, bias, mean, var};
     dispatch(OpKind::batch_norm_inference, inputs, std::span<Tensor>(&y, 1), attrs);
@@ -104,7 +111,7 @@ BatchNormGrads batch_norm_backward(const Tensor& x, const Tensor& dy, const Tens
     check_param(op, "var", var, x, param, attrs, stats);
     CTK_CHECK(x.dim(0) >= 1 && x.numel() > 0, ShapeError, op, ": x of shape ", x.shape().to_string(),
               " has no samples");
-    Tensor outs[] = {Tensor::empty(x.shape(), x.dtype(), x.device()), Tensor::empty(param, stats, x.device()),
+    Tensor outs[] = {activation_like(x, attrs), Tensor::empty(param, stats, x.device()),
                      Tensor::empty(param, stats, x.device())};
     const Tensor inputs[] = {x, dy, scale, mean, var};
     dispatch(OpKind::batch_norm_backward, inputs, outs, attrs);

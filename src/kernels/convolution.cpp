@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ctk/kernel_table.h"
+#include "ctk/kernels/cpu_info.h"
 #include "ctk/ops.h"
 
 namespace ctk {
@@ -128,6 +129,14 @@ Dims conv_output_spatial(const Shape& x, const Shape& w, const ConvAttrs& attrs)
     return check_geometry("convolution", x, w, attrs).out;
 }
 
+namespace {
+// CPU convolutions in f32 and bf16 (oneDNN's) write channels-last activations (cpu_info.h).
+bool writes_channels_last(const Tensor& like, const Shape& shape) {
+    return like.device().is_cpu() && (like.dtype() == DataType::f32 || like.dtype() == DataType::bf16) &&
+           shape.rank() >= 3 && shape.rank() <= 5 && cpu_channels_last();
+}
+}  // namespace
+
 Tensor convolution(const Tensor& x, const Tensor& w, const Tensor& b, const ConvAttrs& attrs) {
     constexpr const char* op = "convolution";
     check_float(op, "x", x);
@@ -141,7 +150,9 @@ Tensor convolution(const Tensor& x, const Tensor& w, const Tensor& b, const Conv
                   b.shape().to_string(), " must be [", w.dim(0), "] (one per output channel of w ",
                   w.shape().to_string(), ")");
     }
-    Tensor y = Tensor::empty(output_shape(x.shape(), w.shape(), g.out), x.dtype(), x.device());
+    const Shape y_shape = output_shape(x.shape(), w.shape(), g.out);
+    Tensor y = writes_channels_last(x, y_shape) ? empty_channels_last(y_shape, x.dtype(), x.device())
+                                                : Tensor::empty(y_shape, x.dtype(), x.device());
     if (y.numel() == 0) return y;
     const Tensor xv = crop_negative_pads(x, g.attrs);
     const Tensor inputs[] = {xv, w, b};
@@ -163,7 +174,10 @@ Tensor convolution_backward_data(const Tensor& dy, const Tensor& w, const Shape&
     if (dy.numel() == 0) return Tensor::zeros(x_shape, dy.dtype(), dy.device());
     // Cells that negative pads crop never reach the output, so their gradient is zero; the kernel
     // computes the gradient of the cropped region.
-    Tensor dx = Tensor::empty(x_shape, dy.dtype(), dy.device());
+    // dx takes dy's layout, so a channels-last backward pass stays channels-last.
+    Tensor dx = writes_channels_last(dy, x_shape) && is_channels_last(dy)
+                    ? empty_channels_last(x_shape, dy.dtype(), dy.device())
+                    : Tensor::empty(x_shape, dy.dtype(), dy.device());
     ConvAttrs a = g.attrs;
     Tensor region = crop_negative_pads(dx, a);
     const bool cropping = region.shape() != x_shape;

@@ -46,7 +46,7 @@ Tensor unary(OpKind op, const Tensor& x, ScalarAttrs scalars) {
     if (op == OpKind::clip)
         CTK_CHECK(scalars.alpha <= scalars.beta, ValueError, "clip: min ", scalars.alpha, " > max ",
                   scalars.beta);
-    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    Tensor out = empty_in_layout_of(x, x.shape(), x.dtype());
     const Tensor inputs[] = {x};
     dispatch(op, inputs, std::span<Tensor>(&out, 1), scalars);
     return out;
@@ -62,7 +62,7 @@ Tensor unary_backward(OpKind op, const Tensor& x, const Tensor& y, const Tensor&
     Tensor yv = y.defined() ? y : unary(op, x, scalars);
     CTK_CHECK(yv.shape() == x.shape(), ShapeError, "unary_backward(", op_name(op), "): y shape ",
               yv.shape().to_string(), " differs from x shape ", x.shape().to_string());
-    Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+    Tensor dx = empty_in_layout_of(is_channels_last(dy) ? dy : x, x.shape(), x.dtype());
     const Tensor inputs[] = {x, yv, dy};
     dispatch(OpKind::unary_backward, inputs, std::span<Tensor>(&dx, 1), UnaryGradAttrs{op, scalars});
     return dx;
@@ -85,7 +85,8 @@ Tensor binary(OpKind op, const Tensor& a, const Tensor& b) {
     CTK_CHECK(is_binary(op), ValueError, "binary: ", op_name(op), " is not a binary element-wise op");
     check_float(op_name(op), "a", a);
     check_float(op_name(op), "b", b);
-    Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op_name(op)), a.dtype(), a.device());
+    Tensor out = empty_in_layout_of(is_channels_last(a) ? a : b,
+                                    broadcast_shapes(a.shape(), b.shape(), op_name(op)), a.dtype());
     binary_into(op, a, b, out);
     return out;
 }
@@ -125,7 +126,7 @@ Tensor element_select(const Tensor& cond, const Tensor& a, const Tensor& b) {
     Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "element_select"), b.shape(),
                                    "element_select");
     Tensor c = cond.dtype() == a.dtype() ? cond : cond.to(a.dtype());
-    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    Tensor out = empty_in_layout_of(is_channels_last(a) ? a : b, shape, a.dtype());
     const Tensor inputs[] = {c.broadcast_to(shape), a.broadcast_to(shape), b.broadcast_to(shape)};
     dispatch(OpKind::element_select, inputs, std::span<Tensor>(&out, 1), NoAttrs{}, a.dtype());
     return out;
@@ -133,7 +134,7 @@ Tensor element_select(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor cast(const Tensor& x, DataType dtype) {
     CTK_CHECK(x.defined(), ValueError, "cast: operand 'x' is undefined");
-    Tensor out = Tensor::empty(x.shape(), dtype, x.device());
+    Tensor out = empty_in_layout_of(x, x.shape(), dtype);
     const Tensor inputs[] = {x};
     dispatch(OpKind::cast, inputs, std::span<Tensor>(&out, 1), CastAttrs{dtype});
     return out;

@@ -30,14 +30,22 @@ constexpr size_t kOpAttrs[] = {
 static_assert(sizeof(kOpAttrs) / sizeof(kOpAttrs[0]) == kNumOps);
 }  // namespace
 
-const char* op_name(OpKind op) { return kOpNames[static_cast<size_t>(op)]; }
-size_t op_attrs_index(OpKind op) { return kOpAttrs[static_cast<size_t>(op)]; }
+const char* op_name(OpKind op) {
+    return kOpNames[static_cast<size_t>(op)];
+}
+size_t op_attrs_index(OpKind op) {
+    return kOpAttrs[static_cast<size_t>(op)];
+}
 
-bool is_unary(OpKind op) { return static_cast<int>(op) < kNumUnaryOps; }
+bool is_unary(OpKind op) {
+    return static_cast<int>(op) < kNumUnaryOps;
+}
 bool is_binary(OpKind op) {
     int i = static_cast<int>(op);
     return i >= kNumUnaryOps && i < kNumUnaryOps + kNumBinaryOps;
 }
-bool is_reduction(OpKind op) { return op >= OpKind::reduce_sum && op <= OpKind::reduce_sum_square; }
+bool is_reduction(OpKind op) {
+    return op >= OpKind::reduce_sum && op <= OpKind::reduce_sum_square;
+}
 
 }  // namespace ctk

@@ -16,8 +16,8 @@ std::vector<int> normalize_axes(const char* op, const Tensor& x, const std::vect
         return out;
     }
     for (int a : axes) {
-        CTK_CHECK(a >= -x.rank() && a < x.rank(), ValueError, op, ": axis ", a, " is out of range for operand 'x' of shape ",
-                  x.shape().to_string());
+        CTK_CHECK(a >= -x.rank() && a < x.rank(), ValueError, op, ": axis ", a,
+                  " is out of range for operand 'x' of shape ", x.shape().to_string());
         int n = a < 0 ? a + x.rank() : a;
         CTK_CHECK(std::find(out.begin(), out.end(), n) == out.end(), ValueError, op, ": axis ", a,
                   " is given twice for operand 'x' of shape ", x.shape().to_string());
@@ -31,16 +31,18 @@ Shape reduced_shape(const Tensor& x, const std::vector<int>& axes, bool keepdims
     Dims dims;
     for (int i = 0; i < x.rank(); ++i) {
         bool reduced = std::binary_search(axes.begin(), axes.end(), i);
-        if (!reduced) dims.push_back(x.shape()[i]);
-        else if (keepdims) dims.push_back(1);
+        if (!reduced)
+            dims.push_back(x.shape()[i]);
+        else if (keepdims)
+            dims.push_back(1);
     }
     return Shape(dims);
 }
 
 void check_operand(const char* op, const Tensor& x) {
     CTK_CHECK(x.defined(), ValueError, op, ": operand 'x' is undefined");
-    CTK_CHECK(is_floating(x.dtype()), TypeError, op, ": operand 'x' of shape ", x.shape().to_string(), " has dtype ",
-              dtype_name(x.dtype()), "; a floating-point dtype is required");
+    CTK_CHECK(is_floating(x.dtype()), TypeError, op, ": operand 'x' of shape ", x.shape().to_string(),
+              " has dtype ", dtype_name(x.dtype()), "; a floating-point dtype is required");
 }
 
 }  // namespace
@@ -51,8 +53,8 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int>& axes, bool kee
     std::vector<int> ax = normalize_axes(op_name(op), x, axes);
     if (op == OpKind::reduce_max || op == OpKind::reduce_min) {
         for (int a : ax)
-            CTK_CHECK(x.shape()[a] > 0, ValueError, op_name(op), ": cannot reduce the empty axis ", a, " of operand 'x' of shape ",
-                      x.shape().to_string());
+            CTK_CHECK(x.shape()[a] > 0, ValueError, op_name(op), ": cannot reduce the empty axis ", a,
+                      " of operand 'x' of shape ", x.shape().to_string());
     }
     Tensor out = Tensor::empty(reduced_shape(x, ax, keepdims), x.dtype(), x.device());
     const Tensor inputs[] = {x};
@@ -60,16 +62,30 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int>& axes, bool kee
     return out;
 }
 
-Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes, bool k) { return reduce(OpKind::reduce_sum, x, axes, k); }
-Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes, bool k) { return reduce(OpKind::reduce_mean, x, axes, k); }
-Tensor reduce_max(const Tensor& x, const std::vector<int>& axes, bool k) { return reduce(OpKind::reduce_max, x, axes, k); }
-Tensor reduce_min(const Tensor& x, const std::vector<int>& axes, bool k) { return reduce(OpKind::reduce_min, x, axes, k); }
-Tensor reduce_prod(const Tensor& x, const std::vector<int>& axes, bool k) { return reduce(OpKind::reduce_prod, x, axes, k); }
+Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes, bool k) {
+    return reduce(OpKind::reduce_sum, x, axes, k);
+}
+Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes, bool k) {
+    return reduce(OpKind::reduce_mean, x, axes, k);
+}
+Tensor reduce_max(const Tensor& x, const std::vector<int>& axes, bool k) {
+    return reduce(OpKind::reduce_max, x, axes, k);
+}
+Tensor reduce_min(const Tensor& x, const std::vector<int>& axes, bool k) {
+    return reduce(OpKind::reduce_min, x, axes, k);
+}
+Tensor reduce_prod(const Tensor& x, const std::vector<int>& axes, bool k) {
+    return reduce(OpKind::reduce_prod, x, axes, k);
+}
 Tensor reduce_log_sum_exp(const Tensor& x, const std::vector<int>& axes, bool k) {
     return reduce(OpKind::reduce_log_sum_exp, x, axes, k);
 }
-Tensor reduce_l1(const Tensor& x, const std::vector<int>& axes, bool k) { return reduce(OpKind::reduce_l1, x, axes, k); }
-Tensor reduce_l2(const Tensor& x, const std::vector<int>& axes, bool k) { return reduce(OpKind::reduce_l2, x, axes, k); }
+Tensor reduce_l1(const Tensor& x, const std::vector<int>& axes, bool k) {
+    return reduce(OpKind::reduce_l1, x, axes, k);
+}
+Tensor reduce_l2(const Tensor& x, const std::vector<int>& axes, bool k) {
+    return reduce(OpKind::reduce_l2, x, axes, k);
+}
 Tensor reduce_sum_square(const Tensor& x, const std::vector<int>& axes, bool k) {
     return reduce(OpKind::reduce_sum_square, x, axes, k);
 }
@@ -88,21 +104,25 @@ Tensor arg_reduce(OpKind op, const Tensor& x, int axis, bool keepdims) {
 }
 }  // namespace
 
-Tensor argmax(const Tensor& x, int axis, bool keepdims) { return arg_reduce(OpKind::argmax, x, axis, keepdims); }
-Tensor argmin(const Tensor& x, int axis, bool keepdims) { return arg_reduce(OpKind::argmin, x, axis, keepdims); }
+Tensor argmax(const Tensor& x, int axis, bool keepdims) {
+    return arg_reduce(OpKind::argmax, x, axis, keepdims);
+}
+Tensor argmin(const Tensor& x, int axis, bool keepdims) {
+    return arg_reduce(OpKind::argmin, x, axis, keepdims);
+}
 
 Tensor sum_to_shape(const Tensor& x, const Shape& shape) {
     if (x.shape() == shape) return x;
-    CTK_CHECK(shape.rank() <= x.rank(), ShapeError, "sum_to_shape: cannot sum shape ", x.shape().to_string(), " down to ",
-              shape.to_string());
+    CTK_CHECK(shape.rank() <= x.rank(), ShapeError, "sum_to_shape: cannot sum shape ", x.shape().to_string(),
+              " down to ", shape.to_string());
     std::vector<int> axes;
     int lead = x.rank() - shape.rank();
     for (int i = 0; i < x.rank(); ++i) {
         if (i < lead) {
             axes.push_back(i);
         } else if (shape[i - lead] != x.shape()[i]) {
-            CTK_CHECK(shape[i - lead] == 1, ShapeError, "sum_to_shape: cannot sum shape ", x.shape().to_string(),
-                      " down to ", shape.to_string());
+            CTK_CHECK(shape[i - lead] == 1, ShapeError, "sum_to_shape: cannot sum shape ",
+                      x.shape().to_string(), " down to ", shape.to_string());
             axes.push_back(i);
         }
     }

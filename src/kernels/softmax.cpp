@@ -9,15 +9,15 @@ namespace {
 Tensor run_axis_op(OpKind op, std::initializer_list<Tensor> inputs, int axis) {
     const Tensor& x = *inputs.begin();
     CTK_CHECK(x.defined(), ValueError, op_name(op), ": operand is undefined");
-    CTK_CHECK(is_floating(x.dtype()), TypeError, op_name(op), ": operand of shape ", x.shape().to_string(), " has dtype ",
-              dtype_name(x.dtype()), "; a floating-point dtype is required");
+    CTK_CHECK(is_floating(x.dtype()), TypeError, op_name(op), ": operand of shape ", x.shape().to_string(),
+              " has dtype ", dtype_name(x.dtype()), "; a floating-point dtype is required");
     CTK_CHECK(x.rank() > 0, ValueError, op_name(op), ": operand is a scalar; it has no axis ", axis);
     int a = x.shape().normalize_axis(axis, op_name(op));
     for (const Tensor& t : inputs) {
-        CTK_CHECK(t.shape() == x.shape(), ShapeError, op_name(op), ": operand shapes ", x.shape().to_string(), " and ",
-                  t.shape().to_string(), " differ");
-        CTK_CHECK(t.dtype() == x.dtype(), TypeError, op_name(op), ": operand dtypes ", dtype_name(x.dtype()), " and ",
-                  dtype_name(t.dtype()), " differ");
+        CTK_CHECK(t.shape() == x.shape(), ShapeError, op_name(op), ": operand shapes ", x.shape().to_string(),
+                  " and ", t.shape().to_string(), " differ");
+        CTK_CHECK(t.dtype() == x.dtype(), TypeError, op_name(op), ": operand dtypes ", dtype_name(x.dtype()),
+                  " and ", dtype_name(t.dtype()), " differ");
     }
     Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
     std::vector<Tensor> in(inputs);
@@ -27,9 +27,15 @@ Tensor run_axis_op(OpKind op, std::initializer_list<Tensor> inputs, int axis) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int axis) { return run_axis_op(OpKind::softmax, {x}, axis); }
-Tensor log_softmax(const Tensor& x, int axis) { return run_axis_op(OpKind::log_softmax, {x}, axis); }
-Tensor hardmax(const Tensor& x, int axis) { return run_axis_op(OpKind::hardmax, {x}, axis); }
+Tensor softmax(const Tensor& x, int axis) {
+    return run_axis_op(OpKind::softmax, {x}, axis);
+}
+Tensor log_softmax(const Tensor& x, int axis) {
+    return run_axis_op(OpKind::log_softmax, {x}, axis);
+}
+Tensor hardmax(const Tensor& x, int axis) {
+    return run_axis_op(OpKind::hardmax, {x}, axis);
+}
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int axis) {
     return run_axis_op(OpKind::softmax_backward, {y, dy}, axis);
 }

@@ -384,6 +384,22 @@ CpuGemm gemm_route() {
 }
 }  // namespace cpu
 
+namespace {
+bool channels_last_from_environment() {
+    const char* v = std::getenv("CTK_CHANNELS_LAST");
+    return !(v && (std::strcmp(v, "0") == 0 || lower(v) == "false" || lower(v) == "off"));
+}
+std::atomic<bool> g_channels_last{channels_last_from_environment()};
+}  // namespace
+
+bool cpu_channels_last() {
+    return g_channels_last.load(std::memory_order_relaxed);
+}
+
+void set_cpu_channels_last(bool on) {
+    g_channels_last.store(on, std::memory_order_relaxed);
+}
+
 std::string cpu_report() {
     CpuGemm setting = CpuGemm::automatic;
     std::string setting_error;

@@ -61,13 +61,15 @@ memory::desc primitive_layout(const memory::dims& dims, memory::data_type dt) {
     return memory::desc(dims, dt, blocked);
 }
 
-Plan make_plan(Pass pass, const memory::dims& dims, DataType dtype, float epsilon) {
+// channels_last: the user's tensors are channels-last, which oneDNN's JIT kernel takes as they are.
+Plan make_plan(Pass pass, const memory::dims& dims, DataType dtype, float epsilon, bool channels_last) {
     using flags = dnnl::normalization_flags;
     const flags scale_shift = flags::use_scale | flags::use_shift;
     const dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
     Plan p;
-    p.user = dense_desc(dims, onednn::data_type(dtype));
-    p.data = primitive_layout(dims, onednn::data_type(dtype));
+    p.user = channels_last ? onednn::channels_last_desc(Shape(Dims(dims.begin(), dims.end())), dtype)
+                           : dense_desc(dims, onednn::data_type(dtype));
+    p.data = channels_last ? p.user : primitive_layout(dims, onednn::data_type(dtype));
     p.stats = memory::desc({dims[1]}, memory::data_type::f32, memory::format_tag::a);
     if (p.data != p.user) {
         const dnnl::engine& e = onednn::engine();
@@ -152,19 +154,23 @@ void batch_norm_kernel(const KernelCall& call) {
     const Pass pass = call.op == OpKind::batch_norm_training    ? Pass::training
                       : call.op == OpKind::batch_norm_inference ? Pass::inference
                                                                 : Pass::backward;
-    const Tensor x = call.inputs[0].contiguous();
+    // Channels-last activations (4-D and 5-D, per channel: the op allocated y or dx so too) stay so.
+    const bool channels_last = is_channels_last(call.inputs[0]) && is_channels_last(call.outputs[0]);
+    const Tensor x = channels_last ? call.inputs[0] : call.inputs[0].contiguous();
     const DataType dtype = x.dtype();
-    if (dtype == DataType::f32 && plain_batch_norm_fits(x.shape(), attrs.spatial))
+    if (!channels_last && dtype == DataType::f32 && plain_batch_norm_fits(x.shape(), attrs.spatial))
         return plain_kernel(call, pass, x);
     const memory::dims dims = data_dims(x.shape(), attrs.spatial);
     const float epsilon = static_cast<float>(attrs.epsilon);
     uint32_t epsilon_bits;
     std::memcpy(&epsilon_bits, &epsilon, sizeof epsilon);
     onednn::CacheKey key = onednn::base_key(kCacheFamily, dtype);
-    onednn::append(key, {static_cast<int64_t>(pass), static_cast<int64_t>(epsilon_bits)});
+    onednn::append(key,
+                   {static_cast<int64_t>(pass), static_cast<int64_t>(epsilon_bits), channels_last ? 1 : 0});
     onednn::append(key, Dims(dims.begin(), dims.end()));
     try {
-        auto plan = plan_cache().get(key, [&] { return make_plan(pass, dims, dtype, epsilon); });
+        auto plan =
+            plan_cache().get(key, [&] { return make_plan(pass, dims, dtype, epsilon, channels_last); });
         auto stats = [&](const Tensor& t) { return memory(plan->stats, onednn::engine(), t.raw_data()); };
         const Tensor& out = call.outputs[0];
         std::unordered_map<int, memory> args;
@@ -173,7 +179,7 @@ void batch_norm_kernel(const KernelCall& call) {
         // f32 copies of the per-channel operands (or the operands themselves), alive until the run ends.
         Tensor scale, shift, mean, var, dy, dscale, dbias;
         if (pass == Pass::backward) {
-            dy = call.inputs[1].contiguous();
+            dy = channels_last ? onednn::as_channels_last(call.inputs[1]) : call.inputs[1].contiguous();
             scale = stats_in(call.inputs[2]), mean = stats_in(call.inputs[3]), var = stats_in(call.inputs[4]);
             dscale = stats_out(call.outputs[1]), dbias = stats_out(call.outputs[2]);
             args.insert({DNNL_ARG_DIFF_DST, data_in(*plan, dy, kSlotDy)});

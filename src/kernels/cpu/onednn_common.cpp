@@ -59,6 +59,23 @@ dnnl::memory::desc desc_of(const Tensor& t) {
 dnnl::memory memory_of(const Tensor& t) {
     return dnnl::memory(desc_of(t), engine(), t.raw_data());
 }
+dnnl::memory::desc channels_last_desc(const Shape& shape, DataType dtype) {
+    const Dims strides = channels_last_strides(shape);
+    return dnnl::memory::desc(dnnl::memory::dims(shape.dims().begin(), shape.dims().end()), data_type(dtype),
+                              dnnl::memory::dims(strides.begin(), strides.end()));
+}
+
+Tensor dense(const Tensor& t) {
+    return t.is_contiguous() || is_channels_last(t) ? t : t.contiguous();
+}
+
+Tensor as_channels_last(const Tensor& t) {
+    if (is_channels_last(t)) return t;
+    Tensor converted = empty_channels_last(t.shape(), t.dtype(), t.device());
+    converted.copy_from(t);
+    return converted;
+}
+
 dnnl::memory memory_of(const Tensor& t, const dnnl::memory::desc& desc) {
     return dnnl::memory(desc, engine(), t.raw_data());
 }

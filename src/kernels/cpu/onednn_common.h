@@ -25,6 +25,17 @@ dnnl::stream& stream();
 dnnl::memory::data_type data_type(DataType dtype);  // throws TypeError for types oneDNN lacks
 // A descriptor with the tensor's own dims and strides.
 dnnl::memory::desc desc_of(const Tensor& t);
+// The channels-last descriptor of a shape (nwc, nhwc, ndhwc: ctk/tensor.h).
+dnnl::memory::desc channels_last_desc(const Shape& shape, DataType dtype);
+// An activation as the layout-aware kernels take it: itself when row-major or channels-last (no copy),
+// else a row-major copy.
+Tensor dense(const Tensor& t);
+// `t` itself when channels-last, else a channels-last copy (an operand from a row-major op).
+Tensor as_channels_last(const Tensor& t);
+// 1 for a channels-last tensor, 0 otherwise: part of a cached plan's key.
+inline int64_t layout_code(const Tensor& t) {
+    return is_channels_last(t) ? 1 : 0;
+}
 // A memory object over the tensor's data (no copy).
 dnnl::memory memory_of(const Tensor& t);
 dnnl::memory memory_of(const Tensor& t, const dnnl::memory::desc& desc);

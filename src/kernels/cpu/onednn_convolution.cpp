@@ -1,7 +1,9 @@
-// CPU convolution through oneDNN (f32, bf16): forward, backward-data and backward-weights primitives
-// created with format_tag::any, so oneDNN picks its blocked layouts (nChw16c, OIhw16i16o, ...); the
-// user's plain tensors are reordered in and out through per-thread scratch buffers. Primitives and
-// their reorders are cached per geometry. f64, which oneDNN lacks, is reference_convolution.cpp.
+// CPU convolution through oneDNN (f32, bf16): forward, backward-data and backward-weights primitives.
+// Activations in the channels-last layout (what the convolution op allocates on the CPU: ctk/tensor.h)
+// run as they are; otherwise the primitives are created with format_tag::any, so oneDNN picks its
+// blocked layouts (nChw16c, ...). Weights always take oneDNN's layout (OIhw16i16o, ...). Operands in
+// another layout than the primitive's are reordered in and out through per-thread scratch buffers. Primitives
+// and their reorders are cached per geometry. f64, which oneDNN lacks, is reference_convolution.cpp.
 #include <optional>
 
 #include "kernels/cpu/cpu_common.h"
@@ -73,9 +75,24 @@ memory::desc any_desc(const memory::desc& d) {
     return memory::desc(d.dims(), d.data_type(), memory::format_tag::any);
 }
 
+// `d`'s dims in the channels-last layout.
+memory::desc channels_last_like(const memory::desc& d) {
+    const memory::dims dims = d.dims();  // a copy: dims() returns a new vector per call
+    const Dims strides = channels_last_strides(Shape(Dims(dims.begin(), dims.end())));
+    return memory::desc(dims, d.data_type(), memory::dims(strides.begin(), strides.end()));
+}
+
+bool is_reference_impl(const dnnl::primitive_desc_base& pd) {
+    return std::string(pd.impl_info_str()).find("ref") != std::string::npos;
+}
+
+// channels_last: the activations run in the channels-last layout (nhwc), which oneDNN's JIT kernels take
+// as they are, so activations that are already channels-last need no reorder; otherwise oneDNN picks
+// its blocked layouts. A CPU without a JIT kernel for channels-last falls back to the blocked ones.
 Plan make_plan(Pass pass, const memory::desc& x, const memory::desc& w, const memory::desc& y,
-               const memory::desc& bias, const ConvAttrs& a) {
-    const memory::desc xa = any_desc(x), wa = any_desc(w), ya = any_desc(y);
+               const memory::desc& bias, const ConvAttrs& a, bool channels_last) {
+    memory::desc xa = channels_last ? channels_last_like(x) : any_desc(x), wa = any_desc(w),
+                 ya = channels_last ? channels_last_like(y) : any_desc(y);
     const bool has_bias = bias.get_size() != 0;
     memory::dims dilates;  // oneDNN counts the cells inserted between taps: ctk's dilation - 1
     for (int64_t d : a.dilation) dilates.push_back(d - 1);
@@ -89,7 +106,8 @@ Plan make_plan(Pass pass, const memory::desc& x, const memory::desc& w, const me
                                                strides, dilates, pad_l, pad_r)
                                    : fwd::desc(dnnl::prop_kind::forward_training, alg, xa, wa, ya, strides,
                                                dilates, pad_l, pad_r);
-    const fwd::primitive_desc fwd_pd(fwd_desc, attr, onednn::engine());
+    fwd::primitive_desc fwd_pd(fwd_desc, attr, onednn::engine());
+    if (channels_last && is_reference_impl(fwd_pd)) return make_plan(pass, x, w, y, bias, a, false);
     Plan p;
     p.bias = bias;
     switch (pass) {
@@ -125,7 +143,7 @@ Plan make_plan(Pass pass, const memory::desc& x, const memory::desc& w, const me
             // ConvNet's 5x5 conv over 1 channel: 10.5 ms vs 4.2 ms per call on AVX2).
             const int64_t channels = x.dims()[1] / a.groups;
             const int64_t block = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? 16 : 8;
-            if (channels < block) {
+            if (channels < block && !channels_last) {
                 const auto plain = has_bias ? bwd::desc(alg, x, w, bias, y, strides, dilates, pad_l, pad_r)
                                             : bwd::desc(alg, x, w, y, strides, dilates, pad_l, pad_r);
                 const bwd::primitive_desc plain_pd(plain, attr, onednn::engine(), fwd_pd);
@@ -181,9 +199,9 @@ void convolution_kernel(const KernelCall& call) {
     const Pass pass = call.op == OpKind::convolution                 ? Pass::forward
                       : call.op == OpKind::convolution_backward_data ? Pass::backward_data
                                                                      : Pass::backward_weights;
-    // Dense inputs let the reorders into blocked layouts use their JIT kernels; strided views would
-    // take oneDNN's generic reorder.
-    const Tensor a = call.inputs[0].contiguous(), b = call.inputs[1].contiguous();
+    // Dense inputs (row-major or channels-last) let the reorders use their JIT kernels; other strided
+    // views would take oneDNN's generic reorder.
+    const Tensor a = onednn::dense(call.inputs[0]), b = onednn::dense(call.inputs[1]);
     const Tensor& out = call.outputs[0];
     Tensor bias;
     if (pass == Pass::forward && call.inputs.size() > 2 && call.inputs[2].defined())
@@ -191,23 +209,26 @@ void convolution_kernel(const KernelCall& call) {
     if (pass == Pass::backward_weights && call.outputs.size() > 1 && call.outputs[1].defined())
         bias = call.outputs[1];
     // Name the user tensors by their role in the forward convolution.
-    const Shape& x = pass == Pass::backward_data ? out.shape() : a.shape();
+    const Tensor& xt = pass == Pass::backward_data ? out : a;
+    const Tensor& yt = pass == Pass::forward ? out : pass == Pass::backward_data ? a : b;
+    const Shape& x = xt.shape();
     const Shape& w = pass == Pass::backward_weights ? out.shape() : b.shape();
-    const Shape& y = pass == Pass::forward         ? out.shape()
-                     : pass == Pass::backward_data ? a.shape()
-                                                   : b.shape();
+    const Shape& y = yt.shape();
+    // The pass runs channels-last when what it writes (or, for the weight gradient, dy) is.
+    const bool channels_last = is_channels_last(pass == Pass::backward_weights ? b : out);
     const DataType dtype = out.dtype();
 
     onednn::CacheKey key = onednn::base_key(kCacheFamily, dtype);
-    onednn::append(key, {static_cast<int64_t>(pass), attrs.groups, bias.defined() ? 1 : 0});
+    onednn::append(key, {static_cast<int64_t>(pass), attrs.groups, bias.defined() ? 1 : 0,
+                         channels_last ? 1 : 0, onednn::layout_code(xt), onednn::layout_code(yt)});
     for (const Dims* d :
          {&x.dims(), &w.dims(), &y.dims(), &attrs.strides, &attrs.dilation, &attrs.pad_lo, &attrs.pad_hi})
         onednn::append(key, *d);
     try {
         auto plan = plan_cache().get(key, [&] {
             memory::desc bias_md = bias.defined() ? plain_desc(bias.shape(), dtype) : memory::desc();
-            return make_plan(pass, plain_desc(x, dtype), weights_desc(w, dtype, attrs.groups),
-                             plain_desc(y, dtype), bias_md, attrs);
+            return make_plan(pass, onednn::desc_of(xt), weights_desc(w, dtype, attrs.groups),
+                             onednn::desc_of(yt), bias_md, attrs, channels_last);
         });
         run(*plan, a, b, out, bias);
     } catch (const dnnl::error& e) {

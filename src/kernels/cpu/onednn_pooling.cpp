@@ -1,4 +1,5 @@
-// CPU pooling through oneDNN (f32, bf16) on plain [N, C, spatial...] tensors; max pooling in training
+// CPU pooling through oneDNN (f32, bf16) on [N, C, spatial...] tensors, row-major or channels-last (kept
+// as they are: ctk/tensor.h); max pooling in training
 // returns oneDNN's workspace (where the maxima were) as a u8 tensor for the backward pass. Primitives
 // are cached per geometry. f64 is reference_pooling.cpp.
 // oneDNN 2.6 has no JIT pooling for plain NCHW on AVX2 (it takes "simple_nchw", ~20x slower than its
@@ -131,25 +132,33 @@ onednn::PlanCache<Plan>& plan_cache() {
     return cache;
 }
 
+// channels_last: the user's x and y (dx and dy) are channels-last, which the JIT kernels take as they are.
 std::shared_ptr<const Plan> plan_for(Pass pass, const Shape& x, const Shape& y, DataType dtype,
-                                     const PoolAttrs& a) {
+                                     const PoolAttrs& a, bool channels_last) {
     onednn::CacheKey key = onednn::base_key(kCacheFamily, dtype);
-    onednn::append(key, {static_cast<int64_t>(pass), static_cast<int64_t>(a.kind), a.include_pad ? 1 : 0});
+    onednn::append(key, {static_cast<int64_t>(pass), static_cast<int64_t>(a.kind), a.include_pad ? 1 : 0,
+                         channels_last ? 1 : 0});
     for (const Dims* d : {&x.dims(), &y.dims(), &a.kernel, &a.strides, &a.pad_lo, &a.pad_hi})
         onednn::append(key, *d);
-    return plan_cache().get(key,
-                            [&] { return make_plan(pass, plain_desc(x, dtype), plain_desc(y, dtype), a); });
+    return plan_cache().get(key, [&] {
+        if (channels_last)
+            return make_plan(pass, onednn::channels_last_desc(x, dtype), onednn::channels_last_desc(y, dtype),
+                             a);
+        return make_plan(pass, plain_desc(x, dtype), plain_desc(y, dtype), a);
+    });
 }
 
 void pooling_kernel(const KernelCall& call) {
     const PoolAttrs& a = call.attr<PoolAttrs>();
-    // oneDNN's JIT pooling wants dense tensors; strided views would take its reference kernel.
-    const Tensor x = call.inputs[0].contiguous();
+    // oneDNN's JIT pooling wants dense tensors; strided views would take its reference kernel. y was
+    // allocated in x's layout, channels-last or row-major; x is brought to y's (a cropped view is neither).
     const Tensor& y = call.outputs[0];
+    const bool channels_last = is_channels_last(y);
+    const Tensor x = channels_last ? onednn::as_channels_last(call.inputs[0]) : call.inputs[0].contiguous();
     const bool with_workspace = call.outputs.size() > 1;
     try {
-        auto plan =
-            plan_for(with_workspace ? Pass::training : Pass::inference, x.shape(), y.shape(), y.dtype(), a);
+        auto plan = plan_for(with_workspace ? Pass::training : Pass::inference, x.shape(), y.shape(),
+                             y.dtype(), a, channels_last);
         memory src(plan->src, onednn::engine(), x.raw_data()), dst(plan->dst, onednn::engine(), y.raw_data());
         std::unordered_map<int, memory> args;
         if (plan->staged) {
@@ -181,11 +190,13 @@ void pooling_kernel(const KernelCall& call) {
 
 void pooling_backward_kernel(const KernelCall& call) {
     const PoolAttrs& a = call.attr<PoolAttrs>();
-    const Tensor dy = call.inputs[0].contiguous();
-    const Tensor& workspace = call.inputs[2];
+    // dx is in the forward's x layout (the op allocates it so), which the workspace was written for.
     const Tensor& dx = call.outputs[0];
+    const bool channels_last = is_channels_last(dx);
+    const Tensor dy = channels_last ? onednn::as_channels_last(call.inputs[0]) : call.inputs[0].contiguous();
+    const Tensor& workspace = call.inputs[2];
     try {
-        auto plan = plan_for(Pass::backward, dx.shape(), dy.shape(), dx.dtype(), a);
+        auto plan = plan_for(Pass::backward, dx.shape(), dy.shape(), dx.dtype(), a, channels_last);
         memory diff_dst(plan->dst, onednn::engine(), dy.raw_data()),
             diff_src(plan->src, onednn::engine(), dx.raw_data());
         std::unordered_map<int, memory> args;
