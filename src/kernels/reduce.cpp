@@ -56,6 +56,20 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int>& axes, bool kee
             CTK_CHECK(x.shape()[a] > 0, ValueError, op_name(op), ": cannot reduce the empty axis ", a,
                       " of operand 'x' of shape ", x.shape().to_string());
     }
+    if (is_channels_last(x)) {
+        // Reduce in memory order ([N, spatial..., C], a row-major view): summing a bias gradient over all
+        // but the channels is then a column sum over rows of C, not a walk with stride C.
+        std::vector<int> order{0};
+        for (int i = 2; i < x.rank(); ++i) order.push_back(i);
+        order.push_back(1);
+        std::vector<int> position(order.size());  // where each axis went; also the permutation back
+        for (size_t i = 0; i < order.size(); ++i)
+            position[static_cast<size_t>(order[i])] = static_cast<int>(i);
+        std::vector<int> memory_axes;
+        for (int a : ax) memory_axes.push_back(position[static_cast<size_t>(a)]);
+        const Tensor r = reduce(op, x.permute(order), memory_axes, true).permute(position);
+        return keepdims ? r : r.reshape(reduced_shape(x, ax, false).dims());
+    }
     Tensor out = Tensor::empty(reduced_shape(x, ax, keepdims), x.dtype(), x.device());
     const Tensor inputs[] = {x};
     dispatch(op, inputs, std::span<Tensor>(&out, 1), ReduceAttrs{ax, keepdims});

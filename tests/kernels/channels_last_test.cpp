@@ -117,6 +117,12 @@ TEST(ChannelsLast, ElementWiseKeepsTheLayoutAndTheValues) {
     EXPECT_EQ(max_abs_diff(biased, plus(a, random(Shape{5, 1, 1}, 9))), 0.0);
     EXPECT_TRUE(is_channels_last(relu(ac)));
     EXPECT_EQ(max_abs_diff(relu(ac), relu(a)), 0.0);
+    // The vectorised transcendentals read a channels-last operand as one array too.
+    for (OpKind op : {OpKind::exp, OpKind::tanh, OpKind::sigmoid}) {
+        const Tensor got = unary(op, ac, {});
+        EXPECT_TRUE(is_channels_last(got));
+        EXPECT_EQ(max_abs_diff(got, unary(op, a, {})), 0.0) << op_name(op);
+    }
     EXPECT_EQ(max_abs_diff(ac.contiguous(), a), 0.0);
 }
 
@@ -142,4 +148,19 @@ TEST(ChannelsLast, OffKeepsEveryActivationRowMajor) {
     ConvAttrs ca;
     const Tensor y = convolution(random(Shape{2, 3, 5, 5}, 1), random(Shape{4, 3, 3, 3}, 2), Tensor(), ca);
     EXPECT_TRUE(y.is_contiguous());
+}
+
+TEST(ChannelsLast, ReductionsInMemoryOrder) {
+    const Tensor a = random(Shape{3, 5, 4, 6}, 21);
+    Tensor ac = empty_channels_last(a.shape(), DataType::f32);
+    ac.copy_from(a);
+    for (const std::vector<int>& axes :
+         std::vector<std::vector<int>>{{0, 2, 3}, {1}, {0}, {2, 3}, {0, 1, 2, 3}, {-1}})
+        for (bool keep : {true, false}) {
+            const Tensor got = reduce_sum(ac, axes, keep), want = reduce_sum(a, axes, keep);
+            EXPECT_EQ(got.shape(), want.shape());
+            EXPECT_LT(max_abs_diff(got, want), 1e-5);
+            EXPECT_LT(max_abs_diff(reduce_max(ac, axes, keep), reduce_max(a, axes, keep)), 0.0 + 1e-12);
+        }
+    EXPECT_LT(max_abs_diff(sum_to_shape(ac, Shape{5, 1, 1}), sum_to_shape(a, Shape{5, 1, 1})), 1e-5);
 }

@@ -2,8 +2,9 @@
 // Activations in the channels-last layout (what the convolution op allocates on the CPU: ctk/tensor.h)
 // run as they are; otherwise the primitives are created with format_tag::any, so oneDNN picks its
 // blocked layouts (nChw16c, ...). Weights always take oneDNN's layout (OIhw16i16o, ...). Operands in
-// another layout than the primitive's are reordered in and out through per-thread scratch buffers. Primitives
-// and their reorders are cached per geometry. f64, which oneDNN lacks, is reference_convolution.cpp.
+// another layout than the primitive's are reordered in and out through per-thread scratch buffers.
+// Primitives and their reorders are cached per geometry. f64, which oneDNN lacks, is
+// reference_convolution.cpp.
 #include <optional>
 
 #include "kernels/cpu/cpu_common.h"
