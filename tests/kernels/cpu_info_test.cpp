@@ -68,6 +68,7 @@ TEST(CpuInfo, FallbackCoreRoutesToOnednnAndNamesTheFix) {
     const GemmChoice c =
         choose_cpu_gemm(avx512_cpu(), libraries("Haswell", "avx512_core_bf16"), CpuGemm::automatic);
     EXPECT_EQ(c.library, CpuGemm::onednn);
+    EXPECT_EQ(c.min_work, kOnednnGemmMinWork);
     EXPECT_TRUE(has(c.reason, "Haswell")) << c.reason;
     const CpuVerdict v =
         check_cpu_gemm(avx512_cpu(), libraries("Haswell", "avx512_core_bf16"), CpuGemm::automatic);
@@ -100,11 +101,25 @@ TEST(CpuInfo, CoreForcedByTheEnvironmentIsNamed) {
         has(format_cpu_report(avx512_cpu(), libs, CpuGemm::automatic, 2), "chosen by OPENBLAS_CORETYPE"));
 }
 
-TEST(CpuInfo, KnownCoreKeepsOpenblas) {
+TEST(CpuInfo, BothFitOnAvx512SendsLargeProductsToOnednn) {
+    for (const auto& [core, isa] :
+         {std::pair{"SkylakeX", "avx512_core"}, std::pair{"Cooperlake", "avx512_core_bf16"}}) {
+        const GemmChoice c = choose_cpu_gemm(avx512_cpu(), libraries(core, isa), CpuGemm::automatic);
+        EXPECT_EQ(c.library, CpuGemm::onednn) << core;
+        EXPECT_EQ(c.min_work, kOnednnGemmMinWorkBothFit) << core;
+        EXPECT_TRUE(has(c.reason, "both fit")) << c.reason;
+        const CpuVerdict v = check_cpu_gemm(avx512_cpu(), libraries(core, isa), CpuGemm::automatic);
+        EXPECT_FALSE(v.below_machine) << core;
+        EXPECT_TRUE(v.fix.empty()) << v.fix;
+    }
+    // oneDNN held below AVX-512 (ONEDNN_MAX_CPU_ISA): OpenBLAS's AVX-512 kernels keep everything.
+    EXPECT_EQ(choose_cpu_gemm(avx512_cpu(), libraries("SkylakeX", "avx2"), CpuGemm::automatic).library,
+              CpuGemm::openblas);
+}
+
+TEST(CpuInfo, KnownCoreOnAvx2KeepsOpenblas) {
     for (const auto& [cpu, core, isa] :
-         {std::tuple{avx512_cpu(), "SkylakeX", "avx512_core"},
-          std::tuple{avx512_cpu(), "Cooperlake", "avx512_core_bf16"},
-          std::tuple{avx2_cpu(), "Haswell", "avx2"}, std::tuple{avx2_cpu(), "Zen", "avx2"}}) {
+         {std::tuple{avx2_cpu(), "Haswell", "avx2"}, std::tuple{avx2_cpu(), "Zen", "avx2"}}) {
         const GemmChoice c = choose_cpu_gemm(cpu, libraries(core, isa), CpuGemm::automatic);
         EXPECT_EQ(c.library, CpuGemm::openblas) << core;
         const CpuVerdict v = check_cpu_gemm(cpu, libraries(core, isa), CpuGemm::automatic);
@@ -176,11 +191,11 @@ TEST(CpuInfo, ParsesTheSetting) {
 TEST(CpuInfo, ReportNamesEveryFact) {
     const std::string r =
         format_cpu_report(avx512_cpu(), libraries("Haswell", "avx512_core_bf16"), CpuGemm::automatic, 2);
-    for (const char* part :
-         {"CPU info:", "AMD EPYC (AuthenticAMD, family 26, model 2); 2 threads",
-          "ISA: AVX AVX2 FMA AVX-512 AVX512_BF16 (level AVX-512)", "kernels: Haswell (AVX2)",
-          "oneDNN: 2.6.3; code for: avx512_core_bf16", "f32 GEMM: oneDNN (auto)",
-          "bf16: native (AVX512_BF16)", "verdict: ", "fix: start programs"})
+    for (const char* part : {"CPU info:", "AMD EPYC (AuthenticAMD, family 26, model 2); 2 threads",
+                             "ISA: AVX AVX2 FMA AVX-512 AVX512_BF16 (level AVX-512)",
+                             "kernels: Haswell (AVX2)", "oneDNN: 2.6.3; code for: avx512_core_bf16",
+                             "f32 GEMM: oneDNN from 32768 multiply-adds, OpenBLAS below (auto)",
+                             "bf16: native (AVX512_BF16)", "verdict: ", "fix: start programs"})
         EXPECT_TRUE(has(r, part)) << part << "\n" << r;
     const std::string ok = format_cpu_report(avx2_cpu(), libraries("Haswell", "avx2"), CpuGemm::automatic, 1);
     EXPECT_TRUE(has(ok, "f32 GEMM: OpenBLAS (auto)")) << ok;

@@ -54,19 +54,24 @@ const char* to_string(CpuGemm gemm);  // "auto", "openblas", "onednn"
 // "openblas", "onednn", "auto" (case-insensitive); throws ValueError naming `origin` for anything else.
 CpuGemm parse_cpu_gemm(std::string_view name, std::string_view origin);
 
+// Products smaller than these many multiply-adds (m * n * k) stay on OpenBLAS on the oneDNN route, where
+// oneDNN's per-call set-up costs more than it gains (measured, docs/ctk_info.md): 32^3 when OpenBLAS runs
+// below the CPU, 2^20 when both libraries fit it (OpenBLAS's kernels win small products there).
+constexpr long long kOnednnGemmMinWork = 32LL * 32 * 32;
+constexpr long long kOnednnGemmMinWorkBothFit = 1LL << 20;
+
 struct GemmChoice {
-    CpuGemm library = CpuGemm::openblas;  // never automatic
+    CpuGemm library = CpuGemm::openblas;  // never automatic: the library of products of min_work or more
+    long long min_work = 0;               // oneDNN route: smaller products use OpenBLAS
     std::string reason;                   // one line: why
 };
 
-// The route: a forced library when `requested` names one; otherwise OpenBLAS when its kernels are of the
-// CPU's level (or of a level ctk cannot tell), oneDNN when they are below it and oneDNN's are not.
+// The route: a forced library when `requested` names one; otherwise, by the levels of the CPU and the
+// libraries: oneDNN from 32^3 when OpenBLAS's kernels are below the CPU and oneDNN's are not; on
+// AVX-512 CPUs where both fit, oneDNN from 2^20 (its sgemm measured 5-20 % faster there, 2x at
+// 32x1024x256); OpenBLAS otherwise, and for a core ctk's table does not know (a newer OpenBLAS).
 // Deterministic: the same facts give the same route (no timing), so results never depend on load.
 GemmChoice choose_cpu_gemm(const CpuIsa& cpu, const MathLibraries& libraries, CpuGemm requested);
-
-// Products smaller than this many multiply-adds (m * n * k; 32^3) stay on OpenBLAS even on the oneDNN
-// route: oneDNN's per-call set-up costs more than the product (measured in docs/benchmarks.md).
-constexpr long long kOnednnGemmMinWork = 32LL * 32 * 32;
 
 // The doctor's verdict on the CPU's matrix products.
 struct CpuVerdict {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
+#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -143,22 +144,29 @@ CpuGemm parse_cpu_gemm(std::string_view name, std::string_view origin) {
 }
 
 GemmChoice choose_cpu_gemm(const CpuIsa& cpu, const MathLibraries& libraries, CpuGemm requested) {
-    if (requested == CpuGemm::openblas) return {CpuGemm::openblas, "requested (CTK_GEMM or set_cpu_gemm)"};
-    if (requested == CpuGemm::onednn) return {CpuGemm::onednn, "requested (CTK_GEMM or set_cpu_gemm)"};
+    if (requested == CpuGemm::openblas) return {CpuGemm::openblas, 0, "requested (CTK_GEMM or set_cpu_gemm)"};
+    if (requested == CpuGemm::onednn)
+        return {CpuGemm::onednn, kOnednnGemmMinWork, "requested (CTK_GEMM or set_cpu_gemm)"};
     const IsaLevel machine = isa_level(cpu);
     const IsaLevel blas = openblas_core_level(libraries.openblas_core);
     const IsaLevel dnn = onednn_isa_level(libraries.onednn_isa);
     if (blas == IsaLevel::unknown)
-        return {CpuGemm::openblas,
+        return {CpuGemm::openblas, 0,
                 concat("OpenBLAS's core '", libraries.openblas_core, "' is newer than ctk's table: trusted")};
+    if (blas >= machine && machine == IsaLevel::avx512 && dnn >= machine)
+        return {CpuGemm::onednn, kOnednnGemmMinWorkBothFit,
+                concat(openblas_kernels(libraries), " and oneDNN's ", libraries.onednn_isa,
+                       " code both fit this CPU; oneDNN's sgemm is the faster from 2^20 multiply-adds")};
     if (blas >= machine)
-        return {CpuGemm::openblas,
+        return {CpuGemm::openblas, 0,
                 concat(openblas_kernels(libraries), " fit this ", to_string(machine), " CPU")};
     if (dnn > blas)
-        return {CpuGemm::onednn, concat(openblas_kernels(libraries), " are below this ", to_string(machine),
-                                        " CPU; oneDNN generates ", libraries.onednn_isa, " code")};
-    return {CpuGemm::openblas, concat(openblas_kernels(libraries), " are below this ", to_string(machine),
-                                      " CPU, and oneDNN's ", libraries.onednn_isa, " code is no wider")};
+        return {CpuGemm::onednn, kOnednnGemmMinWork,
+                concat(openblas_kernels(libraries), " are below this ", to_string(machine),
+                       " CPU; oneDNN generates ", libraries.onednn_isa, " code")};
+    return {CpuGemm::openblas, 0,
+            concat(openblas_kernels(libraries), " are below this ", to_string(machine), " CPU, and oneDNN's ",
+                   libraries.onednn_isa, " code is no wider")};
 }
 
 CpuVerdict check_cpu_gemm(const CpuIsa& cpu, const MathLibraries& libraries, CpuGemm requested) {
@@ -238,8 +246,11 @@ std::string format_cpu_report(const CpuIsa& cpu, const MathLibraries& libraries,
                   libraries.openblas_coretype.empty() ? "" : ", chosen by OPENBLAS_CORETYPE", ")\n");
     out += concat("\t\toneDNN: ", libraries.onednn_version, "; code for: ", libraries.onednn_isa, " (",
                   to_string(onednn_isa_level(libraries.onednn_isa)), ")\n");
-    out += concat("\t\tf32 GEMM: ", choice.library == CpuGemm::onednn ? "oneDNN" : "OpenBLAS", " (",
-                  requested == CpuGemm::automatic ? "auto" : "CTK_GEMM", "): ", choice.reason, "\n");
+    out += concat("\t\tf32 GEMM: ",
+                  choice.library == CpuGemm::onednn
+                      ? concat("oneDNN from ", choice.min_work, " multiply-adds, OpenBLAS below")
+                      : std::string("OpenBLAS"),
+                  " (", requested == CpuGemm::automatic ? "auto" : "CTK_GEMM", "): ", choice.reason, "\n");
     out += concat("\t\tbf16: ",
                   cpu.amx_bf16 || cpu.avx512_bf16
                       ? concat("native (", cpu.amx_bf16 ? "AMX" : "AVX512_BF16", ") through oneDNN")
@@ -349,8 +360,8 @@ const MachineFacts& machine() {
 }
 
 std::mutex g_setting_mutex;
-std::optional<CpuGemm> g_setting;  // set_cpu_gemm's, or CTK_GEMM's once read
-std::atomic<int> g_route{-1};      // the cached route (a CpuGemm), -1 until chosen
+std::optional<CpuGemm> g_setting;        // set_cpu_gemm's, or CTK_GEMM's once read
+std::atomic<long long> g_threshold{-1};  // products of this many multiply-adds or more use oneDNN; -1 unset
 
 }  // namespace
 
@@ -366,7 +377,7 @@ CpuGemm cpu_gemm_setting() {
 void set_cpu_gemm(CpuGemm gemm) {
     std::lock_guard<std::mutex> lock(g_setting_mutex);
     g_setting = gemm;
-    g_route.store(-1, std::memory_order_relaxed);
+    g_threshold.store(-1, std::memory_order_relaxed);
 }
 
 GemmChoice cpu_gemm_choice() {
@@ -374,13 +385,20 @@ GemmChoice cpu_gemm_choice() {
 }
 
 namespace cpu {
-CpuGemm gemm_route() {
-    int route = g_route.load(std::memory_order_relaxed);
-    if (route < 0) {
-        route = static_cast<int>(cpu_gemm_choice().library);
-        g_route.store(route, std::memory_order_relaxed);
+long long onednn_gemm_threshold() {
+    long long threshold = g_threshold.load(std::memory_order_relaxed);
+    if (threshold < 0) {
+        const GemmChoice choice = cpu_gemm_choice();
+        threshold =
+            choice.library == CpuGemm::onednn ? choice.min_work : std::numeric_limits<long long>::max();
+        g_threshold.store(threshold, std::memory_order_relaxed);
     }
-    return static_cast<CpuGemm>(route);
+    return threshold;
+}
+
+CpuGemm gemm_route() {
+    return onednn_gemm_threshold() == std::numeric_limits<long long>::max() ? CpuGemm::openblas
+                                                                            : CpuGemm::onednn;
 }
 }  // namespace cpu
 

@@ -18,7 +18,7 @@ CBLAS_TRANSPOSE blas_trans(bool t) {
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
     if (m == 0 || n == 0) return;
-    if (m * n * k >= kOnednnGemmMinWork && gemm_route() == CpuGemm::onednn) {
+    if (m * n * k >= onednn_gemm_threshold()) {
         const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a,
                                                 lda, b, ldb, beta, c, ldc);
         CTK_CHECK(status == dnnl_success, Error, "oneDNN sgemm failed (status ", static_cast<int>(status),

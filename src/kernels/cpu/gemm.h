@@ -14,8 +14,10 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
-// The library f32 products of at least kOnednnGemmMinWork multiply-adds use now (cached; set_cpu_gemm
-// clears the cache).
+// f32 products of this many multiply-adds or more go to oneDNN, smaller ones to OpenBLAS (the maximum of
+// long long on the OpenBLAS route); cached, set_cpu_gemm clears the cache.
+long long onednn_gemm_threshold();
+// The library of large f32 products now: onednn when onednn_gemm_threshold() is finite.
 CpuGemm gemm_route();
 
 }  // namespace ctk::cpu
