@@ -63,7 +63,8 @@ def run_ctk(args, n, threads, dtype, env):
 
 TORCH = r"""
 import sys, time, statistics, torch
-n, threads, dtype, min_time, warmup = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+n, threads, dtype = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+min_time, warmup = float(sys.argv[4]), float(sys.argv[5])
 torch.set_num_threads(threads)
 dt = torch.bfloat16 if dtype == "bf16" else torch.float32
 g = torch.Generator().manual_seed(1)
@@ -90,7 +91,7 @@ def run_torch(args, n, threads, dtype, coretype):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ctk-bench", default="build/bench/ctk_bench")
-    parser.add_argument("--sizes", default="512,1024,2048,4096")
+    parser.add_argument("--sizes", default="512,1024,2048,4096", help="sizes of ctk_bench's gemm_N cases")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--dtypes", default="f32,bf16")
     parser.add_argument("--rounds", type=int, default=3)

@@ -108,9 +108,10 @@ class GPUInfo:
 class CPUInfo:
     """The CPU doctor: `vendor`, `model_name`, `family`, `model`, `isa` (a list: 'avx', 'avx2', 'avx512',
     'avx512_bf16', 'avx512_fp16', 'amx_bf16'), `level` ('SSE' .. 'AVX-512'); OpenBLAS's `openblas_config`,
-    `openblas_core`, `openblas_level` and `openblas_coretype` (OPENBLAS_CORETYPE if it is set); oneDNN's `onednn_version` and `onednn_isa`; the f32 GEMM route:
-    `gemm` ('openblas' or 'onednn'), `gemm_setting` ('auto', or what CTK_GEMM / set_cpu_gemm asked for) and
-    `gemm_reason`; the verdict: `below_machine`, `verdict`, `fix` (empty when nothing needs doing)."""
+    `openblas_core`, `openblas_level` and `openblas_coretype` (OPENBLAS_CORETYPE if it is set); oneDNN's
+    `onednn_version` and `onednn_isa`; the f32 GEMM route: `gemm` ('openblas' or 'onednn'), `gemm_setting`
+    ('auto', or what CTK_GEMM / set_cpu_gemm asked for), `gemm_reason` and `gemm_min_work` (on the oneDNN
+    route, products of fewer multiply-adds stay on OpenBLAS); the verdict: `below_machine`, `verdict`, `fix` (empty when nothing needs doing)."""
 
     def __init__(self, d):
         self.__dict__.update(d)
@@ -165,6 +166,20 @@ def cpu_gemm():
     return _ctk._cpu_gemm()
 
 
+def set_cpu_channels_last(on):
+    """Whether CPU convolutions write channels-last activations, which batch normalization, pooling and
+    the element-wise ops keep (the default: no reorders between them). False keeps every activation
+    row-major, as CTK_CHANNELS_LAST=0 does; results differ only by f32 rounding."""
+    _ctk._set_cpu_channels_last(bool(on))
+
+
+def cpu_channels_last():
+    """True when CPU convolutions write channels-last activations (see set_cpu_channels_last)."""
+    return _ctk._cpu_channels_last()
+
+
 __all__ = ['DeviceDescriptor', 'DeviceKind', 'cpu', 'gpu', 'all_devices', 'use_default_device',
-           'try_set_default_device', 'set_excluded_devices', 'get_gpu_properties', 'info', 'Info', 'GPUInfo', 'CPUInfo', 'set_cpu_gemm', 'cpu_gemm',
+           'try_set_default_device', 'set_excluded_devices', 'get_gpu_properties', 'info', 'Info', 'GPUInfo',
+           'CPUInfo', 'set_cpu_gemm', 'cpu_gemm',
+           'set_cpu_channels_last', 'cpu_channels_last',
            'Verdict']

@@ -62,6 +62,7 @@ py::dict cpu_dict() {
     out["gemm_setting"] = to_string(setting);
     out["gemm"] = to_string(choice.library);
     out["gemm_reason"] = choice.reason;
+    out["gemm_min_work"] = choice.min_work;
     out["below_machine"] = verdict.below_machine;
     out["verdict"] = verdict.verdict;
     out["fix"] = verdict.fix;
@@ -136,6 +137,8 @@ void bind_device(py::module_& m) {
     m.def("_set_cpu_gemm",
           [](const std::string& name) { set_cpu_gemm(parse_cpu_gemm(name, "set_cpu_gemm")); });
     m.def("_cpu_gemm", [] { return std::string(to_string(cpu_gemm_choice().library)); });
+    m.def("_set_cpu_channels_last", &set_cpu_channels_last, py::arg("on"));
+    m.def("_cpu_channels_last", &cpu_channels_last);
     m.def("_gpu_properties", [](const Device& d) {
         CTK_CHECK(d.is_cuda(), ValueError, "get_gpu_properties: ", descriptor_string(d), " is not a GPU");
         const cuda::DeviceProperties p = cuda::properties(d.index);

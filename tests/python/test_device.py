@@ -131,6 +131,7 @@ def test_cpu_doctor_and_gemm_route():
     cpu = C.device.info().cpu
     assert cpu.vendor and cpu.level in ('SSE', 'AVX', 'AVX2', 'AVX-512')
     assert cpu.gemm in ('openblas', 'onednn') and cpu.gemm_reason
+    assert cpu.gemm_min_work > 0 if cpu.gemm == 'onednn' else cpu.gemm_min_work == 0
     assert 'OpenBLAS' in cpu.openblas_config and cpu.onednn_version
     assert ('f32 GEMM: ' in str(C.device.info())) and ('verdict: %s' % cpu.verdict) in str(C.device.info())
     x = C.input_variable(300)
@@ -150,3 +151,19 @@ def test_cpu_doctor_and_gemm_route():
     want = data.astype(np.float64) @ w.value.astype(np.float64)
     for library, got in results.items():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=library)
+
+
+def test_cpu_channels_last_switch_gives_the_same_numbers():
+    x = C.input_variable((3, 8, 8))
+    conv = C.layers.Convolution2D((3, 3), 16, pad=True, activation=C.relu, init=C.glorot_uniform(seed=1))
+    z = C.layers.Sequential([conv, C.layers.BatchNormalization(), C.layers.MaxPooling((2, 2), strides=2)])(x)
+    data = np.random.RandomState(1).rand(4, 3, 8, 8).astype(np.float32)
+    assert C.device.cpu_channels_last()
+    try:
+        on = z.eval({x: data})
+        C.device.set_cpu_channels_last(False)
+        assert not C.device.cpu_channels_last()
+        off = z.eval({x: data})
+    finally:
+        C.device.set_cpu_channels_last(True)
+    np.testing.assert_allclose(on, off, rtol=1e-5, atol=1e-5)
