@@ -8,6 +8,7 @@
 
 #include "ctk/kernel_table.h"
 #include "ctk/ops.h"
+#include "kernels/activation_layout.h"
 
 namespace ctk {
 
@@ -57,7 +58,7 @@ void check_param(const char* op, const char* name, const Tensor& t, const Tensor
 // y or dx: channels-last when x is and the CPU kernel keeps that layout (per-channel statistics of data
 // of rank 3 to 5: the graph views an image batch as [N, C, H * W]), row-major otherwise.
 Tensor activation_like(const Tensor& x, const BatchNormAttrs& attrs) {
-    if (attrs.spatial && x.rank() >= 3 && x.rank() <= 5) return empty_in_layout_of(x, x.shape(), x.dtype());
+    if (attrs.spatial && x.rank() >= 3 && x.rank() <= 5) return detail::activation_in_layout_of(x, x.shape());
     return Tensor::empty(x.shape(), x.dtype(), x.device());
 }
 

@@ -6,6 +6,7 @@
 #include "ctk/kernel_table.h"
 #include "ctk/kernels/cpu_info.h"
 #include "ctk/ops.h"
+#include "kernels/activation_layout.h"
 
 namespace ctk {
 
@@ -132,8 +133,8 @@ Dims conv_output_spatial(const Shape& x, const Shape& w, const ConvAttrs& attrs)
 namespace {
 // CPU convolutions in f32 and bf16 (oneDNN's) write channels-last activations (cpu_info.h).
 bool writes_channels_last(const Tensor& like, const Shape& shape) {
-    return like.device().is_cpu() && (like.dtype() == DataType::f32 || like.dtype() == DataType::bf16) &&
-           shape.rank() >= 3 && shape.rank() <= 5 && cpu_channels_last();
+    return detail::cpu_kernels_take_channels_last(like) && shape.rank() >= 3 && shape.rank() <= 5 &&
+           cpu_channels_last();
 }
 }  // namespace
 

@@ -13,7 +13,10 @@ DropoutResult dropout(const Tensor& x, double rate, Generator& generator) {
     // Written so that NaN fails too; rate 1 would scale by 1 / 0.
     CTK_CHECK(rate >= 0.0 && rate < 1.0, ValueError, "dropout: rate must be in [0, 1), got ", rate,
               " for operand 'x' of shape ", x.shape().to_string());
-    DropoutResult r{empty_in_layout_of(x, x.shape(), x.dtype()), empty_in_layout_of(x, x.shape(), x.dtype())};
+    // Row-major outputs whatever x's layout: the mask's random stream is indexed by the row-major
+    // position, the same on every device and layout.
+    DropoutResult r{Tensor::empty(x.shape(), x.dtype(), x.device()),
+                    Tensor::empty(x.shape(), x.dtype(), x.device())};
     if (x.numel() > 0) {
         const Tensor inputs[] = {x};
         Tensor outputs[] = {r.y, r.mask};

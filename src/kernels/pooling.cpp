@@ -4,6 +4,7 @@
 
 #include "ctk/kernel_table.h"
 #include "ctk/ops.h"
+#include "kernels/activation_layout.h"
 
 namespace ctk {
 
@@ -91,7 +92,7 @@ PoolResult pooling(const Tensor& x, const PoolAttrs& attrs, bool training) {
     Geometry g = check_geometry(op, x.shape(), attrs);
     PoolResult r;
     // The workspace (max pooling in training) is allocated by the kernel: only it knows the layout.
-    Tensor outs[] = {empty_in_layout_of(x, output_shape(x.shape(), g.out), x.dtype()), Tensor()};
+    Tensor outs[] = {detail::activation_in_layout_of(x, output_shape(x.shape(), g.out)), Tensor()};
     const bool with_workspace = training && g.attrs.kind == PoolKind::max;
     if (x.numel() > 0) {
         const Tensor inputs[] = {crop_negative_pads(x, g.attrs)};
@@ -125,9 +126,9 @@ Tensor pooling_backward(const Tensor& dy, const Tensor& x, const Tensor& workspa
     const Tensor xv = crop_negative_pads(x, a);
     const bool cropping = xv.shape() != x.shape();
     // Cropped cells never reach a window, so their gradient is zero.
-    Tensor dx = empty_in_layout_of(x, x.shape(), x.dtype());
+    Tensor dx = detail::activation_in_layout_of(x, x.shape());
     if (cropping) dx.fill(0.0);
-    Tensor out = cropping ? empty_in_layout_of(x, xv.shape(), x.dtype()) : dx;
+    Tensor out = cropping ? detail::activation_in_layout_of(x, xv.shape()) : dx;
     const Tensor inputs[] = {dy, xv, workspace};
     dispatch(OpKind::pooling_backward, inputs, std::span<Tensor>(&out, 1), a);
     if (cropping) crop_negative_pads(dx, g.attrs).copy_from(out);

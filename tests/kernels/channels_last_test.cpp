@@ -164,3 +164,38 @@ TEST(ChannelsLast, ReductionsInMemoryOrder) {
         }
     EXPECT_LT(max_abs_diff(sum_to_shape(ac, Shape{5, 1, 1}), sum_to_shape(a, Shape{5, 1, 1})), 1e-5);
 }
+
+TEST(ChannelsLast, OtherKernelsAndOperandsSeeTheRightLayout) {
+    const Tensor a = random(Shape{2, 10, 6, 6}, 31);
+    Tensor ac = empty_channels_last(a.shape(), DataType::f32);
+    ac.copy_from(a);
+    // f64 (the reference kernels) of a channels-last tensor: cast keeps the layout, pooling and batch
+    // normalization then give row-major results with the right values.
+    PoolAttrs pa;
+    pa.kernel = {2, 2};
+    pa.strides = {2, 2};
+    pa.pad_lo = pa.pad_hi = {0, 0};
+    const Tensor a64 = cast(ac, DataType::f64);
+    EXPECT_LT(max_abs_diff(pooling(a64, pa, false).y, pooling(a.to(DataType::f64), pa, false).y), 1e-12);
+    const Tensor s64 = Tensor::ones(Shape{10}, DataType::f64), b64 = Tensor::zeros(Shape{10}, DataType::f64);
+    EXPECT_LT(max_abs_diff(batch_norm_training(a64, s64, b64, {}).y,
+                           batch_norm_training(a.to(DataType::f64), s64, b64, {}).y),
+              1e-12);
+    // Global max pooling (a 1x1 map, both layouts at once) forward and backward: the workspace means
+    // the same to both passes.
+    pa.kernel = pa.strides = {6, 6};
+    const PoolResult g = pooling(ac, pa, true), gr = pooling(a, pa, true);
+    EXPECT_LT(max_abs_diff(g.y, gr.y), 1e-7);
+    const Tensor dy = random(g.y.shape(), 32);
+    EXPECT_LT(max_abs_diff(pooling_backward(dy, ac, g.workspace, pa), pooling_backward(dy, a, gr.workspace, pa)),
+              1e-7);
+    // Dropout draws the same mask for either layout (its stream is indexed by the row-major position).
+    Generator g1(5), g2(5);
+    EXPECT_EQ(max_abs_diff(dropout(ac, 0.5, g1).y, dropout(a, 0.5, g2).y), 0.0);
+    // A channels-last weight is read as a weight.
+    const Tensor w = random(Shape{4, 10, 3, 3}, 33);
+    Tensor wc = empty_channels_last(w.shape(), DataType::f32);
+    wc.copy_from(w);
+    ConvAttrs ca;
+    EXPECT_LT(max_abs_diff(convolution(a, wc, Tensor(), ca), convolution(a, w, Tensor(), ca)), 1e-5);
+}

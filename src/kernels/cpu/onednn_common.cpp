@@ -69,6 +69,22 @@ Tensor dense(const Tensor& t) {
     return t.is_contiguous() || is_channels_last(t) ? t : t.contiguous();
 }
 
+bool in_layout(const Tensor& t, bool channels_last) {
+    if (!channels_last) return t.is_contiguous();
+    if (t.rank() < 3) return false;
+    const Dims want = channels_last_strides(t.shape());
+    for (int i = 0; i < t.rank(); ++i)
+        if (t.dim(i) != 1 && t.strides()[static_cast<size_t>(i)] != want[static_cast<size_t>(i)])
+            return false;
+    return true;
+}
+
+Tensor output_in_layout(const Tensor& out, bool channels_last) {
+    if (in_layout(out, channels_last)) return out;
+    return channels_last ? empty_channels_last(out.shape(), out.dtype(), out.device())
+                         : Tensor::empty(out.shape(), out.dtype(), out.device());
+}
+
 Tensor as_channels_last(const Tensor& t) {
     if (is_channels_last(t)) return t;
     Tensor converted = empty_channels_last(t.shape(), t.dtype(), t.device());

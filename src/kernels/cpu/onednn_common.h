@@ -32,6 +32,12 @@ dnnl::memory::desc channels_last_desc(const Shape& shape, DataType dtype);
 Tensor dense(const Tensor& t);
 // `t` itself when channels-last, else a channels-last copy (an operand from a row-major op).
 Tensor as_channels_last(const Tensor& t);
+// True when t lies densely in the channels-last layout (channels_last) or row-major (!channels_last).
+// A tensor with one channel or one pixel is both.
+bool in_layout(const Tensor& t, bool channels_last);
+// `out` itself when it lies in the layout, else a new tensor in it (for the kernel to write and then
+// copy into `out`).
+Tensor output_in_layout(const Tensor& out, bool channels_last);
 // 1 for a channels-last tensor, 0 otherwise: part of a cached plan's key.
 inline int64_t layout_code(const Tensor& t) {
     return is_channels_last(t) ? 1 : 0;

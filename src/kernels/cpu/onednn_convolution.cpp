@@ -202,7 +202,11 @@ void convolution_kernel(const KernelCall& call) {
                                                                      : Pass::backward_weights;
     // Dense inputs (row-major or channels-last) let the reorders use their JIT kernels; other strided
     // views would take oneDNN's generic reorder.
-    const Tensor a = onednn::dense(call.inputs[0]), b = onednn::dense(call.inputs[1]);
+    // The second operand is the weight (row-major, as the plan describes it) except in the weight
+    // gradient's pass, where it is dy.
+    const Tensor a = onednn::dense(call.inputs[0]);
+    const Tensor b =
+        pass == Pass::backward_weights ? onednn::dense(call.inputs[1]) : call.inputs[1].contiguous();
     const Tensor& out = call.outputs[0];
     Tensor bias;
     if (pass == Pass::forward && call.inputs.size() > 2 && call.inputs[2].defined())

@@ -150,11 +150,12 @@ std::shared_ptr<const Plan> plan_for(Pass pass, const Shape& x, const Shape& y, 
 
 void pooling_kernel(const KernelCall& call) {
     const PoolAttrs& a = call.attr<PoolAttrs>();
-    // oneDNN's JIT pooling wants dense tensors; strided views would take its reference kernel. y was
-    // allocated in x's layout, channels-last or row-major; x is brought to y's (a cropped view is neither).
-    const Tensor& y = call.outputs[0];
-    const bool channels_last = is_channels_last(y);
-    const Tensor x = channels_last ? onednn::as_channels_last(call.inputs[0]) : call.inputs[0].contiguous();
+    // oneDNN's JIT pooling wants dense tensors; strided views would take its reference kernel. The layout
+    // follows x, as the backward kernel's does (both see x), so the workspace means the same to both; y
+    // is written through a staging tensor when it lies otherwise (x a cropped view of a channels-last map).
+    const bool channels_last = is_channels_last(call.inputs[0]);
+    const Tensor x = channels_last ? call.inputs[0] : call.inputs[0].contiguous();
+    const Tensor y = onednn::output_in_layout(call.outputs[0], channels_last);
     const bool with_workspace = call.outputs.size() > 1;
     try {
         auto plan = plan_for(with_workspace ? Pass::training : Pass::inference, x.shape(), y.shape(),
@@ -183,6 +184,7 @@ void pooling_kernel(const KernelCall& call) {
         plan->prim.execute(onednn::stream(), args);
         if (plan->staged) plan->out.execute(onednn::stream(), args.at(DNNL_ARG_DST), dst);
         onednn::stream().wait();
+        if (!y.shares_storage(call.outputs[0])) call.outputs[0].copy_from(y);
     } catch (const dnnl::error& e) {
         onednn::rethrow("pooling", e);
     }
@@ -190,9 +192,9 @@ void pooling_kernel(const KernelCall& call) {
 
 void pooling_backward_kernel(const KernelCall& call) {
     const PoolAttrs& a = call.attr<PoolAttrs>();
-    // dx is in the forward's x layout (the op allocates it so), which the workspace was written for.
-    const Tensor& dx = call.outputs[0];
-    const bool channels_last = is_channels_last(dx);
+    // The forward's layout, decided by x as there, which the workspace was written for.
+    const bool channels_last = is_channels_last(call.inputs[1]);
+    const Tensor dx = onednn::output_in_layout(call.outputs[0], channels_last);
     const Tensor dy = channels_last ? onednn::as_channels_last(call.inputs[0]) : call.inputs[0].contiguous();
     const Tensor& workspace = call.inputs[2];
     try {
@@ -224,6 +226,7 @@ void pooling_backward_kernel(const KernelCall& call) {
         plan->prim.execute(onednn::stream(), args);
         if (plan->staged) plan->out.execute(onednn::stream(), args.at(DNNL_ARG_DIFF_SRC), diff_src);
         onednn::stream().wait();
+        if (!dx.shares_storage(call.outputs[0])) call.outputs[0].copy_from(dx);
     } catch (const dnnl::error& e) {
         onednn::rethrow("pooling_backward", e);
     }
