@@ -187,8 +187,9 @@ TEST(ChannelsLast, OtherKernelsAndOperandsSeeTheRightLayout) {
     const PoolResult g = pooling(ac, pa, true), gr = pooling(a, pa, true);
     EXPECT_LT(max_abs_diff(g.y, gr.y), 1e-7);
     const Tensor dy = random(g.y.shape(), 32);
-    EXPECT_LT(max_abs_diff(pooling_backward(dy, ac, g.workspace, pa), pooling_backward(dy, a, gr.workspace, pa)),
-              1e-7);
+    EXPECT_LT(
+        max_abs_diff(pooling_backward(dy, ac, g.workspace, pa), pooling_backward(dy, a, gr.workspace, pa)),
+        1e-7);
     // Dropout draws the same mask for either layout (its stream is indexed by the row-major position).
     Generator g1(5), g2(5);
     EXPECT_EQ(max_abs_diff(dropout(ac, 0.5, g1).y, dropout(a, 0.5, g2).y), 0.0);
