@@ -26,6 +26,7 @@ BELOW = {
     "formats": ["graph"],
     "distributed": ["learners", "formats"],
     "train": ["learners", "layers", "io", "formats", "distributed"],
+    "c": ["train"],
 }
 
 # The layer of each public header directly in include/ctk/ (one in include/ctk/<layer>/ is of that layer);
