@@ -13,6 +13,23 @@ using namespace ctk;        // NOLINT(google-build-using-namespace): the C entry
 using namespace ctk::capi;  // NOLINT(google-build-using-namespace)
 
 namespace ctk::capi {
+namespace {
+
+// A batch given for an input with a sequence axis is a batch of one-frame sequences: CNTK's C# inputs
+// have a sequence axis by default, and its Value.CreateBatch makes such batches for them.
+Value as_input_of(const Variable& var, const Value& value) {
+    if (!var.has_sequence_axis() || value.has_layout() || !var.shape_known()) return value;
+    const Dims dims = value.shape().dims();
+    if (dims.size() != var.shape().size() + 1) return value;
+    const int64_t batch = dims[0];
+    auto layout = std::make_shared<const SequenceLayout>(std::vector<int64_t>(static_cast<size_t>(batch), 1));
+    if (value.is_one_hot()) return value.one_hot_reshaped({batch, 1}).with_layout(layout);
+    Dims framed{batch, 1};
+    framed.insert(framed.end(), dims.begin() + 1, dims.end());
+    return Value(value.data().reshape(framed), layout);
+}
+
+}  // namespace
 
 ValueMap bind_inputs(const ctk_variable_t* const* inputs, const ctk_value_t* const* values, int64_t n) {
     CTK_CHECK(n >= 0, ValueError, "input count ", n, " is negative");
@@ -33,7 +50,7 @@ ValueMap bind_inputs(const ctk_variable_t* const* inputs, const ctk_value_t* con
                 bind_minibatch({{value.stream, *value.from_reader}}, StreamMap{{var, value.stream}});
             args[var] = std::move(fitted.at(var));
         } else {
-            args[var] = value.value;
+            args[var] = as_input_of(var, value.value);
         }
     }
     return args;
