@@ -176,16 +176,19 @@ namespace CNTK
             return Create<T>(dimension, batchOfSequences, null, device, readOnly);
         }
 
+        public static Value CreateBatchOfSequences<T>(int dimension, IEnumerable<IEnumerable<int>> batchOfSequences,
+                                                      IEnumerable<bool> sequenceStartFlags, DeviceDescriptor device, bool readOnly = false)
+        {
+            return Create<T>(dimension, batchOfSequences, sequenceStartFlags, device, readOnly);
+        }
+
         public static Value Create<T>(int dimension, IEnumerable<IEnumerable<int>> sequences, IEnumerable<bool> sequenceStartFlags,
                                       DeviceDescriptor device, bool readOnly = false)
         {
             List<int[]> seqs = sequences.Select(s => s.ToArray()).ToList();
             long[] lengths = seqs.Select(s => (long)s.Length).ToArray();
             long[] indices = seqs.SelectMany(s => s).Select(i => (long)i).ToArray();
-            int[] flags = StartFlags(sequenceStartFlags, seqs.Count);
-            if (flags != null && flags.Any(c => c != 0))
-                throw new NotSupportedException("one-hot sequences continuing a previous minibatch are not supported; give them as dense values");
-            return OneHot<T>(dimension, indices, lengths, null, device);
+            return OneHot<T>(dimension, indices, lengths, StartFlags(sequenceStartFlags, seqs.Count), device);
         }
 
         static Value OneHot<T>(int dimension, long[] indices, long[] lengths, int[] continues, DeviceDescriptor device)
@@ -193,7 +196,7 @@ namespace CNTK
             Status.EnsureAbi();
             ValueHandle h;
             Status.Check(Native.ctk_value_create_one_hot(dimension, indices, indices.Length, lengths, lengths == null ? 0 : lengths.Length,
-                                                         DataTypes.Of<T>(), DeviceDescriptor.Native_(device), out h));
+                                                         continues, DataTypes.Of<T>(), DeviceDescriptor.Native_(device), out h));
             return new Value(h);
         }
 
@@ -220,8 +223,6 @@ namespace CNTK
             int nnz = colStarts[sequenceLength];
             if (rowIndices == null || nonZeroValues == null || rowIndices.Length < nnz || nonZeroValues.Length < nnz)
                 throw new ArgumentException(string.Format("rowIndices and nonZeroValues need {0} entries", nnz));
-            if (!sequenceStartFlag)
-                throw new NotSupportedException("sparse sequences continuing a previous minibatch are not supported");
             long[] starts = colStarts.Select(c => (long)c).ToArray();
             long[] rows = rowIndices.Select(r => (long)r).ToArray();
             long[] lengths = { sequenceLength };
@@ -230,7 +231,8 @@ namespace CNTK
             {
                 ValueHandle h;
                 Status.Check(Native.ctk_value_create_sparse_csc(DataTypes.Of<T>(), dimension, sequenceLength, starts, rows, pin.AddrOfPinnedObject(),
-                                                                lengths, 1, DeviceDescriptor.Native_(device), out h));
+                                                                lengths, 1, new[] { sequenceStartFlag ? 0 : 1 },
+                                                                DeviceDescriptor.Native_(device), out h));
                 return new Value(h);
             }
             finally { pin.Free(); }

@@ -217,7 +217,7 @@ namespace CNTK
             return new Constant(Make(new NDShape(), DataTypes.FromNative(DataTypes.Of<T>()), Convert.ToDouble(value), ""));
         }
 
-        public static Constant Scalar(DataType dataType, double value, DeviceDescriptor device)
+        public static Constant Scalar(DataType dataType, double value, DeviceDescriptor device = null)
         {
             return new Constant(Make(new NDShape(), dataType, value, ""));
         }

@@ -76,6 +76,14 @@ std::vector<int64_t> lengths_arg(const int64_t* lengths, int64_t num_sequences, 
     return out;
 }
 
+// CNTK's seq_starts as ctk's `continues` flags (empty: every sequence starts here).
+std::vector<bool> flags_of(const int32_t* continues, const int64_t* lengths, int64_t num_sequences) {
+    std::vector<bool> flags;
+    if (continues == nullptr || lengths == nullptr) return flags;
+    for (int64_t i = 0; i < num_sequences; ++i) flags.push_back(continues[i] != 0);
+    return flags;
+}
+
 // Frames [count, sample...] cut into sequences of `lengths`.
 Value sequences_of(const Tensor& frames, const std::vector<int64_t>& lengths, std::vector<bool> continues) {
     std::vector<Tensor> seqs;
@@ -92,7 +100,7 @@ Value sequences_of(const Tensor& frames, const std::vector<int64_t>& lengths, st
 
 // A one-hot value from per-sample indices, as a batch or as sequences.
 Value one_hot_of(const std::vector<int64_t>& indices, int64_t num_classes, const int64_t* lengths,
-                 int64_t num_sequences, DataType dtype) {
+                 int64_t num_sequences, const std::vector<bool>& continues, DataType dtype) {
     const auto count = static_cast<int64_t>(indices.size());
     if (lengths == nullptr) return Value::one_hot(Tensor::from_vector(indices, Shape({count})), num_classes, dtype);
     const std::vector<int64_t> lens = lengths_arg(lengths, num_sequences, count, "samples");
@@ -103,7 +111,8 @@ Value one_hot_of(const std::vector<int64_t>& indices, int64_t num_classes, const
         std::copy_n(indices.begin() + at, lens[s], padded.begin() + static_cast<int64_t>(s) * longest);
         at += lens[s];
     }
-    auto layout = std::make_shared<const SequenceLayout>(lens);
+    auto layout = continues.empty() ? std::make_shared<const SequenceLayout>(lens)
+                                    : std::make_shared<const SequenceLayout>(lens, continues);
     return Value::one_hot(Tensor::from_vector(padded, Shape({num_sequences, longest})), num_classes, dtype, layout);
 }
 
@@ -152,17 +161,15 @@ ctk_status ctk_value_create_sequences(int32_t dtype, const int64_t* sample_shape
         Dims all{frames};
         all.insert(all.end(), sample.begin(), sample.end());
         const Tensor t = copy_in(all, dt, data, "data");
-        std::vector<bool> cont;
-        if (continues != nullptr)
-            for (int64_t i = 0; i < num_sequences; ++i) cont.push_back(continues[i] != 0);
-        const Value v = sequences_of(t, lengths_arg(lengths, num_sequences, frames, "frames"), cont);
+        const Value v = sequences_of(t, lengths_arg(lengths, num_sequences, frames, "frames"),
+                                     flags_of(continues, lengths, num_sequences));
         *out = new_value(v.to(device_arg(device)));
     });
 }
 
 ctk_status ctk_value_create_one_hot(int64_t num_classes, const int64_t* indices, int64_t count,
-                                    const int64_t* lengths, int64_t num_sequences, int32_t dtype, ctk_device device,
-                                    ctk_value_t** out) {
+                                    const int64_t* lengths, int64_t num_sequences, const int32_t* continues,
+                                    int32_t dtype, ctk_device device, ctk_value_t** out) {
     return guarded(__func__, [&] {
         required(out, "out");
         const DataType dt = dtype_arg(dtype, "dtype");
@@ -173,14 +180,15 @@ ctk_status ctk_value_create_one_hot(int64_t num_classes, const int64_t* indices,
         for (int64_t i = 0; i < count; ++i)
             CTK_CHECK(idx[static_cast<size_t>(i)] >= -1 && idx[static_cast<size_t>(i)] < num_classes, IndexError,
                       "indices[", i, "] is ", idx[static_cast<size_t>(i)], ", outside [-1, ", num_classes, ")");
-        const Value v = one_hot_of(idx, num_classes, lengths, num_sequences, dt);
+        const Value v = one_hot_of(idx, num_classes, lengths, num_sequences, flags_of(continues, lengths, num_sequences), dt);
         *out = new_value(v.to(device_arg(device)));
     });
 }
 
 ctk_status ctk_value_create_sparse_csc(int32_t dtype, int64_t dim, int64_t num_columns, const int64_t* col_starts,
                                        const int64_t* row_indices, const void* values, const int64_t* lengths,
-                                       int64_t num_sequences, ctk_device device, ctk_value_t** out) {
+                                       int64_t num_sequences, const int32_t* continues, ctk_device device,
+                                       ctk_value_t** out) {
     return guarded(__func__, [&] {
         required(out, "out");
         const DataType dt = dtype_arg(dtype, "dtype");
@@ -211,7 +219,7 @@ ctk_status ctk_value_create_sparse_csc(int32_t dtype, int64_t dim, int64_t num_c
         }
         Value v;
         if (one_hot) {
-            v = one_hot_of(hot, dim, lengths, num_sequences, dt);
+            v = one_hot_of(hot, dim, lengths, num_sequences, flags_of(continues, lengths, num_sequences), dt);
         } else {
             Tensor dense = Tensor::zeros(Shape({num_columns, dim}), dt);
             auto* base = static_cast<char*>(dense.raw_data());
@@ -220,7 +228,8 @@ ctk_status ctk_value_create_sparse_csc(int32_t dtype, int64_t dim, int64_t num_c
                     std::memcpy(base + (j * dim + row_indices[k]) * size_of(dt),
                                 static_cast<const char*>(values) + k * size_of(dt), size_of(dt));
             v = lengths == nullptr ? Value(dense)
-                                   : sequences_of(dense, lengths_arg(lengths, num_sequences, num_columns, "columns"), {});
+                                   : sequences_of(dense, lengths_arg(lengths, num_sequences, num_columns, "columns"),
+                                                  flags_of(continues, lengths, num_sequences));
         }
         *out = new_value(v.to(device_arg(device)));
     });

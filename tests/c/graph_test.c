@@ -226,16 +226,16 @@ int main(int argc, char** argv) {
     OK(ctk_times(o, w2, 1, -1, NULL, &embed));
     int64_t hot[3] = {2, 0, -1};
     ctk_value_t* one_hot;
-    OK(ctk_value_create_one_hot(4, hot, 3, NULL, 0, CTK_FLOAT32, kCpu, &one_hot));
+    OK(ctk_value_create_one_hot(4, hot, 3, NULL, 0, NULL, CTK_FLOAT32, kCpu, &one_hot));
     const float want_rows[6] = {20, 21, 0, 1, 0, 0};
     eval1(embed, o, one_hot, got, 6);
     check_floats(got, want_rows, 6, "one-hot rows");
     int64_t out_of_range[1] = {4};
-    FAILS(ctk_value_create_one_hot(4, out_of_range, 1, NULL, 0, CTK_FLOAT32, kCpu, &bad), CTK_ERROR_INDEX, "outside");
+    FAILS(ctk_value_create_one_hot(4, out_of_range, 1, NULL, 0, NULL, CTK_FLOAT32, kCpu, &bad), CTK_ERROR_INDEX, "outside");
     int64_t col_starts[3] = {0, 2, 3}, rows[3] = {1, 3, 0};
     float nz[3] = {1, 2, 0.5f};
     ctk_value_t* csc;
-    OK(ctk_value_create_sparse_csc(CTK_FLOAT32, 4, 2, col_starts, rows, nz, NULL, 0, kCpu, &csc));
+    OK(ctk_value_create_sparse_csc(CTK_FLOAT32, 4, 2, col_starts, rows, nz, NULL, 0, NULL, kCpu, &csc));
     int32_t is_hot = -1;
     OK(ctk_value_is_one_hot(csc, &is_hot));
     CHECK(is_hot == 0);
@@ -245,14 +245,14 @@ int main(int argc, char** argv) {
     int64_t hot_starts[3] = {0, 1, 2}, hot_rows[2] = {3, 1};
     float ones[2] = {1, 1};
     ctk_value_t* csc_hot;
-    OK(ctk_value_create_sparse_csc(CTK_FLOAT32, 4, 2, hot_starts, hot_rows, ones, NULL, 0, kCpu, &csc_hot));
+    OK(ctk_value_create_sparse_csc(CTK_FLOAT32, 4, 2, hot_starts, hot_rows, ones, NULL, 0, NULL, kCpu, &csc_hot));
     OK(ctk_value_is_one_hot(csc_hot, &is_hot));
     CHECK(is_hot == 1);
     int64_t idx[2];
     OK(ctk_value_one_hot_indices(csc_hot, idx, 2));
     CHECK(idx[0] == 3 && idx[1] == 1);
     int64_t bad_rows[3] = {1, 9, 0};
-    FAILS(ctk_value_create_sparse_csc(CTK_FLOAT32, 4, 2, col_starts, bad_rows, nz, NULL, 0, kCpu, &bad),
+    FAILS(ctk_value_create_sparse_csc(CTK_FLOAT32, 4, 2, col_starts, bad_rows, nz, NULL, 0, NULL, kCpu, &bad),
           CTK_ERROR_INDEX, "row_indices[1] is 9");
 
     /* Initializers and the fixed random seed. */

@@ -194,16 +194,16 @@ CTK_C_API ctk_status ctk_value_create_sequences(int32_t dtype, const int64_t* sa
                                                 const void* data, const int64_t* lengths, int64_t num_sequences,
                                                 const int32_t* continues, ctk_device device, ctk_value_t** out);
 /* One-hot samples: indices[i] is the hot class of sample i (-1: all zero). lengths NULL: a batch of
- * `count` samples; else sequences of those lengths (sum(lengths) == count). */
+ * `count` samples; else sequences of those lengths (sum(lengths) == count), `continues` as above. */
 CTK_C_API ctk_status ctk_value_create_one_hot(int64_t num_classes, const int64_t* indices, int64_t count,
-                                              const int64_t* lengths, int64_t num_sequences, int32_t dtype,
-                                              ctk_device device, ctk_value_t** out);
+                                              const int64_t* lengths, int64_t num_sequences, const int32_t* continues,
+                                              int32_t dtype, ctk_device device, ctk_value_t** out);
 /* Sparse samples in CNTK's CSC form: column j (one sample) has the entries col_starts[j] ..
  * col_starts[j+1]-1 of row_indices/values; `dim` rows. Samples with one entry of 1 stay in index form. */
 CTK_C_API ctk_status ctk_value_create_sparse_csc(int32_t dtype, int64_t dim, int64_t num_columns,
                                                  const int64_t* col_starts, const int64_t* row_indices,
-                                                 const void* values, const int64_t* lengths,
-                                                 int64_t num_sequences, ctk_device device, ctk_value_t** out);
+                                                 const void* values, const int64_t* lengths, int64_t num_sequences,
+                                                 const int32_t* continues, ctk_device device, ctk_value_t** out);
 CTK_C_API void ctk_value_release(ctk_value_t* value);
 CTK_C_API ctk_status ctk_value_dtype(const ctk_value_t* value, int32_t* dtype);
 /* The full shape: [batch, sample...] or [sequences, max_length, sample...]. */
