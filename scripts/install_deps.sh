@@ -9,7 +9,8 @@ packages=(cmake ninja-build g++ ccache pkg-config git
           libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
           libopenmpi-dev openmpi-bin
           libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libzip-dev libboost-dev
-          python3 python3-numpy python3-dev pybind11-dev python3-pytest python3-venv python3-pip)
+          python3 python3-numpy python3-dev pybind11-dev python3-pytest python3-venv python3-pip
+          mono-mcs mono-runtime nuget)
 if [[ "${1:-}" == "--bench" ]]; then
     packages+=(python3-torch libopenblas0-openmp)
 fi
