@@ -90,7 +90,8 @@ CNTK_StatusCode call(const char* function, Body&& body) noexcept {
 }
 
 Model& model_of(CNTK_ModelHandle handle) {
-    if (handle == CNTK_INVALID_MODEL_HANDLE) throw capi::StatusError(CTK_ERROR_INVALID_HANDLE, "Invalid model handle");
+    if (handle == CNTK_INVALID_MODEL_HANDLE)
+        throw capi::StatusError(CTK_ERROR_INVALID_HANDLE, "Invalid model handle");
     auto* m = static_cast<Model*>(handle);
     if (m->tag != kModelTag) throw capi::StatusError(CTK_ERROR_INVALID_HANDLE, "Invalid model handle");
     return *m;
@@ -99,7 +100,8 @@ Model& model_of(CNTK_ModelHandle handle) {
 template <typename T>
 T* required(T* p, const char* argument) {
     if (p == nullptr)
-        throw capi::StatusError(CTK_ERROR_NULL_ARGUMENT, std::string("'") + argument + "' parameter is not allowed to be null");
+        throw capi::StatusError(CTK_ERROR_NULL_ARGUMENT,
+                                std::string("'") + argument + "' parameter is not allowed to be null");
     return p;
 }
 
@@ -123,7 +125,8 @@ T* allocate(size_t n) {
 // CNTK's column-major dims of a row-major shape.
 CNTK_Shape shape_out(const Dims& dims) {
     CNTK_Shape s{allocate<uint32_t>(dims.size()), static_cast<uint32_t>(dims.size())};
-    for (size_t i = 0; i < dims.size(); ++i) s.value[i] = static_cast<uint32_t>(std::max<int64_t>(dims[dims.size() - 1 - i], 0));
+    for (size_t i = 0; i < dims.size(); ++i)
+        s.value[i] = static_cast<uint32_t>(std::max<int64_t>(dims[dims.size() - 1 - i], 0));
     return s;
 }
 
@@ -164,12 +167,13 @@ const Variable& find_by_name(const std::vector<Variable>& vars, const wchar_t* n
 Value input_value(const Variable& var, const CNTK_Value& in, bool reset) {
     const Dims all = dims_in(in.shape);
     const Dims& sample = var.shape();
-    CTK_CHECK(all.size() >= sample.size(), ShapeError, "the value for '", var.name(), "' has rank ", all.size(),
-              ", below its sample rank ", sample.size());
+    CTK_CHECK(all.size() >= sample.size(), ShapeError, "the value for '", var.name(), "' has rank ",
+              all.size(), ", below its sample rank ", sample.size());
     const int64_t sample_size = Shape(sample).numel();
     const int64_t total = Shape(all).numel();
-    CTK_CHECK(sample_size > 0 && total % sample_size == 0 && total > 0, ShapeError, "the value for '", var.name(),
-              "' holds ", total, " elements, not a whole number of samples of shape ", Shape(sample).to_string());
+    CTK_CHECK(sample_size > 0 && total % sample_size == 0 && total > 0, ShapeError, "the value for '",
+              var.name(), "' holds ", total, " elements, not a whole number of samples of shape ",
+              Shape(sample).to_string());
     const int64_t frames = total / sample_size;
     Dims dims{frames};
     dims.insert(dims.end(), sample.begin(), sample.end());
@@ -178,7 +182,8 @@ Value input_value(const Variable& var, const CNTK_Value& in, bool reset) {
     if (var.dtype() != DataType::f32) t = t.to(var.dtype());
     if (!var.has_sequence_axis()) return Value(t);
     Value v = Value::from_sequences({t});
-    return v.with_layout(std::make_shared<SequenceLayout>(std::vector<int64_t>{frames}, std::vector<bool>{!reset}));
+    return v.with_layout(
+        std::make_shared<SequenceLayout>(std::vector<int64_t>{frames}, std::vector<bool>{!reset}));
 }
 
 }  // namespace
@@ -192,7 +197,8 @@ CNTK_StatusCode CNTK_AllDevices(CNTK_DeviceDescriptor** devices, uint32_t* size)
         const std::vector<Device> all = all_devices();
         auto* list = allocate<CNTK_DeviceDescriptor>(all.size());
         for (size_t i = 0; i < all.size(); ++i)
-            list[i] = {all[i].is_cuda() ? CNTK_DeviceKind_GPU : CNTK_DeviceKind_CPU, static_cast<uint32_t>(all[i].index)};
+            list[i] = {all[i].is_cuda() ? CNTK_DeviceKind_GPU : CNTK_DeviceKind_CPU,
+                       static_cast<uint32_t>(all[i].index)};
         *devices = list;
         *size = static_cast<uint32_t>(all.size());
     });
@@ -218,26 +224,28 @@ CNTK_StatusCode CNTK_LoadModel(const wchar_t* modelFilePath, const CNTK_DeviceDe
     });
 }
 
-CNTK_StatusCode CNTK_LoadModel_FromArray(const void* modelData, int modelDataLen, const CNTK_DeviceDescriptor* device,
-                                         CNTK_ModelHandle* handle) {
+CNTK_StatusCode CNTK_LoadModel_FromArray(const void* modelData, int modelDataLen,
+                                         const CNTK_DeviceDescriptor* device, CNTK_ModelHandle* handle) {
     return call(__func__, [&] {
         required(modelData, "modelData");
         required(handle, "handle");
         CTK_CHECK(modelDataLen > 0, ValueError, "modelDataLen ", modelDataLen, " is not positive");
         auto m = std::make_unique<Model>();
         m->device = device_of(device);
-        m->fn = deserialize_cntk_v2_model(std::string(static_cast<const char*>(modelData), static_cast<size_t>(modelDataLen)));
+        m->fn = deserialize_cntk_v2_model(
+            std::string(static_cast<const char*>(modelData), static_cast<size_t>(modelDataLen)));
         *handle = m.release();
     });
 }
 
-CNTK_StatusCode CNTK_CloneModel(CNTK_ModelHandle model, CNTK_ParameterCloningMethod method, bool /*flattened*/,
-                                CNTK_ModelHandle* cloned) {
+CNTK_StatusCode CNTK_CloneModel(CNTK_ModelHandle model, CNTK_ParameterCloningMethod method,
+                                bool /*flattened*/, CNTK_ModelHandle* cloned) {
     return call(__func__, [&] {
         const Model& m = model_of(model);
         required(cloned, "cloned");
         CTK_CHECK(method >= CNTK_ModelParameterShare && method <= CNTK_ModelParameterFreeze, ValueError,
-                  "cloning method ", static_cast<int>(method), " is not one of CNTK_ParameterCloningMethod's");
+                  "cloning method ", static_cast<int>(method),
+                  " is not one of CNTK_ParameterCloningMethod's");
         const CloneMethod how = method == CNTK_ModelParameterShare   ? CloneMethod::share
                                 : method == CNTK_ModelParameterClone ? CloneMethod::clone
                                                                      : CloneMethod::freeze;
@@ -256,14 +264,16 @@ void CNTK_ReleaseModel(CNTK_ModelHandle model) {
     delete m;
 }
 
-CNTK_StatusCode CNTK_GetModelArgumentsInfo(CNTK_ModelHandle model, CNTK_Variable** inputs, uint32_t* numInputs) {
+CNTK_StatusCode CNTK_GetModelArgumentsInfo(CNTK_ModelHandle model, CNTK_Variable** inputs,
+                                           uint32_t* numInputs) {
     return call(__func__, [&] {
         const Model& m = model_of(model);
         variables_out(m.fn->arguments(), required(inputs, "inputs"), required(numInputs, "numInputs"));
     });
 }
 
-CNTK_StatusCode CNTK_GetModelOutputsInfo(CNTK_ModelHandle model, CNTK_Variable** outputs, uint32_t* numOutputs) {
+CNTK_StatusCode CNTK_GetModelOutputsInfo(CNTK_ModelHandle model, CNTK_Variable** outputs,
+                                         uint32_t* numOutputs) {
     return call(__func__, [&] {
         const Model& m = model_of(model);
         variables_out(m.fn->outputs(), required(outputs, "outputs"), required(numOutputs, "numOutputs"));
@@ -271,8 +281,9 @@ CNTK_StatusCode CNTK_GetModelOutputsInfo(CNTK_ModelHandle model, CNTK_Variable**
 }
 
 CNTK_StatusCode CNTK_EvaluateSequence(CNTK_ModelHandle model, const CNTK_Variable* inputs,
-                                      const CNTK_Value* inputValues, const bool* inputResetFlags, uint32_t numInputs,
-                                      const CNTK_Variable* outputs, uint32_t numOutputs, CNTK_Value** outputValues) {
+                                      const CNTK_Value* inputValues, const bool* inputResetFlags,
+                                      uint32_t numInputs, const CNTK_Variable* outputs, uint32_t numOutputs,
+                                      CNTK_Value** outputValues) {
     return call(__func__, [&] {
         Model& m = model_of(model);
         required(outputValues, "outputValues");
@@ -291,10 +302,12 @@ CNTK_StatusCode CNTK_EvaluateSequence(CNTK_ModelHandle model, const CNTK_Variabl
         }
         const std::vector<Variable> outs_all = m.fn->outputs();
         std::vector<Variable> wanted;
-        for (uint32_t i = 0; i < numOutputs; ++i) wanted.push_back(find_by_name(outs_all, outputs[i].name, "output"));
+        for (uint32_t i = 0; i < numOutputs; ++i)
+            wanted.push_back(find_by_name(outs_all, outputs[i].name, "output"));
         ValueMap got = m.fn->eval(feed, wanted, m.device);
         std::vector<Tensor> results;
-        for (const Variable& v : wanted) results.push_back(got.at(v).data().to(Device::cpu()).contiguous().to(DataType::f32));
+        for (const Variable& v : wanted)
+            results.push_back(got.at(v).data().to(Device::cpu()).contiguous().to(DataType::f32));
         if (*outputValues != nullptr) {  // the caller's buffers
             for (size_t i = 0; i < results.size(); ++i) {
                 CNTK_Value& out = (*outputValues)[i];
@@ -312,7 +325,8 @@ CNTK_StatusCode CNTK_EvaluateSequence(CNTK_ModelHandle model, const CNTK_Variabl
             for (size_t i = 0; i < results.size(); ++i) {
                 list[i].shape = shape_out(results[i].shape().dims());
                 list[i].data = allocate<float>(static_cast<size_t>(results[i].numel()));
-                std::memcpy(list[i].data, results[i].raw_data(), static_cast<size_t>(results[i].numel()) * sizeof(float));
+                std::memcpy(list[i].data, results[i].raw_data(),
+                            static_cast<size_t>(results[i].numel()) * sizeof(float));
             }
         } catch (...) {
             for (size_t i = 0; i < results.size(); ++i) CNTK_CleanValue(&list[i]);

@@ -79,8 +79,9 @@ ctk_value_t* new_value(Value v) {
 
 DataType dtype_arg(int32_t dtype, const char* argument) {
     if (dtype < 0 || dtype >= kNumDataTypes)
-        throw StatusError(CTK_ERROR_TYPE, std::string("argument '") + argument + "' is " + std::to_string(dtype) +
-                                              ", not a ctk_dtype (0-" + std::to_string(kNumDataTypes - 1) + ")");
+        throw StatusError(CTK_ERROR_TYPE, std::string("argument '") + argument + "' is " +
+                                              std::to_string(dtype) + ", not a ctk_dtype (0-" +
+                                              std::to_string(kNumDataTypes - 1) + ")");
     return static_cast<DataType>(dtype);
 }
 
@@ -166,15 +167,16 @@ void write_dims(const Dims& dims, int64_t* out, int32_t capacity, int32_t* rank)
 void copy_out(const Tensor& t, int32_t dtype, void* data, int64_t count, const char* what) {
     const DataType want = dtype_arg(dtype, "dtype");
     required(data, "data");
-    CTK_CHECK(count == t.numel(), ShapeError, what, " has ", t.numel(), " elements (shape ", t.shape().to_string(),
-              "); the buffer was given for ", count);
+    CTK_CHECK(count == t.numel(), ShapeError, what, " has ", t.numel(), " elements (shape ",
+              t.shape().to_string(), "); the buffer was given for ", count);
     const Tensor host = t.to(Device::cpu()).contiguous().to(want);
     std::memcpy(data, host.raw_data(), static_cast<size_t>(host.numel()) * size_of(want));
 }
 
 Tensor copy_in(const Dims& dims, DataType dtype, const void* data, const char* argument) {
     Tensor t = Tensor::empty(Shape(dims), dtype);
-    if (t.numel() > 0) std::memcpy(t.raw_data(), required(data, argument), static_cast<size_t>(t.numel()) * size_of(dtype));
+    if (t.numel() > 0)
+        std::memcpy(t.raw_data(), required(data, argument), static_cast<size_t>(t.numel()) * size_of(dtype));
     return t;
 }
 
@@ -240,7 +242,8 @@ ctk_status ctk_device_available(ctk_device device, int32_t* available) {
         required(available, "available");
         CTK_CHECK(device.type == CTK_DEVICE_CPU || device.type == CTK_DEVICE_GPU, ValueError, "device type ",
                   device.type, " is not CTK_DEVICE_CPU or CTK_DEVICE_GPU");
-        const Device d = device.type == CTK_DEVICE_GPU ? Device::cuda(device.index) : Device::cpu(device.index);
+        const Device d =
+            device.type == CTK_DEVICE_GPU ? Device::cuda(device.index) : Device::cpu(device.index);
         *available = device.index >= 0 && device_available(d) ? 1 : 0;
     });
 }
@@ -269,7 +272,8 @@ ctk_status ctk_max_num_cpu_threads(int32_t* threads) {
 }
 
 ctk_status ctk_info_report(char* buf, int64_t capacity, int64_t* length) {
-    return guarded(__func__, [&] { write_text(info_report() + cpu_report(), buf, capacity, length, "the report"); });
+    return guarded(__func__,
+                   [&] { write_text(info_report() + cpu_report(), buf, capacity, length, "the report"); });
 }
 
 }  // extern "C"

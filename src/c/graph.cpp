@@ -52,12 +52,13 @@ extern "C" {
 // ---- variables ----
 
 ctk_status ctk_input_variable(const int64_t* shape, int32_t rank, int32_t dtype, int32_t dynamic_axes,
-                              int32_t is_sparse, int32_t needs_gradient, const char* name, ctk_variable_t** out) {
+                              int32_t is_sparse, int32_t needs_gradient, const char* name,
+                              ctk_variable_t** out) {
     return guarded(__func__, [&] {
         required(out, "out");
-        const Variable v = input_variable(dims_arg(shape, rank, "shape"), dtype_arg(dtype, "dtype"),
-                                          needs_gradient != 0, is_sparse != 0, dynamic_axes_arg(dynamic_axes),
-                                          name_arg(name));
+        const Variable v =
+            input_variable(dims_arg(shape, rank, "shape"), dtype_arg(dtype, "dtype"), needs_gradient != 0,
+                           is_sparse != 0, dynamic_axes_arg(dynamic_axes), name_arg(name));
         *out = new_variable(v);
     });
 }
@@ -154,7 +155,8 @@ ctk_status ctk_variable_dtype(const ctk_variable_t* v, int32_t* dtype) {
 ctk_status ctk_variable_shape(const ctk_variable_t* v, int64_t* dims, int32_t capacity, int32_t* rank) {
     return guarded(__func__, [&] {
         const Variable& var = handle(v, "v").var;
-        CTK_CHECK(var.shape_known(), ShapeError, var.to_string(), " has no shape yet (a placeholder not bound)");
+        CTK_CHECK(var.shape_known(), ShapeError, var.to_string(),
+                  " has no shape yet (a placeholder not bound)");
         write_dims(var.shape(), dims, capacity, rank);
     });
 }
@@ -162,8 +164,9 @@ ctk_status ctk_variable_shape(const ctk_variable_t* v, int64_t* dims, int32_t ca
 ctk_status ctk_variable_dynamic_axes(const ctk_variable_t* v, int32_t* dynamic_axes) {
     return guarded(__func__, [&] {
         const Variable& var = handle(v, "v").var;
-        *required(dynamic_axes, "dynamic_axes") =
-            var.has_sequence_axis() ? CTK_AXES_SEQUENCE : var.has_batch_axis() ? CTK_AXES_BATCH : CTK_AXES_NONE;
+        *required(dynamic_axes, "dynamic_axes") = var.has_sequence_axis() ? CTK_AXES_SEQUENCE
+                                                  : var.has_batch_axis()  ? CTK_AXES_BATCH
+                                                                          : CTK_AXES_NONE;
     });
 }
 
@@ -226,7 +229,8 @@ ctk_status ctk_variable_set_value(const ctk_variable_t* v, int32_t dtype, const 
 }
 
 ctk_status ctk_variable_to_string(const ctk_variable_t* v, char* buf, int64_t capacity, int64_t* length) {
-    return guarded(__func__, [&] { write_text(handle(v, "v").var.to_string(), buf, capacity, length, "the text"); });
+    return guarded(__func__,
+                   [&] { write_text(handle(v, "v").var.to_string(), buf, capacity, length, "the text"); });
 }
 
 // ---- initializers ----
@@ -238,16 +242,35 @@ ctk_status ctk_initializer_create(int32_t kind, double scale, int32_t output_ran
         const int o = rank_arg(output_rank), f = rank_arg(filter_rank);
         Initializer init;
         switch (kind) {
-            case CTK_INIT_CONSTANT: init = constant_initializer(scale); break;
-            case CTK_INIT_UNIFORM: init = uniform(scale, seed); break;
-            case CTK_INIT_NORMAL: init = normal(scale, o, f, seed); break;
-            case CTK_INIT_TRUNCATED_NORMAL: init = truncated_normal(scale, seed); break;
-            case CTK_INIT_XAVIER: init = xavier(scale, o, f, seed); break;
-            case CTK_INIT_GLOROT_UNIFORM: init = glorot_uniform(scale, o, f, seed); break;
-            case CTK_INIT_GLOROT_NORMAL: init = glorot_normal(scale, o, f, seed); break;
-            case CTK_INIT_HE_UNIFORM: init = he_uniform(scale, o, f, seed); break;
-            case CTK_INIT_HE_NORMAL: init = he_normal(scale, o, f, seed); break;
-            default: CTK_THROW(ValueError, "kind ", kind, " is not a CTK_INIT_* kind (0-8)");
+            case CTK_INIT_CONSTANT:
+                init = constant_initializer(scale);
+                break;
+            case CTK_INIT_UNIFORM:
+                init = uniform(scale, seed);
+                break;
+            case CTK_INIT_NORMAL:
+                init = normal(scale, o, f, seed);
+                break;
+            case CTK_INIT_TRUNCATED_NORMAL:
+                init = truncated_normal(scale, seed);
+                break;
+            case CTK_INIT_XAVIER:
+                init = xavier(scale, o, f, seed);
+                break;
+            case CTK_INIT_GLOROT_UNIFORM:
+                init = glorot_uniform(scale, o, f, seed);
+                break;
+            case CTK_INIT_GLOROT_NORMAL:
+                init = glorot_normal(scale, o, f, seed);
+                break;
+            case CTK_INIT_HE_UNIFORM:
+                init = he_uniform(scale, o, f, seed);
+                break;
+            case CTK_INIT_HE_NORMAL:
+                init = he_normal(scale, o, f, seed);
+                break;
+            default:
+                CTK_THROW(ValueError, "kind ", kind, " is not a CTK_INIT_* kind (0-8)");
         }
         auto* h = new ctk_initializer;
         h->init = init;
@@ -274,7 +297,8 @@ ctk_status ctk_function_load(const char* path, int32_t format, ctk_function_t** 
     return guarded(__func__, [&] {
         const std::string file = required(path, "path");
         required(out, "out");
-        const FunctionPtr f = format == CTK_FORMAT_AUTO ? load_model(file) : load_model(file, format_arg(format));
+        const FunctionPtr f =
+            format == CTK_FORMAT_AUTO ? load_model(file) : load_model(file, format_arg(format));
         *out = new_function(f);
     });
 }
@@ -341,8 +365,8 @@ ctk_status ctk_function_op_name(const ctk_function_t* f, const char** op_name) {
     });
 }
 
-ctk_status ctk_function_variables(const ctk_function_t* f, int32_t which, ctk_variable_t** out, int64_t capacity,
-                                  int64_t* count) {
+ctk_status ctk_function_variables(const ctk_function_t* f, int32_t which, ctk_variable_t** out,
+                                  int64_t capacity, int64_t* count) {
     return guarded(__func__, [&] {
         const FunctionPtr& fn = handle(f, "f").fn;
         required(count, "count");
@@ -350,13 +374,26 @@ ctk_status ctk_function_variables(const ctk_function_t* f, int32_t which, ctk_va
         if (capacity > 0) required(out, "out");
         std::vector<Variable> vars;
         switch (which) {
-            case CTK_VARS_ARGUMENTS: vars = fn->arguments(); break;
-            case CTK_VARS_OUTPUTS: vars = fn->outputs(); break;
-            case CTK_VARS_INPUTS: vars = fn->inputs(); break;
-            case CTK_VARS_PARAMETERS: vars = fn->parameters(); break;
-            case CTK_VARS_CONSTANTS: vars = fn->constants(); break;
-            case CTK_VARS_PLACEHOLDERS: vars = fn->placeholders(); break;
-            default: CTK_THROW(ValueError, "which ", which, " is not a CTK_VARS_* list (0-5)");
+            case CTK_VARS_ARGUMENTS:
+                vars = fn->arguments();
+                break;
+            case CTK_VARS_OUTPUTS:
+                vars = fn->outputs();
+                break;
+            case CTK_VARS_INPUTS:
+                vars = fn->inputs();
+                break;
+            case CTK_VARS_PARAMETERS:
+                vars = fn->parameters();
+                break;
+            case CTK_VARS_CONSTANTS:
+                vars = fn->constants();
+                break;
+            case CTK_VARS_PLACEHOLDERS:
+                vars = fn->placeholders();
+                break;
+            default:
+                CTK_THROW(ValueError, "which ", which, " is not a CTK_VARS_* list (0-5)");
         }
         const size_t n = std::min(vars.size(), static_cast<size_t>(capacity));
         for (size_t i = 0; i < n; ++i) out[i] = new_variable(vars[i]);
@@ -386,7 +423,7 @@ ctk_status ctk_function_clone(const ctk_function_t* f, int32_t method, const ctk
         required(out, "out");
         CTK_CHECK(method >= CTK_CLONE && method <= CTK_FREEZE, ValueError, "method ", method,
                   " is not CTK_CLONE (0), CTK_SHARE (1) or CTK_FREEZE (2)");
-        const CloneMethod m = method == CTK_CLONE ? CloneMethod::clone
+        const CloneMethod m = method == CTK_CLONE   ? CloneMethod::clone
                               : method == CTK_SHARE ? CloneMethod::share
                                                     : CloneMethod::freeze;
         *out = new_function(fn->clone(m, pairs_arg(from, to, n, "from", "to")));
@@ -397,7 +434,8 @@ ctk_status ctk_function_replace_placeholders(ctk_function_t* f, const ctk_variab
                                              const ctk_variable_t* const* replacements, int64_t n) {
     return guarded(__func__, [&] {
         ctk_function& h = handle(f, "f");
-        h.fn = h.fn->replace_placeholders(pairs_arg(placeholders, replacements, n, "placeholders", "replacements"));
+        h.fn = h.fn->replace_placeholders(
+            pairs_arg(placeholders, replacements, n, "placeholders", "replacements"));
     });
 }
 
@@ -410,7 +448,8 @@ ctk_status ctk_function_call(const ctk_function_t* f, const ctk_variable_t* cons
     });
 }
 
-ctk_status ctk_combine(const ctk_variable_t* const* outputs, int64_t n, const char* name, ctk_function_t** out) {
+ctk_status ctk_combine(const ctk_variable_t* const* outputs, int64_t n, const char* name,
+                       ctk_function_t** out) {
     return guarded(__func__, [&] {
         required(out, "out");
         const std::vector<Variable> vars = variables_arg(outputs, n, "outputs");
@@ -428,8 +467,9 @@ ctk_status ctk_function_as_composite(const ctk_function_t* f, const char* name, 
 }
 
 ctk_status ctk_function_evaluate(const ctk_function_t* f, const ctk_variable_t* const* inputs,
-                                 const ctk_value_t* const* values, int64_t n_in, const ctk_variable_t* const* outputs,
-                                 int64_t n_out, ctk_device device, ctk_value_t** results) {
+                                 const ctk_value_t* const* values, int64_t n_in,
+                                 const ctk_variable_t* const* outputs, int64_t n_out, ctk_device device,
+                                 ctk_value_t** results) {
     return guarded(__func__, [&] {
         const FunctionPtr& fn = handle(f, "f").fn;
         const std::vector<Variable> outs = variables_arg(outputs, n_out, "outputs");
@@ -449,7 +489,8 @@ ctk_status ctk_function_evaluate(const ctk_function_t* f, const ctk_variable_t* 
 }
 
 ctk_status ctk_function_to_string(const ctk_function_t* f, char* buf, int64_t capacity, int64_t* length) {
-    return guarded(__func__, [&] { write_text(handle(f, "f").fn->to_string(), buf, capacity, length, "the text"); });
+    return guarded(__func__,
+                   [&] { write_text(handle(f, "f").fn->to_string(), buf, capacity, length, "the text"); });
 }
 
 }  // extern "C"

@@ -119,19 +119,22 @@ ctk_status guarded(const char* function, Body&& body) noexcept {
 // A required pointer argument.
 template <typename T>
 T* required(T* p, const char* argument) {
-    if (p == nullptr) throw StatusError(CTK_ERROR_NULL_ARGUMENT, std::string("argument '") + argument + "' is NULL");
+    if (p == nullptr)
+        throw StatusError(CTK_ERROR_NULL_ARGUMENT, std::string("argument '") + argument + "' is NULL");
     return p;
 }
 
 // The handle behind `h`, checked for NULL and for its kind.
 template <typename H>
 H& handle(const H* h, const char* argument) {
-    if (h == nullptr) throw StatusError(CTK_ERROR_NULL_ARGUMENT, std::string("argument '") + argument + "' is NULL");
+    if (h == nullptr)
+        throw StatusError(CTK_ERROR_NULL_ARGUMENT, std::string("argument '") + argument + "' is NULL");
     uint32_t tag;
     std::memcpy(&tag, h, sizeof tag);
     if (tag != H{}.tag)
-        throw StatusError(CTK_ERROR_INVALID_HANDLE, std::string("argument '") + argument + "' is not a live " +
-                                                        H::kind + " (a handle of another kind, or released)");
+        throw StatusError(CTK_ERROR_INVALID_HANDLE, std::string("argument '") + argument +
+                                                        "' is not a live " + H::kind +
+                                                        " (a handle of another kind, or released)");
     return const_cast<H&>(*h);
 }
 

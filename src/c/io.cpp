@@ -116,9 +116,9 @@ ctk_status ctk_minibatch_source_stream_count(const ctk_minibatch_source_t* sourc
     });
 }
 
-ctk_status ctk_minibatch_source_stream_info(const ctk_minibatch_source_t* source, int64_t i, const char** name,
-                                            int64_t* dims, int32_t capacity, int32_t* rank, int32_t* dtype,
-                                            int32_t* is_sparse) {
+ctk_status ctk_minibatch_source_stream_info(const ctk_minibatch_source_t* source, int64_t i,
+                                            const char** name, int64_t* dims, int32_t capacity, int32_t* rank,
+                                            int32_t* dtype, int32_t* is_sparse) {
     return guarded(__func__, [&] {
         const std::vector<StreamInformation>& infos = source_of(source).stream_infos();
         CTK_CHECK(i >= 0 && i < static_cast<int64_t>(infos.size()), IndexError, "stream ", i,

@@ -27,7 +27,9 @@ const std::unordered_map<std::string, UnaryFn>& unary_ops() {
 #undef CTK_C_UNARY
         t["stop_gradient"] = [](const Variable& x, const std::string& n) { return stop_gradient(x, n); };
         t["alias"] = [](const Variable& x, const std::string& n) { return alias(x, n); };
-        t["straight_through"] = [](const Variable& x, const std::string& n) { return straight_through(x, n); };
+        t["straight_through"] = [](const Variable& x, const std::string& n) {
+            return straight_through(x, n);
+        };
         return t;
     }();
     return table;
@@ -80,10 +82,14 @@ const typename Table::mapped_type& lookup(const Table& table, const char* op, co
 
 Axis axis_arg(int32_t axis) {
     switch (axis) {
-        case CTK_AXIS_ALL_STATIC: return Axis::all_static_axes();
-        case CTK_AXIS_ALL: return Axis::all_axes();
-        case CTK_AXIS_BATCH: return Axis::default_batch_axis();
-        case CTK_AXIS_SEQUENCE: return Axis::default_dynamic_axis();
+        case CTK_AXIS_ALL_STATIC:
+            return Axis::all_static_axes();
+        case CTK_AXIS_ALL:
+            return Axis::all_axes();
+        case CTK_AXIS_BATCH:
+            return Axis::default_batch_axis();
+        case CTK_AXIS_SEQUENCE:
+            return Axis::default_dynamic_axis();
         default:
             CTK_CHECK(axis > -64 && axis < 64, ValueError, "axis ", axis,
                       " is neither a static axis index nor a CTK_AXIS_* constant");
@@ -126,7 +132,8 @@ ctk_status make_op(const char* function, ctk_function_t** out, Make&& make) {
 extern "C" {
 
 ctk_status ctk_unary(const char* op, const ctk_variable_t* x, const char* name, ctk_function_t** out) {
-    return make_op(__func__, out, [&] { return lookup(unary_ops(), op, "unary")(var(x, "x"), name_arg(name)); });
+    return make_op(__func__, out,
+                   [&] { return lookup(unary_ops(), op, "unary")(var(x, "x"), name_arg(name)); });
 }
 
 ctk_status ctk_unary_alpha(const char* op, const ctk_variable_t* x, double alpha, const char* name,
@@ -134,15 +141,17 @@ ctk_status ctk_unary_alpha(const char* op, const ctk_variable_t* x, double alpha
     return make_op(__func__, out, [&] {
         const std::string which = required(op, "op");
         if (which == "elu") return elu(var(x, "x"), alpha, name_arg(name));
-        CTK_CHECK(which == "leaky_relu", ValueError, "'", which, "' takes no alpha; 'elu' and 'leaky_relu' do");
+        CTK_CHECK(which == "leaky_relu", ValueError, "'", which,
+                  "' takes no alpha; 'elu' and 'leaky_relu' do");
         return leaky_relu(var(x, "x"), alpha, name_arg(name));
     });
 }
 
 ctk_status ctk_binary(const char* op, const ctk_variable_t* a, const ctk_variable_t* b, const char* name,
                       ctk_function_t** out) {
-    return make_op(__func__, out,
-                   [&] { return lookup(binary_ops(), op, "binary")(var(a, "a"), var(b, "b"), name_arg(name)); });
+    return make_op(__func__, out, [&] {
+        return lookup(binary_ops(), op, "binary")(var(a, "a"), var(b, "b"), name_arg(name));
+    });
 }
 
 ctk_status ctk_clip(const ctk_variable_t* x, double min_value, double max_value, const char* name,
@@ -181,8 +190,8 @@ ctk_status ctk_axis_op(const char* op, const ctk_variable_t* x, int32_t axis, co
     });
 }
 
-ctk_status ctk_reduce(const char* op, const ctk_variable_t* x, const int32_t* axes, int32_t n, int32_t keepdims,
-                      const char* name, ctk_function_t** out) {
+ctk_status ctk_reduce(const char* op, const ctk_variable_t* x, const int32_t* axes, int32_t n,
+                      int32_t keepdims, const char* name, ctk_function_t** out) {
     return make_op(__func__, out, [&] {
         const std::string which = required(op, "op");
         CTK_CHECK(n >= 0, ValueError, "axis count ", n, " is negative");
@@ -219,8 +228,9 @@ ctk_status ctk_classification_error(const ctk_variable_t* output, const ctk_vari
 
 ctk_status ctk_reshape(const ctk_variable_t* x, const int64_t* shape, int32_t rank, const char* name,
                        ctk_function_t** out) {
-    return make_op(__func__, out,
-                   [&] { return reshape(var(x, "x"), dims_arg(shape, rank, "shape"), {}, {}, name_arg(name)); });
+    return make_op(__func__, out, [&] {
+        return reshape(var(x, "x"), dims_arg(shape, rank, "shape"), {}, {}, name_arg(name));
+    });
 }
 
 ctk_status ctk_transpose(const ctk_variable_t* x, const int32_t* perm, int32_t rank, const char* name,
@@ -244,7 +254,8 @@ ctk_status ctk_splice(const ctk_variable_t* const* operands, int64_t n, int32_t 
 ctk_status ctk_slice(const ctk_variable_t* x, int32_t axis, int64_t begin, int64_t end, int64_t stride,
                      const char* name, ctk_function_t** out) {
     return make_op(__func__, out, [&] {
-        return slice(var(x, "x"), {axis_arg(axis)}, {begin}, {end}, {stride == 0 ? 1 : stride}, name_arg(name));
+        return slice(var(x, "x"), {axis_arg(axis)}, {begin}, {end}, {stride == 0 ? 1 : stride},
+                     name_arg(name));
     });
 }
 
@@ -257,16 +268,18 @@ ctk_status ctk_sum(const ctk_variable_t* const* operands, int64_t n, const char*
 }
 
 ctk_status ctk_cast(const ctk_variable_t* x, int32_t dtype, const char* name, ctk_function_t** out) {
-    return make_op(__func__, out, [&] { return cast(var(x, "x"), dtype_arg(dtype, "dtype"), name_arg(name)); });
+    return make_op(__func__, out,
+                   [&] { return cast(var(x, "x"), dtype_arg(dtype, "dtype"), name_arg(name)); });
 }
 
-ctk_status ctk_dropout(const ctk_variable_t* x, double rate, uint64_t seed, const char* name, ctk_function_t** out) {
+ctk_status ctk_dropout(const ctk_variable_t* x, double rate, uint64_t seed, const char* name,
+                       ctk_function_t** out) {
     return make_op(__func__, out, [&] { return dropout(var(x, "x"), rate, seed, name_arg(name)); });
 }
 
 ctk_status ctk_convolution(const ctk_variable_t* w, const ctk_variable_t* x, const int64_t* strides,
-                           int32_t n_strides, const int32_t* auto_padding, int32_t n_padding, const char* name,
-                           ctk_function_t** out) {
+                           int32_t n_strides, const int32_t* auto_padding, int32_t n_padding,
+                           const char* name, ctk_function_t** out) {
     return make_op(__func__, out, [&] {
         Dims s = dims_arg(strides, n_strides, "strides");
         std::vector<bool> pad = flags_arg(auto_padding, n_padding, "auto_padding");
@@ -277,8 +290,8 @@ ctk_status ctk_convolution(const ctk_variable_t* w, const ctk_variable_t* x, con
 }
 
 ctk_status ctk_pooling(const ctk_variable_t* x, int32_t type, const int64_t* window, int32_t n_window,
-                       const int64_t* strides, int32_t n_strides, const int32_t* auto_padding, int32_t n_padding,
-                       const char* name, ctk_function_t** out) {
+                       const int64_t* strides, int32_t n_strides, const int32_t* auto_padding,
+                       int32_t n_padding, const char* name, ctk_function_t** out) {
     return make_op(__func__, out, [&] {
         CTK_CHECK(type == CTK_POOL_MAX || type == CTK_POOL_AVERAGE, ValueError, "type ", type,
                   " is not CTK_POOL_MAX (0) or CTK_POOL_AVERAGE (1)");
@@ -286,21 +299,22 @@ ctk_status ctk_pooling(const ctk_variable_t* x, int32_t type, const int64_t* win
         std::vector<bool> pad = flags_arg(auto_padding, n_padding, "auto_padding");
         if (s.empty()) s = {1};
         if (pad.empty()) pad = {false};
-        return pooling(var(x, "x"), static_cast<PoolingType>(type), dims_arg(window, n_window, "window"), s, pad,
-                       false, false, name_arg(name));
+        return pooling(var(x, "x"), static_cast<PoolingType>(type), dims_arg(window, n_window, "window"), s,
+                       pad, false, false, name_arg(name));
     });
 }
 
-ctk_status ctk_batch_normalization(const ctk_variable_t* x, const ctk_variable_t* scale, const ctk_variable_t* bias,
-                                   const ctk_variable_t* running_mean, const ctk_variable_t* running_var,
-                                   const ctk_variable_t* running_count, int32_t spatial,
-                                   double normalization_time_constant, double blend_time_constant, double epsilon,
-                                   const char* name, ctk_function_t** out) {
+ctk_status ctk_batch_normalization(const ctk_variable_t* x, const ctk_variable_t* scale,
+                                   const ctk_variable_t* bias, const ctk_variable_t* running_mean,
+                                   const ctk_variable_t* running_var, const ctk_variable_t* running_count,
+                                   int32_t spatial, double normalization_time_constant,
+                                   double blend_time_constant, double epsilon, const char* name,
+                                   ctk_function_t** out) {
     return make_op(__func__, out, [&] {
         return batch_normalization(var(x, "x"), var(scale, "scale"), var(bias, "bias"),
                                    var(running_mean, "running_mean"), var(running_var, "running_var"),
-                                   var(running_count, "running_count"), spatial != 0, normalization_time_constant,
-                                   blend_time_constant, epsilon, name_arg(name));
+                                   var(running_count, "running_count"), spatial != 0,
+                                   normalization_time_constant, blend_time_constant, epsilon, name_arg(name));
     });
 }
 

@@ -75,11 +75,13 @@ ctk_status ctk_schedule_create(const double* values, const int64_t* counts, int6
         if (counts == nullptr && n == 1) {
             s = TrainingParameterSchedule(values[0], minibatch_size);
         } else if (counts == nullptr) {
-            s = TrainingParameterSchedule(std::vector<double>(values, values + n), epoch_size, minibatch_size);
+            s = TrainingParameterSchedule(std::vector<double>(values, values + n), epoch_size,
+                                          minibatch_size);
         } else {
             std::vector<std::pair<int64_t, double>> entries;
             for (int64_t i = 0; i < n; ++i) {
-                CTK_CHECK(counts[i] >= 1, ValueError, "counts[", i, "] is ", counts[i], "; each must be at least 1");
+                CTK_CHECK(counts[i] >= 1, ValueError, "counts[", i, "] is ", counts[i],
+                          "; each must be at least 1");
                 entries.emplace_back(counts[i], values[i]);
             }
             s = TrainingParameterSchedule(std::move(entries), epoch_size, minibatch_size);
@@ -90,7 +92,8 @@ ctk_status ctk_schedule_create(const double* values, const int64_t* counts, int6
     });
 }
 
-ctk_status ctk_momentum_as_time_constant_schedule(double time_constant, int64_t epoch_size, ctk_schedule_t** out) {
+ctk_status ctk_momentum_as_time_constant_schedule(double time_constant, int64_t epoch_size,
+                                                  ctk_schedule_t** out) {
     return guarded(__func__, [&] {
         required(out, "out");
         auto* h = new ctk_schedule;
@@ -126,13 +129,15 @@ ctk_status ctk_learner_options_default(ctk_learner_options* options) {
 
 ctk_status ctk_learner_sgd(const ctk_variable_t* const* parameters, int64_t n, const ctk_schedule_t* lr,
                            const ctk_learner_options* options, ctk_learner_t** out) {
-    return make_learner(__func__, out,
-                        [&] { return sgd(parameters_arg(parameters, n), schedule(lr, "lr"), options_arg(options)); });
+    return make_learner(__func__, out, [&] {
+        return sgd(parameters_arg(parameters, n), schedule(lr, "lr"), options_arg(options));
+    });
 }
 
-ctk_status ctk_learner_momentum_sgd(const ctk_variable_t* const* parameters, int64_t n, const ctk_schedule_t* lr,
-                                    const ctk_schedule_t* momentum, int32_t unit_gain,
-                                    const ctk_learner_options* options, ctk_learner_t** out) {
+ctk_status ctk_learner_momentum_sgd(const ctk_variable_t* const* parameters, int64_t n,
+                                    const ctk_schedule_t* lr, const ctk_schedule_t* momentum,
+                                    int32_t unit_gain, const ctk_learner_options* options,
+                                    ctk_learner_t** out) {
     return make_learner(__func__, out, [&] {
         return momentum_sgd(parameters_arg(parameters, n), schedule(lr, "lr"), schedule(momentum, "momentum"),
                             unit_gain != 0, options_arg(options));
@@ -140,8 +145,8 @@ ctk_status ctk_learner_momentum_sgd(const ctk_variable_t* const* parameters, int
 }
 
 ctk_status ctk_learner_nesterov(const ctk_variable_t* const* parameters, int64_t n, const ctk_schedule_t* lr,
-                                const ctk_schedule_t* momentum, int32_t unit_gain, const ctk_learner_options* options,
-                                ctk_learner_t** out) {
+                                const ctk_schedule_t* momentum, int32_t unit_gain,
+                                const ctk_learner_options* options, ctk_learner_t** out) {
     return make_learner(__func__, out, [&] {
         return nesterov(parameters_arg(parameters, n), schedule(lr, "lr"), schedule(momentum, "momentum"),
                         unit_gain != 0, options_arg(options));
@@ -149,7 +154,8 @@ ctk_status ctk_learner_nesterov(const ctk_variable_t* const* parameters, int64_t
 }
 
 ctk_status ctk_learner_adagrad(const ctk_variable_t* const* parameters, int64_t n, const ctk_schedule_t* lr,
-                               int32_t need_ave_multiplier, const ctk_learner_options* options, ctk_learner_t** out) {
+                               int32_t need_ave_multiplier, const ctk_learner_options* options,
+                               ctk_learner_t** out) {
     return make_learner(__func__, out, [&] {
         return adagrad(parameters_arg(parameters, n), schedule(lr, "lr"), need_ave_multiplier != 0,
                        options_arg(options));
@@ -167,8 +173,9 @@ ctk_status ctk_learner_fsadagrad(const ctk_variable_t* const* parameters, int64_
 }
 
 ctk_status ctk_learner_adam(const ctk_variable_t* const* parameters, int64_t n, const ctk_schedule_t* lr,
-                            const ctk_schedule_t* momentum, int32_t unit_gain, const ctk_schedule_t* variance_momentum,
-                            double epsilon, int32_t adamax, const ctk_learner_options* options, ctk_learner_t** out) {
+                            const ctk_schedule_t* momentum, int32_t unit_gain,
+                            const ctk_schedule_t* variance_momentum, double epsilon, int32_t adamax,
+                            const ctk_learner_options* options, ctk_learner_t** out) {
     return make_learner(__func__, out, [&] {
         return adam(parameters_arg(parameters, n), schedule(lr, "lr"), schedule(momentum, "momentum"),
                     unit_gain != 0, variance_or_default(variance_momentum), epsilon, adamax != 0,
@@ -178,7 +185,8 @@ ctk_status ctk_learner_adam(const ctk_variable_t* const* parameters, int64_t n, 
 
 ctk_status ctk_learner_rmsprop(const ctk_variable_t* const* parameters, int64_t n, const ctk_schedule_t* lr,
                                double gamma, double inc, double dec, double max, double min,
-                               int32_t need_ave_multiplier, const ctk_learner_options* options, ctk_learner_t** out) {
+                               int32_t need_ave_multiplier, const ctk_learner_options* options,
+                               ctk_learner_t** out) {
     return make_learner(__func__, out, [&] {
         return rmsprop(parameters_arg(parameters, n), schedule(lr, "lr"), gamma, inc, dec, max, min,
                        need_ave_multiplier != 0, options_arg(options));
@@ -186,9 +194,11 @@ ctk_status ctk_learner_rmsprop(const ctk_variable_t* const* parameters, int64_t 
 }
 
 ctk_status ctk_learner_adadelta(const ctk_variable_t* const* parameters, int64_t n, const ctk_schedule_t* lr,
-                                double rho, double epsilon, const ctk_learner_options* options, ctk_learner_t** out) {
+                                double rho, double epsilon, const ctk_learner_options* options,
+                                ctk_learner_t** out) {
     return make_learner(__func__, out, [&] {
-        return adadelta(parameters_arg(parameters, n), schedule(lr, "lr"), rho, epsilon, options_arg(options));
+        return adadelta(parameters_arg(parameters, n), schedule(lr, "lr"), rho, epsilon,
+                        options_arg(options));
     });
 }
 
@@ -217,9 +227,9 @@ ctk_status ctk_learner_samples_seen(const ctk_learner_t* learner, int64_t* sampl
 
 // ---- trainer ----
 
-ctk_status ctk_trainer_create(const ctk_function_t* model, const ctk_function_t* loss, const ctk_function_t* metric,
-                              const ctk_learner_t* const* learners, int64_t n_learners, int64_t progress_frequency,
-                              ctk_trainer_t** out) {
+ctk_status ctk_trainer_create(const ctk_function_t* model, const ctk_function_t* loss,
+                              const ctk_function_t* metric, const ctk_learner_t* const* learners,
+                              int64_t n_learners, int64_t progress_frequency, ctk_trainer_t** out) {
     return guarded(__func__, [&] {
         required(out, "out");
         const FunctionPtr m = model == nullptr ? nullptr : handle(model, "model").fn;
@@ -232,7 +242,8 @@ ctk_status ctk_trainer_create(const ctk_function_t* model, const ctk_function_t*
             const std::string what = "learners[" + std::to_string(i) + "]";
             list.push_back(handle(learners[i], what.c_str()).learner);
         }
-        CTK_CHECK(progress_frequency >= 0, ValueError, "progress_frequency ", progress_frequency, " is negative");
+        CTK_CHECK(progress_frequency >= 0, ValueError, "progress_frequency ", progress_frequency,
+                  " is negative");
         std::vector<ProgressWriterPtr> writers;
         if (progress_frequency > 0) {
             ProgressPrinterOptions options;
@@ -262,7 +273,8 @@ ctk_status ctk_trainer_train_minibatch(ctk_trainer_t* trainer, const ctk_variabl
 }
 
 ctk_status ctk_trainer_test_minibatch(ctk_trainer_t* trainer, const ctk_variable_t* const* inputs,
-                                      const ctk_value_t* const* values, int64_t n, ctk_device device, double* average) {
+                                      const ctk_value_t* const* values, int64_t n, ctk_device device,
+                                      double* average) {
     return guarded(__func__, [&] {
         ctk::Trainer& t = trainer_of(trainer);
         required(average, "average");

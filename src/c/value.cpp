@@ -60,19 +60,21 @@ ValueMap bind_inputs(const ctk_variable_t* const* inputs, const ctk_value_t* con
 
 namespace {
 
-std::vector<int64_t> lengths_arg(const int64_t* lengths, int64_t num_sequences, int64_t total, const char* what) {
+std::vector<int64_t> lengths_arg(const int64_t* lengths, int64_t num_sequences, int64_t total,
+                                 const char* what) {
     required(lengths, "lengths");
     CTK_CHECK(num_sequences > 0, ValueError, "num_sequences ", num_sequences, " must be positive");
     std::vector<int64_t> out(lengths, lengths + num_sequences);
     int64_t sum = 0;
     for (int64_t i = 0; i < num_sequences; ++i) {
-        CTK_CHECK(out[static_cast<size_t>(i)] > 0, ValueError, "lengths[", i, "] is ", out[static_cast<size_t>(i)],
-                  "; a sequence has at least one frame");
-        CTK_CHECK(out[static_cast<size_t>(i)] <= total - sum, ShapeError, "the lengths add up to more than the ",
-                  total, " ", what, " given");
+        CTK_CHECK(out[static_cast<size_t>(i)] > 0, ValueError, "lengths[", i, "] is ",
+                  out[static_cast<size_t>(i)], "; a sequence has at least one frame");
+        CTK_CHECK(out[static_cast<size_t>(i)] <= total - sum, ShapeError,
+                  "the lengths add up to more than the ", total, " ", what, " given");
         sum += out[static_cast<size_t>(i)];
     }
-    CTK_CHECK(sum == total, ShapeError, "the lengths add up to ", sum, ", but ", total, " ", what, " were given");
+    CTK_CHECK(sum == total, ShapeError, "the lengths add up to ", sum, ", but ", total, " ", what,
+              " were given");
     return out;
 }
 
@@ -94,7 +96,8 @@ Value sequences_of(const Tensor& frames, const std::vector<int64_t>& lengths, st
         at += len;
     }
     Value v = Value::from_sequences(seqs);
-    if (!continues.empty()) v = v.with_layout(std::make_shared<SequenceLayout>(lengths, std::move(continues)));
+    if (!continues.empty())
+        v = v.with_layout(std::make_shared<SequenceLayout>(lengths, std::move(continues)));
     return v;
 }
 
@@ -102,7 +105,8 @@ Value sequences_of(const Tensor& frames, const std::vector<int64_t>& lengths, st
 Value one_hot_of(const std::vector<int64_t>& indices, int64_t num_classes, const int64_t* lengths,
                  int64_t num_sequences, const std::vector<bool>& continues, DataType dtype) {
     const auto count = static_cast<int64_t>(indices.size());
-    if (lengths == nullptr) return Value::one_hot(Tensor::from_vector(indices, Shape({count})), num_classes, dtype);
+    if (lengths == nullptr)
+        return Value::one_hot(Tensor::from_vector(indices, Shape({count})), num_classes, dtype);
     const std::vector<int64_t> lens = lengths_arg(lengths, num_sequences, count, "samples");
     const int64_t longest = *std::max_element(lens.begin(), lens.end());
     std::vector<int64_t> padded(static_cast<size_t>(num_sequences * longest), -1);
@@ -113,15 +117,16 @@ Value one_hot_of(const std::vector<int64_t>& indices, int64_t num_classes, const
     }
     auto layout = continues.empty() ? std::make_shared<const SequenceLayout>(lens)
                                     : std::make_shared<const SequenceLayout>(lens, continues);
-    return Value::one_hot(Tensor::from_vector(padded, Shape({num_sequences, longest})), num_classes, dtype, layout);
+    return Value::one_hot(Tensor::from_vector(padded, Shape({num_sequences, longest})), num_classes, dtype,
+                          layout);
 }
 
 }  // namespace
 
 extern "C" {
 
-ctk_status ctk_value_create(int32_t dtype, const int64_t* shape, int32_t rank, const void* data, int32_t copy_mode,
-                            ctk_device device, ctk_value_t** out) {
+ctk_status ctk_value_create(int32_t dtype, const int64_t* shape, int32_t rank, const void* data,
+                            int32_t copy_mode, ctk_device device, ctk_value_t** out) {
     return guarded(__func__, [&] {
         required(out, "out");
         const DataType dt = dtype_arg(dtype, "dtype");
@@ -178,17 +183,19 @@ ctk_status ctk_value_create_one_hot(int64_t num_classes, const int64_t* indices,
         required(indices, "indices");
         std::vector<int64_t> idx(indices, indices + count);
         for (int64_t i = 0; i < count; ++i)
-            CTK_CHECK(idx[static_cast<size_t>(i)] >= -1 && idx[static_cast<size_t>(i)] < num_classes, IndexError,
-                      "indices[", i, "] is ", idx[static_cast<size_t>(i)], ", outside [-1, ", num_classes, ")");
-        const Value v = one_hot_of(idx, num_classes, lengths, num_sequences, flags_of(continues, lengths, num_sequences), dt);
+            CTK_CHECK(idx[static_cast<size_t>(i)] >= -1 && idx[static_cast<size_t>(i)] < num_classes,
+                      IndexError, "indices[", i, "] is ", idx[static_cast<size_t>(i)], ", outside [-1, ",
+                      num_classes, ")");
+        const Value v = one_hot_of(idx, num_classes, lengths, num_sequences,
+                                   flags_of(continues, lengths, num_sequences), dt);
         *out = new_value(v.to(device_arg(device)));
     });
 }
 
-ctk_status ctk_value_create_sparse_csc(int32_t dtype, int64_t dim, int64_t num_columns, const int64_t* col_starts,
-                                       const int64_t* row_indices, const void* values, const int64_t* lengths,
-                                       int64_t num_sequences, const int32_t* continues, ctk_device device,
-                                       ctk_value_t** out) {
+ctk_status ctk_value_create_sparse_csc(int32_t dtype, int64_t dim, int64_t num_columns,
+                                       const int64_t* col_starts, const int64_t* row_indices,
+                                       const void* values, const int64_t* lengths, int64_t num_sequences,
+                                       const int32_t* continues, ctk_device device, ctk_value_t** out) {
     return guarded(__func__, [&] {
         required(out, "out");
         const DataType dt = dtype_arg(dtype, "dtype");
@@ -197,9 +204,9 @@ ctk_status ctk_value_create_sparse_csc(int32_t dtype, int64_t dim, int64_t num_c
         required(col_starts, "col_starts");
         CTK_CHECK(col_starts[0] == 0, ValueError, "col_starts[0] is ", col_starts[0], ", not 0");
         for (int64_t j = 0; j < num_columns; ++j)
-            CTK_CHECK(col_starts[j + 1] >= col_starts[j] && col_starts[j + 1] - col_starts[j] <= dim, ValueError,
-                      "col_starts[", j + 1, "] = ", col_starts[j + 1], " does not follow col_starts[", j,
-                      "] = ", col_starts[j], " by 0 to ", dim, " entries");
+            CTK_CHECK(col_starts[j + 1] >= col_starts[j] && col_starts[j + 1] - col_starts[j] <= dim,
+                      ValueError, "col_starts[", j + 1, "] = ", col_starts[j + 1],
+                      " does not follow col_starts[", j, "] = ", col_starts[j], " by 0 to ", dim, " entries");
         const int64_t nnz = col_starts[num_columns];
         if (nnz > 0) {
             required(row_indices, "row_indices");
@@ -214,7 +221,8 @@ ctk_status ctk_value_create_sparse_csc(int32_t dtype, int64_t dim, int64_t num_c
         for (int64_t j = 0; j < num_columns && one_hot; ++j) {
             const int64_t n = col_starts[j + 1] - col_starts[j];
             if (n == 0) continue;
-            one_hot = n == 1 && load_as_double(static_cast<const char*>(values) + col_starts[j] * size_of(dt), dt) == 1.0;
+            one_hot = n == 1 && load_as_double(static_cast<const char*>(values) + col_starts[j] * size_of(dt),
+                                               dt) == 1.0;
             hot[static_cast<size_t>(j)] = row_indices[col_starts[j]];
         }
         Value v;
@@ -227,9 +235,10 @@ ctk_status ctk_value_create_sparse_csc(int32_t dtype, int64_t dim, int64_t num_c
                 for (int64_t k = col_starts[j]; k < col_starts[j + 1]; ++k)
                     std::memcpy(base + (j * dim + row_indices[k]) * size_of(dt),
                                 static_cast<const char*>(values) + k * size_of(dt), size_of(dt));
-            v = lengths == nullptr ? Value(dense)
-                                   : sequences_of(dense, lengths_arg(lengths, num_sequences, num_columns, "columns"),
-                                                  flags_of(continues, lengths, num_sequences));
+            v = lengths == nullptr
+                    ? Value(dense)
+                    : sequences_of(dense, lengths_arg(lengths, num_sequences, num_columns, "columns"),
+                                   flags_of(continues, lengths, num_sequences));
         }
         *out = new_value(v.to(device_arg(device)));
     });
@@ -247,7 +256,8 @@ ctk_status ctk_value_dtype(const ctk_value_t* value, int32_t* dtype) {
 }
 
 ctk_status ctk_value_shape(const ctk_value_t* value, int64_t* dims, int32_t capacity, int32_t* rank) {
-    return guarded(__func__, [&] { write_dims(handle(value, "value").value.shape().dims(), dims, capacity, rank); });
+    return guarded(__func__,
+                   [&] { write_dims(handle(value, "value").value.shape().dims(), dims, capacity, rank); });
 }
 
 ctk_status ctk_value_device(const ctk_value_t* value, ctk_device* device) {
@@ -264,7 +274,8 @@ ctk_status ctk_value_is_one_hot(const ctk_value_t* value, int32_t* one_hot) {
     });
 }
 
-ctk_status ctk_value_sequence_lengths(const ctk_value_t* value, int64_t* lengths, int64_t capacity, int64_t* count) {
+ctk_status ctk_value_sequence_lengths(const ctk_value_t* value, int64_t* lengths, int64_t capacity,
+                                      int64_t* count) {
     return guarded(__func__, [&] {
         const Value& v = handle(value, "value").value;
         required(count, "count");
@@ -277,11 +288,12 @@ ctk_status ctk_value_sequence_lengths(const ctk_value_t* value, int64_t* lengths
 }
 
 ctk_status ctk_value_copy_data(const ctk_value_t* value, int32_t dtype, void* data, int64_t count) {
-    return guarded(__func__, [&] { copy_out(handle(value, "value").value.data(), dtype, data, count, "the value"); });
+    return guarded(__func__,
+                   [&] { copy_out(handle(value, "value").value.data(), dtype, data, count, "the value"); });
 }
 
-ctk_status ctk_value_copy_sequence(const ctk_value_t* value, int64_t i, int32_t dtype, void* data, int64_t capacity,
-                                   int64_t* frames) {
+ctk_status ctk_value_copy_sequence(const ctk_value_t* value, int64_t i, int32_t dtype, void* data,
+                                   int64_t capacity, int64_t* frames) {
     return guarded(__func__, [&] {
         const Value& v = handle(value, "value").value;
         required(frames, "frames");
@@ -289,9 +301,9 @@ ctk_status ctk_value_copy_sequence(const ctk_value_t* value, int64_t i, int32_t 
         CTK_CHECK(i >= 0 && i < n, IndexError, "sequence ", i, " is outside the value's ", n, " sequences");
         const Tensor seq = v.sequence(i);
         if (capacity < seq.numel())
-            throw StatusError(CTK_ERROR_BUFFER_TOO_SMALL, "sequence " + std::to_string(i) + " has " +
-                                                              std::to_string(seq.numel()) + " elements; capacity is " +
-                                                              std::to_string(capacity));
+            throw StatusError(CTK_ERROR_BUFFER_TOO_SMALL,
+                              "sequence " + std::to_string(i) + " has " + std::to_string(seq.numel()) +
+                                  " elements; capacity is " + std::to_string(capacity));
         copy_out(seq, dtype, data, seq.numel(), "the sequence");
         *frames = seq.dim(0);
     });

@@ -20,8 +20,10 @@ int main(int argc, char** argv) {
         const std::string dir = argv[1];
         const int64_t samples = argc > 3 ? std::atoll(argv[3]) : 60000;
         set_fixed_random_seed(1);
-        Variable x = sequence_input_variable({784}, DataType::f32, false, false, Axis::default_dynamic_axis(), "features");
-        Variable y = sequence_input_variable({10}, DataType::f32, false, false, Axis::default_dynamic_axis(), "labels");
+        Variable x = sequence_input_variable({784}, DataType::f32, false, false, Axis::default_dynamic_axis(),
+                                             "features");
+        Variable y = sequence_input_variable({10}, DataType::f32, false, false, Axis::default_dynamic_axis(),
+                                             "labels");
         Variable w1 = parameter({784, 200}, glorot_uniform(), DataType::f32, "W1");
         Variable b1 = parameter({200}, constant_initializer(0.0), DataType::f32, "b1");
         Variable w2 = parameter({200, 10}, glorot_uniform(), DataType::f32, "W2");
@@ -34,7 +36,8 @@ int main(int argc, char** argv) {
         Trainer trainer(z, ce, err, {sgd(z->parameters(), learning_parameter_schedule_per_sample(0.003125))});
 
         MinibatchSourceConfig config;
-        config.deserializers = {mnist_idx_deserializer(dir + "/train-images-idx3-ubyte", dir + "/train-labels-idx1-ubyte")};
+        config.deserializers = {
+            mnist_idx_deserializer(dir + "/train-images-idx3-ubyte", dir + "/train-labels-idx1-ubyte")};
         config.randomize = false;
         config.max_samples = samples;
         MinibatchSource source(config);
