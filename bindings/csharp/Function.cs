@@ -137,16 +137,32 @@ namespace CNTK
         {
             if (arguments == null) throw new ArgumentNullException("arguments");
             if (outputs == null || outputs.Count == 0) throw new ArgumentException("Evaluate: no outputs asked for");
-            List<Variable> inVars = arguments.Keys.ToList();
-            List<Value> inValues = inVars.Select(v => arguments[v]).ToList();
-            List<Variable> outVars = outputs.Keys.ToList();
-            IntPtr[] results = new IntPtr[outVars.Count];
-            Status.Check(Native.ctk_function_evaluate(Handle, Interop.Handles.Of(inVars), Value.HandlesOf(inValues), inVars.Count,
-                                                      Interop.Handles.Of(outVars), outVars.Count,
+            // Arrays filled straight from the dictionaries: this runs once per request in a server.
+            IntPtr[] inVars = new IntPtr[arguments.Count], inValues = new IntPtr[arguments.Count];
+            Variable[] keepVars = new Variable[arguments.Count];
+            Value[] keepValues = new Value[arguments.Count];
+            int i = 0;
+            foreach (KeyValuePair<Variable, Value> p in arguments)
+            {
+                if (p.Key == null || p.Value == null) throw new ArgumentNullException("arguments", "a null variable or value");
+                if (p.Value.Handle.IsClosed) throw new ObjectDisposedException("Value", "This Value object was disposed and can no longer be accessed");
+                keepVars[i] = p.Key;
+                keepValues[i] = p.Value;
+                inVars[i] = p.Key.Handle.DangerousGetHandle();
+                inValues[i] = p.Value.Handle.DangerousGetHandle();
+                ++i;
+            }
+            Variable[] outVars = new Variable[outputs.Count];
+            outputs.Keys.CopyTo(outVars, 0);
+            IntPtr[] outRaw = new IntPtr[outVars.Length];
+            for (int k = 0; k < outVars.Length; ++k) outRaw[k] = outVars[k].Handle.DangerousGetHandle();
+            IntPtr[] results = new IntPtr[outVars.Length];
+            Status.Check(Native.ctk_function_evaluate(Handle, inVars, inValues, inVars.Length, outRaw, outRaw.Length,
                                                       DeviceDescriptor.Native_(computeDevice), results));
-            GC.KeepAlive(inVars);
-            GC.KeepAlive(inValues);
-            for (int i = 0; i < outVars.Count; ++i) outputs[outVars[i]] = new Value(Value.Wrap(results[i]));
+            GC.KeepAlive(keepVars);
+            GC.KeepAlive(keepValues);
+            GC.KeepAlive(outVars);
+            for (int k = 0; k < outVars.Length; ++k) outputs[outVars[k]] = new Value(Value.Wrap(results[k]));
         }
 
         public override string ToString() { return Utf8.Text((byte[] b, long c, out long n) => Native.ctk_function_to_string(Handle, b, c, out n)); }

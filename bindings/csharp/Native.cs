@@ -98,6 +98,8 @@ namespace CNTK.Interop
 
         // ---- values ----
         [DllImport(Lib)] public static extern int ctk_value_create(int dtype, long[] shape, int rank, IntPtr data, int copyMode, NativeDevice device, out ValueHandle value);
+        [DllImport(Lib)] public static extern int ctk_value_create(int dtype, long[] shape, int rank, float[] data, int copyMode, NativeDevice device, out ValueHandle value);
+        [DllImport(Lib)] public static extern int ctk_value_create(int dtype, long[] shape, int rank, double[] data, int copyMode, NativeDevice device, out ValueHandle value);
         [DllImport(Lib)] public static extern int ctk_value_create_sequences(int dtype, long[] sampleShape, int sampleRank, IntPtr data, long[] lengths, long numSequences, int[] continues, NativeDevice device, out ValueHandle value);
         [DllImport(Lib)] public static extern int ctk_value_create_one_hot(long numClasses, long[] indices, long count, long[] lengths, long numSequences, int[] continues, int dtype, NativeDevice device, out ValueHandle value);
         [DllImport(Lib)] public static extern int ctk_value_create_sparse_csc(int dtype, long dim, long numColumns, long[] colStarts, long[] rowIndices, IntPtr values, long[] lengths, long numSequences, int[] continues, NativeDevice device, out ValueHandle value);

@@ -151,10 +151,12 @@ namespace CNTK
         {
             get
             {
-                if (HasInferredDimension || HasFreeDimension)
-                    throw new ArgumentException("NDShape " + this + " has an unknown dim: no total size");
                 int size = 1;
-                foreach (int d in dims) size *= d;
+                foreach (int d in dims)
+                {
+                    if (d < 0) throw new ArgumentException("NDShape " + this + " has an unknown dim: no total size");
+                    size *= d;
+                }
                 return size;
             }
         }
@@ -172,6 +174,15 @@ namespace CNTK
         {
             long[] r = new long[dims.Length];
             for (int i = 0; i < dims.Length; ++i) r[i] = dims[dims.Length - 1 - i];
+            return r;
+        }
+
+        // [leading, row-major dims...]: a batch of samples of this shape.
+        internal long[] RowMajorWithLeading(long leading)
+        {
+            long[] r = new long[dims.Length + 1];
+            r[0] = leading;
+            for (int i = 0; i < dims.Length; ++i) r[i + 1] = dims[dims.Length - 1 - i];
             return r;
         }
 

@@ -12,7 +12,25 @@ namespace CNTK
     public class Value : IDisposable
     {
         internal readonly ValueHandle Handle;
-        GCHandle pinned;  // a borrowed array, held until the value is released
+        Pin pinned;  // a borrowed array, held until the value is released
+
+        // The pin of a borrowed array, freed by Dispose or, for a value never disposed, its finalizer
+        // (only borrowing values pay for a finalizable object).
+        sealed class Pin
+        {
+            GCHandle handle;
+            public Pin(GCHandle handle) { this.handle = handle; }
+            public void Free()
+            {
+                if (handle.IsAllocated) handle.Free();
+                GC.SuppressFinalize(this);
+            }
+            ~Pin()
+            {
+                // Unreachable: nothing reads the borrowed array again (releasing the native value does not).
+                if (handle.IsAllocated) handle.Free();
+            }
+        }
 
         internal Value(ValueHandle handle) { Handle = handle; }
 
@@ -69,20 +87,28 @@ namespace CNTK
                 throw new ArgumentException(string.Format("{0} values are not a whole number of samples of shape {1}", count, sampleShape));
             if (start < 0 || start + count > data.Length)
                 throw new ArgumentException("the batch reaches outside the array");
-            long[] sample = sampleShape.RowMajor();
-            long[] dims = new long[sample.Length + 1];
-            dims[0] = count / sampleSize;
-            Array.Copy(sample, 0, dims, 1, sample.Length);
+            long[] dims = sampleShape.RowMajorWithLeading(count / sampleSize);
+            ValueHandle h;
+            if (!borrow && start == 0 && count == data.Length)
+            {
+                // The marshaller pins a blittable array for the call: the cheapest copy-in path.
+                float[] floats = data as float[];
+                int status = floats != null
+                    ? Native.ctk_value_create(0, dims, dims.Length, floats, 0, DeviceDescriptor.Native_(device), out h)
+                    : Native.ctk_value_create(DataTypes.Of<T>(), dims, dims.Length, (double[])(object)data, 0,
+                                              DeviceDescriptor.Native_(device), out h);
+                Status.Check(status);
+                return new Value(h);
+            }
             GCHandle pin = GCHandle.Alloc(data, GCHandleType.Pinned);
             Value v = null;
             try
             {
                 IntPtr at = Marshal.UnsafeAddrOfPinnedArrayElement(data, start);
-                ValueHandle h;
                 Status.Check(Native.ctk_value_create(DataTypes.Of<T>(), dims, dims.Length, at, borrow ? 1 : 0,
                                                      DeviceDescriptor.Native_(device), out h));
                 v = new Value(h);
-                if (borrow) v.pinned = pin;
+                if (borrow) v.pinned = new Pin(pin);
                 return v;
             }
             finally
@@ -327,14 +353,7 @@ namespace CNTK
         public void Dispose()
         {
             Handle.Dispose();
-            if (pinned.IsAllocated) pinned.Free();
-            GC.SuppressFinalize(this);
-        }
-
-        ~Value()
-        {
-            // Unreachable: nothing reads the borrowed array again (releasing the native value does not).
-            if (pinned.IsAllocated) pinned.Free();
+            if (pinned != null) pinned.Free();
         }
     }
 }
