@@ -3,9 +3,10 @@
 # through CNTK's evaluation C API; then the C component is installed (cmake --install) into a scratch
 # prefix and evaluate_cntk.c is compiled against the installed headers and library with pkg-config, as
 # a user outside the build tree would, and run again.
-# Usage: c_examples_test.sh BUILD_DIR TRAIN_LOGISTIC EVALUATE_CNTK SCRATCH
+# Usage: c_examples_test.sh BUILD_DIR TRAIN_LOGISTIC EVALUATE_CNTK SCRATCH [CC_FLAGS]
+# (CC_FLAGS: what the build compiled with that a program linking it needs, e.g. the sanitizers)
 set -euo pipefail
-build=$1 train=$2 evaluate=$3 scratch=$4
+build=$1 train=$2 evaluate=$3 scratch=$4 cc_flags=${5:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$scratch" && mkdir -p "$scratch"
 "$train" "$scratch/model/logistic.model" | tee "$scratch/train.log"
@@ -18,7 +19,8 @@ awk '/^z:/ { exit !($3 > $2) }' "$scratch/eval.log"
 cmake --install "$build" --prefix "$scratch/prefix" --component c > /dev/null
 export PKG_CONFIG_PATH=$scratch/prefix/lib/pkgconfig
 # shellcheck disable=SC2046
-cc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Werror -o "$scratch/evaluate_installed" "$root/examples/C/evaluate_cntk.c" \
+# shellcheck disable=SC2086
+cc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Werror $cc_flags -o "$scratch/evaluate_installed" "$root/examples/C/evaluate_cntk.c" \
    $(pkg-config --cflags --libs ctk_c)
 "$scratch/evaluate_installed" "$scratch/model/logistic.model" 2 -2 > "$scratch/eval_installed.log"
 cmp <(grep "^z:" "$scratch/eval.log") <(grep "^z:" "$scratch/eval_installed.log")
