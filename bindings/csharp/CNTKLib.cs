@@ -250,8 +250,9 @@ namespace CNTK
         }
 
         public static Function Pooling(Variable operand, PoolingType poolingType, NDShape poolingWindowShape, NDShape strides,
-                                       IEnumerable<bool> autoPadding, bool ceilOutDim = false, bool includePad = false, string name = "")
+                                       IEnumerable<bool> autoPadding = null, bool ceilOutDim = false, bool includePad = false, string name = "")
         {
+            if (autoPadding == null) autoPadding = new[] { false };
             if (ceilOutDim || includePad) throw new NotSupportedException("Pooling: ceilOutDim and includePad are not supported here");
             long[] window = poolingWindowShape.RowMajor();
             long[] s = strides.RowMajor();

@@ -63,6 +63,11 @@ namespace CNTK.Interop
         protected override bool ReleaseHandle() { Native.ctk_deserializer_release(handle); return true; }
     }
 
+    internal sealed class ImageTransformHandle : CtkHandle
+    {
+        protected override bool ReleaseHandle() { Native.ctk_image_transform_release(handle); return true; }
+    }
+
     internal sealed class SourceHandle : CtkHandle
     {
         protected override bool ReleaseHandle() { Native.ctk_minibatch_source_release(handle); return true; }

@@ -51,7 +51,124 @@ namespace CNTK
         public bool IsValid { get { return data != null; } }
     }
 
-    public class UnorderedMapStreamInformationMinibatchData : Dictionary<StreamInformation, MinibatchData> { }
+    public class UnorderedMapStreamInformationMinibatchData : Dictionary<StreamInformation, MinibatchData>
+    {
+        public bool empty() { return Count == 0; }
+    }
+
+    // CNTK's MinibatchSourceConfig: deserializers (from CNTKLib.ImageDeserializer, CNTKLib.CTFDeserializer)
+    // and how to walk them.
+    public class MinibatchSourceConfig
+    {
+        internal readonly IList<CNTKDictionary> Deserializers;
+        public ulong MaxSamples { get; set; }
+        public ulong MaxSweeps { get; set; }
+        public bool Randomize { get; set; }
+        public ulong RandomizationWindowInChunks { get; set; }
+        public ulong RandomizationWindowInSamples { get; set; }
+        public uint RandomizationSeed { get; set; }
+        public bool IsMultithreaded { get; set; }
+
+        public MinibatchSourceConfig(IList<CNTKDictionary> deserializers, bool randomize = true)
+        {
+            if (deserializers == null || deserializers.Count == 0) throw new ArgumentException("MinibatchSourceConfig needs a deserializer");
+            if (deserializers.Any(d => d == null || d.Deserializer == null))
+                throw new ArgumentException("MinibatchSourceConfig: every entry must come from CNTKLib.ImageDeserializer or CNTKLib.CTFDeserializer");
+            Deserializers = deserializers.ToList();
+            MaxSamples = MinibatchSource.InfinitelyRepeat;
+            MaxSweeps = MinibatchSource.InfinitelyRepeat;
+            Randomize = randomize;
+            RandomizationWindowInChunks = MinibatchSource.DefaultRandomizationWindowInChunks;
+            IsMultithreaded = true;
+        }
+    }
+
+    public static partial class CNTKLib
+    {
+        // ---- image transforms (CNTK's reader configuration helpers) ----
+        public static CNTKDictionary ReaderCrop(string cropType, Tuple<int, int> cropSize, Tuple<float, float> sideRatio, Tuple<float, float> areaRatio,
+                                                Tuple<float, float> aspectRatio, string jitterType = "none")
+        {
+            Status.EnsureAbi();
+            ImageTransformHandle t;
+            Status.Check(Native.ctk_image_crop(Utf8.Bytes(cropType), cropSize.Item1, cropSize.Item2, sideRatio.Item1, sideRatio.Item2,
+                                               areaRatio.Item1, areaRatio.Item2, aspectRatio.Item1, aspectRatio.Item2, Utf8.Bytes(jitterType),
+                                               -1, 0, out t));
+            return new CNTKDictionary(t);
+        }
+
+        public static CNTKDictionary ReaderCrop(string cropType = "center")
+        {
+            return ReaderCrop(cropType, Tuple.Create(0, 0), Tuple.Create(0f, 0f), Tuple.Create(0f, 0f), Tuple.Create(1f, 1f));
+        }
+
+        public static CNTKDictionary ReaderScale(int width, int height, int channels, string interpolations = "linear",
+                                                 string scaleMode = "fill", int padValue = -1)
+        {
+            Status.EnsureAbi();
+            ImageTransformHandle t;
+            Status.Check(Native.ctk_image_scale(width, height, channels, Utf8.Bytes(interpolations), Utf8.Bytes(scaleMode), padValue, out t));
+            return new CNTKDictionary(t);
+        }
+
+        public static CNTKDictionary ReaderMean(string meanFile)
+        {
+            Status.EnsureAbi();
+            ImageTransformHandle t;
+            Status.Check(Native.ctk_image_mean(Utf8.Bytes(meanFile), out t));
+            return new CNTKDictionary(t);
+        }
+
+        public static CNTKDictionary ReaderColor(float brightnessRadius = 0, float contrastRadius = 0, float saturationRadius = 0)
+        {
+            Status.EnsureAbi();
+            ImageTransformHandle t;
+            Status.Check(Native.ctk_image_color(brightnessRadius, contrastRadius, saturationRadius, 0, out t));
+            return new CNTKDictionary(t);
+        }
+
+        // ---- deserializers ----
+        // CNTK's ImageDeserializer; an entry "grayscale" = true added to the result decodes one channel.
+        public static CNTKDictionary ImageDeserializer(string fileName, string labelStreamName, uint numLabels, string imageStreamName,
+                                                       IList<CNTKDictionary> transforms = null)
+        {
+            return ImageDeserializer(fileName, labelStreamName, numLabels, imageStreamName, transforms, false);
+        }
+
+        public static CNTKDictionary Base64ImageDeserializer(string fileName, string labelStreamName, uint numLabels, string imageStreamName,
+                                                             IList<CNTKDictionary> transforms = null)
+        {
+            return ImageDeserializer(fileName, labelStreamName, numLabels, imageStreamName, transforms, true);
+        }
+
+        static CNTKDictionary ImageDeserializer(string fileName, string labelStreamName, uint numLabels, string imageStreamName,
+                                                IList<CNTKDictionary> transforms, bool base64)
+        {
+            List<CNTKDictionary> list = transforms == null ? new List<CNTKDictionary>() : transforms.ToList();
+            if (list.Any(t => t == null || t.Transform == null))
+                throw new ArgumentException("ImageDeserializer: every transform must come from CNTKLib.ReaderCrop, ReaderScale, ReaderMean or ReaderColor");
+            return new CNTKDictionary(self =>
+            {
+                IntPtr[] raw = list.Select(t => t.Transform.DangerousGetHandle()).ToArray();
+                DeserializerHandle d;
+                Status.Check(Native.ctk_image_deserializer(Utf8.Bytes(fileName), Utf8.Bytes(labelStreamName), numLabels, Utf8.Bytes(imageStreamName),
+                                                           raw, raw.Length, self.Flag("grayscale") ? 1 : 0, base64 ? 1 : 0, out d));
+                GC.KeepAlive(list);
+                return d;
+            });
+        }
+
+        public static CNTKDictionary CTFDeserializer(string fileName, IList<StreamConfiguration> streams)
+        {
+            List<StreamConfiguration> list = streams.ToList();
+            return new CNTKDictionary(self => MinibatchSource.CtfDeserializer(fileName, list));
+        }
+
+        public static MinibatchSource CreateCompositeMinibatchSource(MinibatchSourceConfig configuration)
+        {
+            return MinibatchSource.Composite(configuration);
+        }
+    }
 
     public class MinibatchSource
     {
@@ -91,6 +208,18 @@ namespace CNTK
                                                                 bool sampleBasedRandomizationWindow = false)
         {
             Status.EnsureAbi();
+            using (DeserializerHandle d = CtfDeserializer(dataFilePath, streamConfigs))
+            {
+                NativeSourceConfig config = Config(epochSize, randomize);
+                if (sampleBasedRandomizationWindow) config.windowInSamples = (long)randomizationWindow;
+                else config.windowInChunks = (long)randomizationWindow;
+                return Create(new[] { d }, config);
+            }
+        }
+
+        internal static DeserializerHandle CtfDeserializer(string dataFilePath, IList<StreamConfiguration> streamConfigs)
+        {
+            Status.EnsureAbi();
             NativeStreamDef[] defs = new NativeStreamDef[streamConfigs.Count];
             List<IntPtr> strings = new List<IntPtr>();
             try
@@ -106,17 +235,34 @@ namespace CNTK
                 }
                 DeserializerHandle d;
                 Status.Check(Native.ctk_ctf_deserializer(Utf8.Bytes(dataFilePath), defs, defs.Length, out d));
-                using (d)
-                {
-                    NativeSourceConfig config = Config(epochSize, randomize);
-                    if (sampleBasedRandomizationWindow) config.windowInSamples = (long)randomizationWindow;
-                    else config.windowInChunks = (long)randomizationWindow;
-                    return Create(d, config);
-                }
+                return d;
             }
             finally
             {
                 foreach (IntPtr p in strings) Marshal.FreeHGlobal(p);
+            }
+        }
+
+        internal static MinibatchSource Composite(MinibatchSourceConfig c)
+        {
+            Status.EnsureAbi();
+            DeserializerHandle[] handles = c.Deserializers.Select(d => d.Deserializer(d)).ToArray();
+            try
+            {
+                NativeSourceConfig config;
+                Status.Check(Native.ctk_source_config_default(out config));
+                config.maxSamples = c.MaxSamples == InfinitelyRepeat ? long.MaxValue : (long)c.MaxSamples;
+                config.maxSweeps = c.MaxSweeps == InfinitelyRepeat ? long.MaxValue : (long)c.MaxSweeps;
+                config.randomize = c.Randomize ? 1 : 0;
+                config.windowInChunks = (long)c.RandomizationWindowInChunks;
+                config.windowInSamples = (long)c.RandomizationWindowInSamples;
+                config.seed = c.RandomizationSeed;
+                if (!c.IsMultithreaded) config.readerThreads = 1;
+                return Create(handles, config);
+            }
+            finally
+            {
+                foreach (DeserializerHandle h in handles) h.Dispose();
             }
         }
 
@@ -127,7 +273,7 @@ namespace CNTK
             Status.EnsureAbi();
             DeserializerHandle d;
             Status.Check(Native.ctk_idx_deserializer(Utf8.Bytes(imagesPath), Utf8.Bytes(labelsPath), numClasses, out d));
-            using (d) return Create(d, Config(epochSize, randomize));
+            using (d) return Create(new[] { d }, Config(epochSize, randomize));
         }
 
         static NativeSourceConfig Config(ulong epochSize, bool randomize)
@@ -140,12 +286,12 @@ namespace CNTK
             return config;
         }
 
-        static MinibatchSource Create(DeserializerHandle d, NativeSourceConfig config)
+        static MinibatchSource Create(DeserializerHandle[] deserializers, NativeSourceConfig config)
         {
-            IntPtr[] raw = { d.DangerousGetHandle() };
+            IntPtr[] raw = deserializers.Select(d => d.DangerousGetHandle()).ToArray();
             SourceHandle s;
-            Status.Check(Native.ctk_minibatch_source_create(raw, 1, ref config, out s));
-            GC.KeepAlive(d);
+            Status.Check(Native.ctk_minibatch_source_create(raw, raw.Length, ref config, out s));
+            GC.KeepAlive(deserializers);
             return new MinibatchSource(s);
         }
 

@@ -194,6 +194,12 @@ namespace CNTK.Interop
         // ---- readers ----
         [DllImport(Lib)] public static extern int ctk_ctf_deserializer(byte[] path, NativeStreamDef[] streams, long n, out DeserializerHandle d);
         [DllImport(Lib)] public static extern int ctk_idx_deserializer(byte[] images, byte[] labels, long numClasses, out DeserializerHandle d);
+        [DllImport(Lib)] public static extern int ctk_image_crop(byte[] cropType, long width, long height, double sideMin, double sideMax, double areaMin, double areaMax, double aspectMin, double aspectMax, byte[] jitterType, int hflip, uint seed, out ImageTransformHandle t);
+        [DllImport(Lib)] public static extern int ctk_image_scale(long width, long height, long channels, byte[] interpolations, byte[] scaleMode, long padValue, out ImageTransformHandle t);
+        [DllImport(Lib)] public static extern int ctk_image_mean(byte[] meanFile, out ImageTransformHandle t);
+        [DllImport(Lib)] public static extern int ctk_image_color(double brightness, double contrast, double saturation, uint seed, out ImageTransformHandle t);
+        [DllImport(Lib)] public static extern void ctk_image_transform_release(IntPtr t);
+        [DllImport(Lib)] public static extern int ctk_image_deserializer(byte[] mapFile, byte[] labelStream, long numClasses, byte[] imageStream, IntPtr[] transforms, long n, int grayscale, int base64, out DeserializerHandle d);
         [DllImport(Lib)] public static extern void ctk_deserializer_release(IntPtr d);
         [DllImport(Lib)] public static extern int ctk_source_config_default(out NativeSourceConfig config);
         [DllImport(Lib)] public static extern int ctk_minibatch_source_create(IntPtr[] deserializers, long n, ref NativeSourceConfig config, out SourceHandle source);

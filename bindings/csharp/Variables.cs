@@ -212,6 +212,12 @@ namespace CNTK
 
         public Constant(NDArrayView value, string name = "") : base(Parameter.FromData(value, name, false)) { }
 
+        public Constant(NDShape shape, float initValue, DeviceDescriptor device, string name = "")
+            : base(Make(shape, DataType.Float, initValue, name)) { }
+
+        public Constant(NDShape shape, double initValue, DeviceDescriptor device, string name = "")
+            : base(Make(shape, DataType.Double, initValue, name)) { }
+
         public static Constant Scalar<T>(T value, DeviceDescriptor device)
         {
             return new Constant(Make(new NDShape(), DataTypes.FromNative(DataTypes.Of<T>()), Convert.ToDouble(value), ""));
@@ -246,6 +252,22 @@ namespace CNTK
 
         public NDArrayView(NDShape viewShape, double[] dataBuffer, DeviceDescriptor device, bool readOnly = false)
             : this(viewShape, (double[])dataBuffer.Clone(), DataType.Double) { }
+
+        // An array of zeros of `viewShape`.
+        public NDArrayView(DataType dataType, NDShape viewShape, DeviceDescriptor device)
+            : this(viewShape, dataType == DataType.Double ? (Array)new double[viewShape.TotalSize] : new float[viewShape.TotalSize],
+                   dataType == DataType.Double ? DataType.Double : DataType.Float) { }
+
+        public NDArrayView(NDShape viewShape, float[] dataBuffer, uint numBufferElements, DeviceDescriptor device, bool readOnly = false)
+            : this(viewShape, dataBuffer.Take((int)numBufferElements).ToArray(), DataType.Float) { }
+
+        // Copies `source`'s values in (same size; converted to this array's type).
+        public void CopyFrom(NDArrayView source)
+        {
+            if (source.Data.Length != Data.Length)
+                throw new ArgumentException(string.Format("CopyFrom: {0} values into an array of {1}", source.Data.Length, Data.Length));
+            for (int i = 0; i < Data.Length; ++i) Data.SetValue(Convert.ChangeType(source.Data.GetValue(i), Data.GetType().GetElementType()), i);
+        }
 
         NDArrayView(NDShape shape, Array data, DataType dataType)
         {
@@ -285,12 +307,44 @@ namespace CNTK
         }
     }
 
-    // What CNTKLib's initializer functions return (CNTK's CNTKDictionary held the initializer's config).
+    // CNTK's configuration dictionary, as CNTKLib's functions return it: an initializer, an image
+    // transform, or a deserializer (made when a source is created, so that entries added with Add, such as
+    // CNTK's "grayscale", still apply).
     public class CNTKDictionary
     {
         internal readonly InitializerHandle Initializer;
-        internal CNTKDictionary(InitializerHandle initializer) { Initializer = initializer; }
+        internal readonly ImageTransformHandle Transform;
+        internal readonly Func<CNTKDictionary, DeserializerHandle> Deserializer;
+        readonly Dictionary<string, DictionaryValue> entries = new Dictionary<string, DictionaryValue>();
+
         public CNTKDictionary() { }
+        internal CNTKDictionary(InitializerHandle initializer) { Initializer = initializer; }
+        internal CNTKDictionary(ImageTransformHandle transform) { Transform = transform; }
+        internal CNTKDictionary(Func<CNTKDictionary, DeserializerHandle> deserializer) { Deserializer = deserializer; }
+
+        public void Add(string key, DictionaryValue value) { entries[key] = value; }
+        public bool Contains(string key) { return entries.ContainsKey(key); }
+        public DictionaryValue this[string key] { get { return entries[key]; } set { entries[key] = value; } }
+
+        internal bool Flag(string key)
+        {
+            DictionaryValue v;
+            return entries.TryGetValue(key, out v) && v.Value is bool && (bool)v.Value;
+        }
+    }
+
+    public class DictionaryValue
+    {
+        internal readonly object Value;
+        public DictionaryValue(bool value) { Value = value; }
+        public DictionaryValue(int value) { Value = value; }
+        public DictionaryValue(uint value) { Value = value; }
+        public DictionaryValue(ulong value) { Value = value; }
+        public DictionaryValue(double value) { Value = value; }
+        public DictionaryValue(float value) { Value = value; }
+        public DictionaryValue(string value) { Value = value; }
+        public DictionaryValue(CNTKDictionary value) { Value = value; }
+        public override string ToString() { return Convert.ToString(Value); }
     }
 
     public class ParameterVector : List<Parameter>

@@ -12,6 +12,7 @@
 #include "ctk/function.h"
 #include "ctk/initializer.h"
 #include "ctk/io.h"
+#include "ctk/io/image.h"
 #include "ctk/learners.h"
 #include "ctk/train/trainer.h"
 
@@ -28,6 +29,7 @@ enum : uint32_t {
     kDeserializerTag = 0x43445352,
     kSourceTag = 0x43535243,
     kMinibatchTag = 0x434d4241,
+    kImageTransformTag = 0x43494d54,
 };
 
 struct ctk_variable {
@@ -74,6 +76,11 @@ struct ctk_deserializer {
     uint32_t tag = kDeserializerTag;
     ctk::DeserializerPtr deserializer;
     static constexpr const char* kind = "ctk_deserializer_t";
+};
+struct ctk_image_transform {
+    uint32_t tag = kImageTransformTag;
+    ctk::ImageTransform transform;
+    static constexpr const char* kind = "ctk_image_transform_t";
 };
 struct ctk_minibatch_source {
     uint32_t tag = kSourceTag;

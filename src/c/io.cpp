@@ -1,4 +1,4 @@
-// The C ABI's readers: CTF and IDX deserializers, the MinibatchSource over them, and its minibatches.
+// The C ABI's readers: CTF, IDX and image deserializers, the MinibatchSource over them, and its minibatches.
 #include <string>
 #include <vector>
 #include "c/handles.h"
@@ -19,6 +19,16 @@ ctk_deserializer_t* new_deserializer(DeserializerPtr d) {
 MinibatchSource& source_of(const ctk_minibatch_source_t* s) {
     return *handle(s, "source").source;
 }
+template <typename Make>
+ctk_status make_transform(const char* function, ctk_image_transform_t** out, Make&& make) {
+    return guarded(function, [&] {
+        required(out, "out");
+        auto* h = new ctk_image_transform;
+        h->transform = make();
+        *out = h;
+    });
+}
+
 
 }  // namespace
 
@@ -55,6 +65,89 @@ ctk_status ctk_idx_deserializer(const char* images_path, const char* labels_path
         const std::string labels = required(labels_path, "labels_path");
         required(out, "out");
         *out = new_deserializer(mnist_idx_deserializer(images, labels, num_classes));
+    });
+}
+
+
+ctk_status ctk_image_crop(const char* crop_type, int64_t width, int64_t height, double side_ratio_min,
+                          double side_ratio_max, double area_ratio_min, double area_ratio_max, double aspect_ratio_min,
+                          double aspect_ratio_max, const char* jitter_type, int32_t hflip, uint32_t seed,
+                          ctk_image_transform_t** out) {
+    return make_transform(__func__, out, [&] {
+        ImageCrop c;
+        c.crop_type = required(crop_type, "crop_type");
+        CTK_CHECK(width >= 0 && height >= 0, ValueError, "crop size ", width, "x", height, " is negative");
+        c.crop_width = width;
+        c.crop_height = height;
+        c.side_ratio_min = side_ratio_min;
+        c.side_ratio_max = side_ratio_max;
+        c.area_ratio_min = area_ratio_min;
+        c.area_ratio_max = area_ratio_max;
+        c.aspect_ratio_min = aspect_ratio_min;
+        c.aspect_ratio_max = aspect_ratio_max;
+        c.jitter_type = jitter_type == nullptr ? std::string("none") : std::string(jitter_type);
+        CTK_CHECK(hflip >= -1 && hflip <= 1, ValueError, "hflip ", hflip, " is not -1, 0 or 1");
+        if (hflip >= 0) c.hflip = hflip == 1;
+        c.seed = seed;
+        return ImageTransform(c);
+    });
+}
+
+ctk_status ctk_image_scale(int64_t width, int64_t height, int64_t channels, const char* interpolations,
+                           const char* scale_mode, int64_t pad_value, ctk_image_transform_t** out) {
+    return make_transform(__func__, out, [&] {
+        CTK_CHECK(width > 0 && height > 0 && (channels == 1 || channels == 3), ValueError, "scale to ", width, "x",
+                  height, "x", channels, ": sizes must be positive and channels 1 or 3");
+        ImageScale sc;
+        sc.width = width;
+        sc.height = height;
+        sc.channels = channels;
+        if (interpolations != nullptr) sc.interpolations = interpolations;
+        if (scale_mode != nullptr) sc.scale_mode = scale_mode;
+        sc.pad_value = pad_value;
+        return ImageTransform(sc);
+    });
+}
+
+ctk_status ctk_image_mean(const char* mean_file, ctk_image_transform_t** out) {
+    return make_transform(__func__, out, [&] { return ImageTransform(ImageMean{required(mean_file, "mean_file")}); });
+}
+
+ctk_status ctk_image_color(double brightness_radius, double contrast_radius, double saturation_radius, uint32_t seed,
+                           ctk_image_transform_t** out) {
+    return make_transform(__func__, out, [&] {
+        ImageColor c;
+        c.brightness_radius = brightness_radius;
+        c.contrast_radius = contrast_radius;
+        c.saturation_radius = saturation_radius;
+        c.seed = seed;
+        return ImageTransform(c);
+    });
+}
+
+void ctk_image_transform_release(ctk_image_transform_t* t) {
+    release(t);
+}
+
+ctk_status ctk_image_deserializer(const char* map_file, const char* label_stream, int64_t num_classes,
+                                  const char* image_stream, const ctk_image_transform_t* const* transforms, int64_t n,
+                                  int32_t grayscale, int32_t base64, ctk_deserializer_t** out) {
+    return guarded(__func__, [&] {
+        required(out, "out");
+        ImageDeserializerConfig c;
+        c.map_file = required(map_file, "map_file");
+        c.label_stream = required(label_stream, "label_stream");
+        c.image_stream = required(image_stream, "image_stream");
+        CTK_CHECK(num_classes >= 1, ValueError, "num_classes ", num_classes, " must be at least 1");
+        c.num_classes = num_classes;
+        CTK_CHECK(n >= 0, ValueError, "transform count ", n, " is negative");
+        if (n > 0) required(transforms, "transforms");
+        for (int64_t i = 0; i < n; ++i) {
+            const std::string what = "transforms[" + std::to_string(i) + "]";
+            c.transforms.push_back(handle(transforms[i], what.c_str()).transform);
+        }
+        c.grayscale = grayscale != 0;
+        *out = new_deserializer(base64 != 0 ? base64_image_deserializer(c) : image_deserializer(c));
     });
 }
 

@@ -192,5 +192,53 @@ int main(int argc, char** argv) {
     images[2] = 9; /* a bad magic number */
     write_file(images_path, images, sizeof images);
     FAILS(ctk_idx_deserializer(images_path, labels_path, 10, &idx), CTK_ERROR_IO, "io_test-images-idx3-ubyte");
+
+    /* CNTK's image reader: two 2x2 grey images (PGM, which OpenCV decodes), a map file, scaled to 2x2x1. */
+    {
+        char map[1024], img[1024];
+        snprintf(map, sizeof map, "%s/io_test_map.txt", dir);
+        FILE* m = fopen(map, "w");
+        CHECK(m != NULL);
+        for (int k = 0; k < 2; ++k) {
+            snprintf(img, sizeof img, "%s/io_test_image%d.pgm", dir, k);
+            const unsigned char pgm[] = {'P', '5', '\n', '2', ' ', '2', '\n', '2', '5', '5', '\n',
+                                         (unsigned char)(10 + k), 20, 30, (unsigned char)(40 + k)};
+            write_file(img, pgm, sizeof pgm);
+            if (m) fprintf(m, "%s\t%d\n", img, k + 1);
+        }
+        if (m) fclose(m);
+        ctk_image_transform_t* scale;
+        OK(ctk_image_scale(2, 2, 1, NULL, NULL, -1, &scale));
+        ctk_image_transform_t* bad = NULL;
+        FAILS(ctk_image_scale(0, 2, 1, NULL, NULL, -1, &bad), CTK_ERROR_VALUE, "sizes must be positive");
+        FAILS(ctk_image_crop("center", 0, 0, 0, 0, 0, 0, 1, 1, NULL, 2, 0, &bad), CTK_ERROR_VALUE, "hflip 2");
+        ctk_deserializer_t* images;
+        OK(ctk_image_deserializer(map, "labels", 3, "features", (const ctk_image_transform_t* const*)&scale, 1, 1, 0,
+                                  &images));
+        ctk_source_config config;
+        OK(ctk_source_config_default(&config));
+        config.randomize = 0;
+        config.max_sweeps = 1;
+        OK(ctk_minibatch_source_create((const ctk_deserializer_t* const*)&images, 1, &config, &source));
+        OK(ctk_minibatch_source_next(source, 2, 1, 0, kCpu, &mb));
+        ctk_value_t* v;
+        OK(ctk_minibatch_stream(mb, "features", &v, NULL, NULL, NULL));
+        float px[8];
+        OK(ctk_value_copy_data(v, CTK_FLOAT32, px, 8));
+        CHECK(px[0] == 10 && px[1] == 20 && px[2] == 30 && px[3] == 40 && px[4] == 11 && px[7] == 41);
+        ctk_value_release(v);
+        OK(ctk_minibatch_stream(mb, "labels", &v, NULL, NULL, NULL));
+        float lab[6];
+        OK(ctk_value_copy_data(v, CTK_FLOAT32, lab, 6));
+        CHECK(lab[1] == 1 && lab[5] == 1 && lab[0] == 0);
+        ctk_value_release(v);
+        ctk_minibatch_release(mb);
+        ctk_minibatch_source_release(source);
+        ctk_deserializer_release(images);
+        snprintf(map, sizeof map, "%s/no_such_map.txt", dir);
+        FAILS(ctk_image_deserializer(map, "labels", 3, "features", NULL, 0, 0, 0, &images), CTK_ERROR_IO,
+              "no_such_map.txt");
+        ctk_image_transform_release(scale);
+    }
     return finish("io_test");
 }

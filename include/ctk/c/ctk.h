@@ -451,6 +451,30 @@ CTK_C_API ctk_status ctk_ctf_deserializer(const char* path, const ctk_stream_def
 /* MNIST-style IDX images and labels (streams "features" [rows*cols] and "labels" [num_classes]). */
 CTK_C_API ctk_status ctk_idx_deserializer(const char* images_path, const char* labels_path, int64_t num_classes,
                                           ctk_deserializer_t** out);
+/* CNTK's ImageDeserializer: a map file of "<image path>\t<label>" lines, decoded by OpenCV on reader
+ * threads, `transforms` applied in order (CNTK's crop, scale, mean and colour), images as CHW floats in BGR
+ * order under `image_stream`, one-hot labels of num_classes under `label_stream`. base64: the map file
+ * holds the images themselves (CNTK's Base64ImageDeserializer). See docs/images.md. */
+typedef struct ctk_image_transform ctk_image_transform_t;
+/* crop_type "center", "randomside" or "randomarea" (any case); width/height 0: a square of the side
+ * ratio; ratio ranges as CNTK's sideRatio/areaRatio/aspectRatio; jitter_type "none" or "uniratio";
+ * hflip -1: CNTK's default for the crop type, else 0 or 1; seed 0: CNTK's default. */
+CTK_C_API ctk_status ctk_image_crop(const char* crop_type, int64_t width, int64_t height, double side_ratio_min,
+                                    double side_ratio_max, double area_ratio_min, double area_ratio_max,
+                                    double aspect_ratio_min, double aspect_ratio_max, const char* jitter_type,
+                                    int32_t hflip, uint32_t seed, ctk_image_transform_t** out);
+/* interpolations "nearest", "linear", "cubic" or "lanczos" (NULL: linear); scale_mode "fill", "crop" or
+ * "pad" (NULL: fill); pad_value -1 replicates the border. */
+CTK_C_API ctk_status ctk_image_scale(int64_t width, int64_t height, int64_t channels, const char* interpolations,
+                                     const char* scale_mode, int64_t pad_value, ctk_image_transform_t** out);
+/* CNTK's mean file (OpenCV XML, as CNTK's CIFAR-10 installer and `ctk data images` write it). */
+CTK_C_API ctk_status ctk_image_mean(const char* mean_file, ctk_image_transform_t** out);
+CTK_C_API ctk_status ctk_image_color(double brightness_radius, double contrast_radius, double saturation_radius,
+                                     uint32_t seed, ctk_image_transform_t** out);
+CTK_C_API void ctk_image_transform_release(ctk_image_transform_t* t);
+CTK_C_API ctk_status ctk_image_deserializer(const char* map_file, const char* label_stream, int64_t num_classes,
+                                            const char* image_stream, const ctk_image_transform_t* const* transforms,
+                                            int64_t n, int32_t grayscale, int32_t base64, ctk_deserializer_t** out);
 CTK_C_API void ctk_deserializer_release(ctk_deserializer_t* d);
 
 /* CNTK's INFINITELY_REPEAT and FULL_DATA_SWEEP. */
