@@ -1,8 +1,10 @@
-// The C ABI's readers: CTF, IDX and image deserializers, the MinibatchSource over them, and its minibatches.
+// The C ABI's readers: CTF, CBF, IDX and image deserializers, the MinibatchSource over them, and its
+// minibatches.
 #include <string>
 #include <vector>
 #include "c/handles.h"
 #include "ctk/error.h"
+#include "ctk/io/cbf.h"
 #include "ctk/model.h"
 
 using namespace ctk;        // NOLINT(google-build-using-namespace): the C entry points below
@@ -14,6 +16,25 @@ ctk_deserializer_t* new_deserializer(DeserializerPtr d) {
     auto* h = new ctk_deserializer;
     h->deserializer = std::move(d);
     return h;
+}
+
+// The C stream definitions, checked.
+std::vector<StreamDef> stream_defs(const ctk_stream_def* streams, int64_t n) {
+    required(streams, "streams");
+    std::vector<StreamDef> defs;
+    for (int64_t i = 0; i < n; ++i) {
+        const ctk_stream_def& s = streams[i];
+        const std::string what = "streams[" + std::to_string(i) + "].name";
+        StreamDef def;
+        def.name = required(s.name, what.c_str());
+        def.field = s.field == nullptr ? def.name : std::string(s.field);
+        CTK_CHECK(s.dim >= 1, ValueError, "stream '", def.name, "': dim ", s.dim, " must be at least 1");
+        def.shape = {s.dim};
+        def.is_sparse = s.is_sparse != 0;
+        def.defines_mb_size = s.defines_mb_size != 0;
+        defs.push_back(std::move(def));
+    }
+    return defs;
 }
 
 MinibatchSource& source_of(const ctk_minibatch_source_t* s) {
@@ -29,7 +50,6 @@ ctk_status make_transform(const char* function, ctk_image_transform_t** out, Mak
     });
 }
 
-
 }  // namespace
 
 extern "C" {
@@ -41,20 +61,19 @@ ctk_status ctk_ctf_deserializer(const char* path, const ctk_stream_def* streams,
         required(out, "out");
         CTK_CHECK(n >= 1, ValueError, "a CTF deserializer needs at least one stream, not ", n);
         required(streams, "streams");
-        std::vector<StreamDef> defs;
-        for (int64_t i = 0; i < n; ++i) {
-            const ctk_stream_def& s = streams[i];
-            const std::string what = "streams[" + std::to_string(i) + "].name";
-            StreamDef def;
-            def.name = required(s.name, what.c_str());
-            def.field = s.field == nullptr ? def.name : std::string(s.field);
-            CTK_CHECK(s.dim >= 1, ValueError, "stream '", def.name, "': dim ", s.dim, " must be at least 1");
-            def.shape = {s.dim};
-            def.is_sparse = s.is_sparse != 0;
-            def.defines_mb_size = s.defines_mb_size != 0;
-            defs.push_back(std::move(def));
-        }
+        const std::vector<StreamDef> defs = stream_defs(streams, n);
         *out = new_deserializer(ctf_deserializer(file, defs));
+    });
+}
+
+ctk_status ctk_cbf_deserializer(const char* path, const ctk_stream_def* streams, int64_t n,
+                                ctk_deserializer_t** out) {
+    return guarded(__func__, [&] {
+        const std::string file = required(path, "path");
+        required(out, "out");
+        CTK_CHECK(n >= 0, ValueError, "stream count ", n, " is negative");
+        *out = new_deserializer(
+            cbf_deserializer(file, n == 0 ? std::vector<StreamDef>{} : stream_defs(streams, n)));
     });
 }
 
@@ -68,11 +87,10 @@ ctk_status ctk_idx_deserializer(const char* images_path, const char* labels_path
     });
 }
 
-
 ctk_status ctk_image_crop(const char* crop_type, int64_t width, int64_t height, double side_ratio_min,
-                          double side_ratio_max, double area_ratio_min, double area_ratio_max, double aspect_ratio_min,
-                          double aspect_ratio_max, const char* jitter_type, int32_t hflip, uint32_t seed,
-                          ctk_image_transform_t** out) {
+                          double side_ratio_max, double area_ratio_min, double area_ratio_max,
+                          double aspect_ratio_min, double aspect_ratio_max, const char* jitter_type,
+                          int32_t hflip, uint32_t seed, ctk_image_transform_t** out) {
     return make_transform(__func__, out, [&] {
         ImageCrop c;
         c.crop_type = required(crop_type, "crop_type");
@@ -96,8 +114,8 @@ ctk_status ctk_image_crop(const char* crop_type, int64_t width, int64_t height, 
 ctk_status ctk_image_scale(int64_t width, int64_t height, int64_t channels, const char* interpolations,
                            const char* scale_mode, int64_t pad_value, ctk_image_transform_t** out) {
     return make_transform(__func__, out, [&] {
-        CTK_CHECK(width > 0 && height > 0 && (channels == 1 || channels == 3), ValueError, "scale to ", width, "x",
-                  height, "x", channels, ": sizes must be positive and channels 1 or 3");
+        CTK_CHECK(width > 0 && height > 0 && (channels == 1 || channels == 3), ValueError, "scale to ", width,
+                  "x", height, "x", channels, ": sizes must be positive and channels 1 or 3");
         ImageScale sc;
         sc.width = width;
         sc.height = height;
@@ -110,11 +128,12 @@ ctk_status ctk_image_scale(int64_t width, int64_t height, int64_t channels, cons
 }
 
 ctk_status ctk_image_mean(const char* mean_file, ctk_image_transform_t** out) {
-    return make_transform(__func__, out, [&] { return ImageTransform(ImageMean{required(mean_file, "mean_file")}); });
+    return make_transform(__func__, out,
+                          [&] { return ImageTransform(ImageMean{required(mean_file, "mean_file")}); });
 }
 
-ctk_status ctk_image_color(double brightness_radius, double contrast_radius, double saturation_radius, uint32_t seed,
-                           ctk_image_transform_t** out) {
+ctk_status ctk_image_color(double brightness_radius, double contrast_radius, double saturation_radius,
+                           uint32_t seed, ctk_image_transform_t** out) {
     return make_transform(__func__, out, [&] {
         ImageColor c;
         c.brightness_radius = brightness_radius;
@@ -130,8 +149,8 @@ void ctk_image_transform_release(ctk_image_transform_t* t) {
 }
 
 ctk_status ctk_image_deserializer(const char* map_file, const char* label_stream, int64_t num_classes,
-                                  const char* image_stream, const ctk_image_transform_t* const* transforms, int64_t n,
-                                  int32_t grayscale, int32_t base64, ctk_deserializer_t** out) {
+                                  const char* image_stream, const ctk_image_transform_t* const* transforms,
+                                  int64_t n, int32_t grayscale, int32_t base64, ctk_deserializer_t** out) {
     return guarded(__func__, [&] {
         required(out, "out");
         ImageDeserializerConfig c;

@@ -240,5 +240,35 @@ int main(int argc, char** argv) {
               "no_such_map.txt");
         ctk_image_transform_release(scale);
     }
+
+    /* CNTK's binary format: a file CNTK's ctf2bin wrote (10 sequences, 100 samples of 5 dims), one sweep. */
+    {
+        ctk_deserializer_t* cbf;
+        OK(ctk_cbf_deserializer(CTK_TEST_DATA_DIR "/cntk/cbf/10x10_dense.bin", NULL, 0, &cbf));
+        ctk_source_config config;
+        OK(ctk_source_config_default(&config));
+        config.randomize = 0;
+        config.max_sweeps = 1;
+        OK(ctk_minibatch_source_create((const ctk_deserializer_t* const*)&cbf, 1, &config, &source));
+        const char* name;
+        int64_t dims[2];
+        int32_t rank, dtype, sparse;
+        OK(ctk_minibatch_source_stream_info(source, 0, &name, dims, 2, &rank, &dtype, &sparse));
+        CHECK(strcmp(name, "features") == 0 && rank == 1 && dims[0] == 5 && !sparse);
+        int64_t total = 0;
+        for (;;) {
+            OK(ctk_minibatch_source_next(source, 32, 1, 0, kCpu, &mb));
+            OK(ctk_minibatch_stream_count(mb, &count));
+            int64_t samples = 0;
+            if (count > 0) OK(ctk_minibatch_stream(mb, "features", NULL, &samples, NULL, NULL));
+            ctk_minibatch_release(mb);
+            if (count == 0) break;
+            total += samples;
+        }
+        CHECK(total == 100);
+        ctk_minibatch_source_release(source);
+        ctk_deserializer_release(cbf);
+        FAILS(ctk_cbf_deserializer(CTK_TEST_DATA_DIR "/cntk/cbf/none.bin", NULL, 0, &cbf), CTK_ERROR_IO, "none.bin");
+    }
     return finish("io_test");
 }

@@ -448,6 +448,10 @@ typedef struct ctk_stream_def {
 } ctk_stream_def;
 CTK_C_API ctk_status ctk_ctf_deserializer(const char* path, const ctk_stream_def* streams, int64_t n,
                                           ctk_deserializer_t** out);
+/* CNTK's binary format (CBF: what ctf2bin and `ctk data ctf2cbf` write). streams NULL/n 0: every stream
+ * of the file under its own name; else the named streams (`field`: the name in the file). */
+CTK_C_API ctk_status ctk_cbf_deserializer(const char* path, const ctk_stream_def* streams, int64_t n,
+                                          ctk_deserializer_t** out);
 /* MNIST-style IDX images and labels (streams "features" [rows*cols] and "labels" [num_classes]). */
 CTK_C_API ctk_status ctk_idx_deserializer(const char* images_path, const char* labels_path, int64_t num_classes,
                                           ctk_deserializer_t** out);
