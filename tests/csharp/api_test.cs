@@ -102,6 +102,46 @@ static class ApiTest
         Check(csc.IsSparse && csc.GetOneHotData(s)[0].SequenceEqual(new[] { 2, 1 }), "CSC one-hot sequence");
     }
 
+    // CNTK's transfer-learning pattern: a trained model's hidden layer found by name, cloned with frozen
+    // parameters onto a new input, a new trainable layer on top.
+    static void TransferLearning(DeviceDescriptor cpu, string scratch)
+    {
+        CNTKLib.ResetRandomSeed(5);
+        var features = Variable.InputVariable(new[] { 4 }, DataType.Float, "features");
+        var w = new Parameter(new[] { 3, 4 }, DataType.Float, CNTKLib.GlorotUniformInitializer(), cpu, "w");
+        Function hidden = CNTKLib.ReLU(CNTKLib.Times(w, features), "hidden");
+        Function top = CNTKLib.Times(new Parameter(new[] { 2, 3 }, DataType.Float, 1.0, cpu, "top"), hidden, "z");
+        string path = Path.Combine(scratch, "csharp_models", "base.model");
+        top.Save(path);
+
+        Function baseModel = Function.Load(path, cpu);
+        var image = Variable.InputVariable(new[] { 4 }, DataType.Float);
+        var labels = Variable.InputVariable(new[] { 2 }, DataType.Float);
+        Function normalized = CNTKLib.Minus(image, Constant.Scalar(DataType.Float, 114.0F));
+        Variable oldFeature = baseModel.Arguments.Single(a => a.Name == "features");
+        Function lastNode = baseModel.FindByName("hidden");
+        Check(lastNode != null && lastNode.OpName == "ReLU", "FindByName found the hidden ReLU");
+        Function cloned = CNTKLib.AsComposite(lastNode).Clone(ParameterCloningMethod.Freeze,
+                                                              new Dictionary<Variable, Variable> { { oldFeature, normalized } });
+        Check(cloned.Parameters().Count == 0 && cloned.Constants().Count >= 2, "frozen clone: parameters became constants");
+        Check(cloned.Arguments.Count == 1 && cloned.Arguments[0] == image, "the clone reads the new input");
+        var newW = new Parameter(new[] { 2, 3 }, DataType.Float, CNTKLib.GlorotUniformInitializer(), cpu, "newW");
+        Function model = CNTKLib.Times(newW, cloned, "prediction");
+        Check(model.Parameters().Count == 1, "only the new layer trains");
+        var trainer = Trainer.CreateTrainer(model, CNTKLib.CrossEntropyWithSoftmax(model, labels), CNTKLib.ClassificationError(model, labels),
+            new List<Learner> { Learner.MomentumSGDLearner(model.Parameters(), new TrainingParameterScheduleDouble(0.2, 0),
+                                                           new TrainingParameterScheduleDouble(0.9, 0), true,
+                                                           new AdditionalLearningOptions { l2RegularizationWeight = 0.05 }) });
+        float[] frozenBefore = baseModel.Parameters().SelectMany(p => p.GetValue().GetData<float>()).ToArray();
+        float[] before = newW.GetValue().GetData<float>().ToArray();
+        var batch = Value.CreateBatch(new[] { 4 }, new float[] { 120, 130, 100, 90, 110, 140, 150, 100 }, cpu);
+        var onehot = Value.CreateBatch(new[] { 2 }, new float[] { 1, 0, 0, 1 }, cpu);
+        trainer.TrainMinibatch(new Dictionary<Variable, Value> { { image, batch }, { labels, onehot } }, false, cpu);
+        Check(!newW.GetValue().GetData<float>().SequenceEqual(before), "the new layer trained");
+        Check(baseModel.Parameters().SelectMany(p => p.GetValue().GetData<float>()).SequenceEqual(frozenBefore),
+              "the base model's parameters did not move");
+    }
+
     class Mlp
     {
         public Variable X, Y;
@@ -223,6 +263,7 @@ static class ApiTest
         Console.WriteLine(Utils.VersionString() + "; devices: " + string.Join(", ", DeviceDescriptor.AllDevices()));
         Errors(cpu);
         Evaluation(cpu, args[1]);
+        TransferLearning(cpu, args[1]);
         AgainstTwin(cpu, args[0], args[2], samples, args[1]);
         Determinism(cpu, args[0]);
         if (failures == 0) Console.WriteLine("api_test: all checks passed");
