@@ -20,7 +20,10 @@
 #endif
 #ifdef CTK_HAVE_NCCL
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
+
+#include <type_traits>
 
 #include "ctk/cuda.h"
 #endif
@@ -112,6 +115,44 @@ void sum_packed(std::vector<Tensor*>& tensors, MPI_Datatype type) {
         t->copy_from(host);
     }
 }
+
+#ifdef CTK_HAVE_NCCL
+// NCCL's entry points, resolved from libnccl.so.<major> with dlopen on first use (as cuDNN's and
+// cuBLASLt's): ctk loads where NCCL is not installed, which only GPU collectives need.
+struct Nccl {
+    decltype(&ncclGetErrorString) GetErrorString;
+    decltype(&ncclGetUniqueId) GetUniqueId;
+    decltype(&ncclCommInitRank) CommInitRank;
+    decltype(&ncclCommDestroy) CommDestroy;
+    decltype(&ncclGroupStart) GroupStart;
+    decltype(&ncclGroupEnd) GroupEnd;
+    decltype(&ncclAllReduce) AllReduce;
+};
+
+const Nccl& nccl_library() {
+    static const Nccl table = [] {
+        const std::string lib = "libnccl.so." + std::to_string(NCCL_MAJOR);
+        void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            CTK_THROW(DeviceError, "NCCL: cannot load ", lib, " (install NCCL ", NCCL_MAJOR,
+                      "): ", dlerror());
+        auto sym = [&](auto& fn, const char* name) {
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+            CTK_CHECK(fn != nullptr, DeviceError, "NCCL: ", lib, " has no ", name);
+        };
+        Nccl t{};
+        sym(t.GetErrorString, "ncclGetErrorString");
+        sym(t.GetUniqueId, "ncclGetUniqueId");
+        sym(t.CommInitRank, "ncclCommInitRank");
+        sym(t.CommDestroy, "ncclCommDestroy");
+        sym(t.GroupStart, "ncclGroupStart");
+        sym(t.GroupEnd, "ncclGroupEnd");
+        sym(t.AllReduce, "ncclAllReduce");
+        return t;
+    }();
+    return table;
+}
+#endif
 
 class MpiCommunicator final : public Communicator {
 public:
@@ -246,7 +287,7 @@ public:
         return true;
     }
     ~MpiCommunicator() override {
-        if (nccl_) ncclCommDestroy(nccl_);
+        if (nccl_) nccl_library().CommDestroy(nccl_);
     }
 #endif
 
@@ -266,7 +307,7 @@ private:
         return all == 1;
     }
     static void check_nccl(ncclResult_t r, const char* what) {
-        CTK_CHECK(r == ncclSuccess, Error, "NCCL ", what, " failed: ", ncclGetErrorString(r));
+        CTK_CHECK(r == ncclSuccess, Error, "NCCL ", what, " failed: ", nccl_library().GetErrorString(r));
     }
     // The NCCL communicator of the job, made on first use: worker 0's unique id sent over MPI.
     ncclComm_t nccl_for(Device device) {
@@ -277,13 +318,13 @@ private:
             return nccl_;
         }
         ncclUniqueId id{};
-        if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "unique id");
+        if (rank_ == 0) check_nccl(nccl_library().GetUniqueId(&id), "unique id");
         std::string bytes(reinterpret_cast<const char*>(&id), sizeof(id));
         broadcast(bytes, 0);
         std::memcpy(&id, bytes.data(), sizeof(id));
         CTK_CHECK(cudaSetDevice(device.index) == cudaSuccess, DeviceError, "NCCL: cannot use ",
                   device.to_string());
-        check_nccl(ncclCommInitRank(&nccl_, static_cast<int>(size_), id, static_cast<int>(rank_)),
+        check_nccl(nccl_library().CommInitRank(&nccl_, static_cast<int>(size_), id, static_cast<int>(rank_)),
                    "initialisation");
         nccl_device_ = device;
         return nccl_;
@@ -293,13 +334,13 @@ private:
         const Device device = tensors[0].device();
         ncclComm_t comm = nccl_for(device);
         auto stream = static_cast<cudaStream_t>(cuda::stream(device));
-        check_nccl(ncclGroupStart(), "group start");
+        check_nccl(nccl_library().GroupStart(), "group start");
         for (Tensor& t : tensors)
-            check_nccl(
-                ncclAllReduce(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()),
-                              t.dtype() == DataType::f32 ? ncclFloat : ncclDouble, ncclSum, comm, stream),
-                "all-reduce");
-        check_nccl(ncclGroupEnd(), "group end");
+            check_nccl(nccl_library().AllReduce(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()),
+                                                t.dtype() == DataType::f32 ? ncclFloat : ncclDouble, ncclSum,
+                                                comm, stream),
+                       "all-reduce");
+        check_nccl(nccl_library().GroupEnd(), "group end");
     }
     ncclComm_t nccl_ = nullptr;
     Device nccl_device_ = Device::cpu();

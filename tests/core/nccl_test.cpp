@@ -1,4 +1,4 @@
-// NCCL is linked through the ctk_nccl target (for the distributed layer's GPU collectives): the library
+// NCCL, which the distributed layer opens with dlopen for its GPU collectives: the library configure found
 // loads without a GPU and is the release whose headers the build banner names.
 #include <gtest/gtest.h>
 #include <nccl.h>

@@ -26,13 +26,13 @@ cudnnHandle_t cudnn_handle(Device device, cudaStream_t stream) {
         auto it = handles->find(device.index);
         if (it == handles->end()) {
             detail::set_device(device.index);
-            CTK_CUDNN_CHECK(cudnnCreate(&h));
+            CTK_CUDNN_CHECK(dnn().Create(&h));
             it = handles->emplace(device.index, h).first;
         }
         h = it->second;
     }
     detail::set_device(device.index);
-    CTK_CUDNN_CHECK(cudnnSetStream(h, stream));
+    CTK_CUDNN_CHECK(dnn().SetStream(h, stream));
     return h;
 }
 
@@ -64,7 +64,7 @@ size_t cudnn_workspace_limit() {
 }
 
 TensorDesc::TensorDesc(DataType dtype, const Dims& dims) {
-    CTK_CUDNN_CHECK(cudnnCreateTensorDescriptor(&h));
+    CTK_CUDNN_CHECK(dnn().CreateTensorDescriptor(&h));
     std::vector<int> d(dims.begin(), dims.end()), s(dims.size());
     int64_t stride = 1;
     for (size_t i = dims.size(); i-- > 0;) {
@@ -72,7 +72,7 @@ TensorDesc::TensorDesc(DataType dtype, const Dims& dims) {
         stride *= dims[i];
     }
     CTK_CUDNN_CHECK(
-        cudnnSetTensorNdDescriptor(h, cudnn_type(dtype), static_cast<int>(d.size()), d.data(), s.data()));
+        dnn().SetTensorNdDescriptor(h, cudnn_type(dtype), static_cast<int>(d.size()), d.data(), s.data()));
 }
 
 namespace {
@@ -80,20 +80,20 @@ namespace {
 struct FilterDesc {
     cudnnFilterDescriptor_t h = nullptr;
     FilterDesc(DataType dtype, const Dims& dims) {
-        CTK_CUDNN_CHECK(cudnnCreateFilterDescriptor(&h));
+        CTK_CUDNN_CHECK(dnn().CreateFilterDescriptor(&h));
         std::vector<int> d(dims.begin(), dims.end());
-        CTK_CUDNN_CHECK(cudnnSetFilterNdDescriptor(h, cudnn_type(dtype), CUDNN_TENSOR_NCHW,
-                                                   static_cast<int>(d.size()), d.data()));
+        CTK_CUDNN_CHECK(dnn().SetFilterNdDescriptor(h, cudnn_type(dtype), CUDNN_TENSOR_NCHW,
+                                                    static_cast<int>(d.size()), d.data()));
     }
-    ~FilterDesc() { cudnnDestroyFilterDescriptor(h); }
+    ~FilterDesc() { dnn().DestroyFilterDescriptor(h); }
     FilterDesc(const FilterDesc&) = delete;
     FilterDesc& operator=(const FilterDesc&) = delete;
 };
 
 struct ConvDesc {
     cudnnConvolutionDescriptor_t h = nullptr;
-    ConvDesc() { CTK_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&h)); }
-    ~ConvDesc() { cudnnDestroyConvolutionDescriptor(h); }
+    ConvDesc() { CTK_CUDNN_CHECK(dnn().CreateConvolutionDescriptor(&h)); }
+    ~ConvDesc() { dnn().DestroyConvolutionDescriptor(h); }
     ConvDesc(const ConvDesc&) = delete;
     ConvDesc& operator=(const ConvDesc&) = delete;
 };
@@ -144,11 +144,11 @@ Problem make_problem(const Shape& x, const Shape& w, const Shape& y, const ConvA
 
 void set_conv(const ConvDesc& c, const Problem& p, cudnnMathType_t math) {
     const cudnnDataType_t compute = p.dtype == DataType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    CTK_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(c.h, static_cast<int>(p.pad.size()), p.pad.data(),
-                                                    p.stride.data(), p.dilation.data(),
-                                                    CUDNN_CROSS_CORRELATION, compute));
-    CTK_CUDNN_CHECK(cudnnSetConvolutionGroupCount(c.h, static_cast<int>(p.groups)));
-    CTK_CUDNN_CHECK(cudnnSetConvolutionMathType(c.h, math));
+    CTK_CUDNN_CHECK(dnn().SetConvolutionNdDescriptor(c.h, static_cast<int>(p.pad.size()), p.pad.data(),
+                                                     p.stride.data(), p.dilation.data(),
+                                                     CUDNN_CROSS_CORRELATION, compute));
+    CTK_CUDNN_CHECK(dnn().SetConvolutionGroupCount(c.h, static_cast<int>(p.groups)));
+    CTK_CUDNN_CHECK(dnn().SetConvolutionMathType(c.h, math));
 }
 
 // f32 stays exact (no TF32) unless allowed; 16-bit types use tensor cores.
@@ -259,18 +259,18 @@ Choice heuristic_choice(Pass pass, const Plan& plan, cudnnHandle_t h) {
     int n = 0;
     if (pass == kForward) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        CTK_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, plan.x.h, plan.w.h, plan.conv.h, plan.y.h,
-                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+        CTK_CUDNN_CHECK(dnn().GetConvolutionForwardAlgorithm_v7(h, plan.x.h, plan.w.h, plan.conv.h, plan.y.h,
+                                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
         return pick(pass, p, perf, n, cudnn_workspace_limit());
     }
     if (pass == kBackwardData) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        CTK_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        CTK_CUDNN_CHECK(dnn().GetConvolutionBackwardDataAlgorithm_v7(
             h, plan.w.h, plan.y.h, plan.conv.h, plan.x.h, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
         return pick(pass, p, perf, n, cudnn_workspace_limit());
     }
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    CTK_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+    CTK_CUDNN_CHECK(dnn().GetConvolutionBackwardFilterAlgorithm_v7(
         h, plan.x.h, plan.y.h, plan.conv.h, plan.w.h, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
     return pick(pass, p, perf, n, cudnn_workspace_limit());
 }
@@ -295,20 +295,20 @@ Choice timed_choice(Pass pass, const Plan& plan, cudnnHandle_t h, const Tensor& 
     int n = 0;
     if (pass == kForward) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        CTK_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+        CTK_CUDNN_CHECK(dnn().FindConvolutionForwardAlgorithmEx(
             h, plan.x.h, a.raw_data(), plan.w.h, b.raw_data(), plan.conv.h, plan.y.h, out.raw_data(),
             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.raw_data(), limit));
         return pick(pass, p, perf, n, limit);
     }
     if (pass == kBackwardData) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        CTK_CUDNN_CHECK(dnn().FindConvolutionBackwardDataAlgorithmEx(
             h, plan.w.h, b.raw_data(), plan.y.h, a.raw_data(), plan.conv.h, plan.x.h, out.raw_data(),
             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.raw_data(), limit));
         return pick(pass, p, perf, n, limit);
     }
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    CTK_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    CTK_CUDNN_CHECK(dnn().FindConvolutionBackwardFilterAlgorithmEx(
         h, plan.x.h, a.raw_data(), plan.y.h, b.raw_data(), plan.conv.h, plan.w.h, out.raw_data(),
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.raw_data(), limit));
     return pick(pass, p, perf, n, limit);
@@ -324,7 +324,7 @@ void run_pass(Pass pass, Plan& plan, cudnnHandle_t h, const Tensor& a, const Ten
     const int slot = pass * 4 + (deterministic() ? 2 : 0) + (allow_tf32() ? 1 : 0);
     auto it = plan.choices.find(slot);
     if (it == plan.choices.end()) {
-        CTK_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.h, allowed_math(dt)));
+        CTK_CUDNN_CHECK(dnn().SetConvolutionMathType(plan.conv.h, allowed_math(dt)));
         // Timing noise could pick another algorithm in another run (other bits): deterministic mode asks
         // the heuristics instead.
         Choice c = deterministic() ? heuristic_choice(pass, plan, h) : timed_choice(pass, plan, h, a, b, out);
@@ -333,21 +333,21 @@ void run_pass(Pass pass, Plan& plan, cudnnHandle_t h, const Tensor& a, const Ten
         it = plan.choices.emplace(slot, c).first;
     }
     const Choice c = it->second;
-    CTK_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.h, c.math));
+    CTK_CUDNN_CHECK(dnn().SetConvolutionMathType(plan.conv.h, c.math));
     Tensor ws = workspace(c.workspace, device);
     const Scale one(1.0), zero(0.0);
     if (pass == kForward) {
-        CTK_CUDNN_CHECK(cudnnConvolutionForward(h, one.for_type(dt), plan.x.h, a.raw_data(), plan.w.h,
-                                                b.raw_data(), plan.conv.h,
-                                                static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws.raw_data(),
-                                                c.workspace, zero.for_type(dt), plan.y.h, out.raw_data()));
+        CTK_CUDNN_CHECK(dnn().ConvolutionForward(
+            h, one.for_type(dt), plan.x.h, a.raw_data(), plan.w.h, b.raw_data(), plan.conv.h,
+            static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws.raw_data(), c.workspace, zero.for_type(dt),
+            plan.y.h, out.raw_data()));
     } else if (pass == kBackwardData) {
-        CTK_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        CTK_CUDNN_CHECK(dnn().ConvolutionBackwardData(
             h, one.for_type(dt), plan.w.h, b.raw_data(), plan.y.h, a.raw_data(), plan.conv.h,
             static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws.raw_data(), c.workspace, zero.for_type(dt),
             plan.x.h, out.raw_data()));
     } else {
-        CTK_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        CTK_CUDNN_CHECK(dnn().ConvolutionBackwardFilter(
             h, one.for_type(dt), plan.x.h, a.raw_data(), plan.y.h, b.raw_data(), plan.conv.h,
             static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.raw_data(), c.workspace,
             zero.for_type(dt), plan.w.h, out.raw_data()));
@@ -372,8 +372,8 @@ void forward(const KernelCall& call) {
     if (b.defined()) {
         const Scale one(1.0);
         Tensor bc = b.contiguous();
-        CTK_CUDNN_CHECK(cudnnAddTensor(h, one.for_type(dt), plan.bias.h, bc.raw_data(), one.for_type(dt),
-                                       plan.y.h, y.raw_data()));
+        CTK_CUDNN_CHECK(dnn().AddTensor(h, one.for_type(dt), plan.bias.h, bc.raw_data(), one.for_type(dt),
+                                        plan.y.h, y.raw_data()));
     }
     if (!y.shares_storage(y_out)) detail::copy_on_device(crop(y, p.y_user).view(y_out.shape().dims()), y_out);
 }
@@ -417,8 +417,8 @@ void backward_weights(const KernelCall& call) {
         // The bias gradient sums dy over batch and space; cuDNN's extra cells of dy are zero.
         const Scale one(1.0), zero(0.0);
         Tensor db = db_out.is_contiguous() ? db_out : Tensor::empty(db_out.shape(), dt, db_out.device());
-        CTK_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, one.for_type(dt), plan.y.h, dy.raw_data(),
-                                                     zero.for_type(dt), plan.bias.h, db.raw_data()));
+        CTK_CUDNN_CHECK(dnn().ConvolutionBackwardBias(h, one.for_type(dt), plan.y.h, dy.raw_data(),
+                                                      zero.for_type(dt), plan.bias.h, db.raw_data()));
         if (!db.shares_storage(db_out)) detail::copy_on_device(db, db_out);
     }
 }
