@@ -69,6 +69,9 @@ struct CudaSystem {
     int runtime_version = 0;  // 0 in a CPU build
     std::vector<cuda::DeviceProperties> devices;
     std::string unavailable_reason;  // why `devices` is empty (ctk::cuda::unavailable_reason())
+    // The libraries a GPU build opens on first use (cuBLASLt, cuDNN, NCCL), one line each: the soname
+    // and the version it reports, or why it cannot be loaded. Empty in a CPU build.
+    std::vector<std::string> gpu_libraries;
 };
 
 // Asks the driver through ctk::cuda. Never throws: a failing query becomes the unavailable reason.

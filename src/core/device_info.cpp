@@ -2,6 +2,8 @@
 // constant here is sourced in docs/ctk_info.md; only query_cuda_system() touches the driver.
 #include "ctk/device_info.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -221,8 +223,52 @@ CompatibilityVerdict check_gpu_compatibility(const CompatibilityInput& in) {
             rebuild_fix(archs, device)};
 }
 
+namespace {
+
+// The major version of a "13.0.88"-style version string.
+std::string major_of(const std::string& version) {
+    return version.substr(0, version.find('.'));
+}
+
+// "libcudnn.so.9: 9.19.0", or why it cannot be loaded. `get_version` names the library's version
+// function and how to read it; the library is closed again (ctk opens it itself when a GPU needs it).
+std::string probe_library(const std::string& what, const std::string& soname, const char* version_symbol,
+                          bool version_through_pointer) {
+    void* h = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char* err = dlerror();
+        return concat(what, ": ", soname, " not found (", err ? err : "unknown reason", ")");
+    }
+    std::string version = "loads";
+    if (void* sym = dlsym(h, version_symbol)) {
+        long long code = 0;
+        if (version_through_pointer) {
+            int v = 0;
+            if (reinterpret_cast<int (*)(int*)>(sym)(&v) == 0) code = v;
+        } else {
+            code = static_cast<long long>(reinterpret_cast<size_t (*)()>(sym)());
+        }
+        // cuBLASLt, cuDNN 9 and NCCL 2.9+ all count major * 10000 + minor * 100 + patch.
+        if (code > 0) version = concat(code / 10000, ".", code / 100 % 100, ".", code % 100);
+    }
+    dlclose(h);
+    return concat(what, ": ", soname, " ", version);
+}
+
+}  // namespace
+
 CudaSystem query_cuda_system() {
     CudaSystem system;
+    const BuildInfo build = build_info();
+    if (build.build_target == "GPU") {
+        system.gpu_libraries.push_back(probe_library(
+            "cuBLASLt", "libcublasLt.so." + major_of(build.cuda_version), "cublasLtGetVersion", false));
+        system.gpu_libraries.push_back(
+            probe_library("cuDNN", "libcudnn.so." + major_of(build.cudnn_version), "cudnnGetVersion", false));
+        if (!build.nccl_version.empty())
+            system.gpu_libraries.push_back(
+                probe_library("NCCL", "libnccl.so." + major_of(build.nccl_version), "ncclGetVersion", true));
+    }
     try {
         if (cuda::is_built()) {
             system.driver_version = cuda::driver_version();
@@ -307,6 +353,8 @@ std::string format_info_report(const BuildInfo& build, const CudaSystem& cuda) {
             "\n");
         out += concat("CUDA runtime: ",
                       cuda.runtime_version > 0 ? cuda_version_string(cuda.runtime_version) : "unknown", "\n");
+        // Opened on first use on a GPU, so a machine without them still runs on the CPU.
+        for (const std::string& line : cuda.gpu_libraries) out += line + "\n";
     } else {
         out += "CUDA: not built in\n";
     }

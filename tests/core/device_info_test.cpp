@@ -235,11 +235,34 @@ TEST(InfoReport, BannerAndGpuBlockInCntkForm) {
 }
 
 TEST(InfoReport, PtxJitDeviceGetsATip) {
-    CudaSystem system{13000, 13000, {fake_device(0, "NVIDIA B200", 10, 0, 148, 183359, 182000)}, ""};
+    CudaSystem system{13000, 13000, {fake_device(0, "NVIDIA B200", 10, 0, 148, 183359, 182000)}, "", {}};
     const std::string report = format_info_report(fake_gpu_build(), system);
     EXPECT_TRUE(has(report, "\t\tDevice[0]: cores = 18944; computeCapability = 10.0;")) << report;
     EXPECT_TRUE(has(report, "\t\tDevice[0] verdict: runs via PTX JIT: ")) << report;
     EXPECT_TRUE(has(report, "\t\tDevice[0] tip: rebuild ctk with")) << report;
+}
+
+TEST(InfoReport, NamesTheGpuLibrariesAndWhetherTheyLoad) {
+    CudaSystem system;
+    system.runtime_version = 13000;
+    system.unavailable_reason = "no CUDA driver is installed";
+    system.gpu_libraries = {"cuBLASLt: libcublasLt.so.13 13.1.0",
+                            "cuDNN: libcudnn.so.9 not found (libcudnn.so.9: cannot open shared object file)"};
+    const std::string report = format_info_report(fake_gpu_build(), system);
+    EXPECT_TRUE(
+        has(report, "CUDA runtime: 13.0\ncuBLASLt: libcublasLt.so.13 13.1.0\ncuDNN: libcudnn.so.9 not found"))
+        << report;
+}
+
+TEST(InfoReport, TheMachinesGpuLibrariesAreProbedInAGpuBuild) {
+    const CudaSystem system = query_cuda_system();
+    if (build_info().build_target != "GPU") {
+        EXPECT_TRUE(system.gpu_libraries.empty());
+        return;
+    }
+    ASSERT_GE(system.gpu_libraries.size(), 2u);
+    EXPECT_EQ(system.gpu_libraries[0].rfind("cuBLASLt: libcublasLt.so.", 0), 0u) << system.gpu_libraries[0];
+    EXPECT_EQ(system.gpu_libraries[1].rfind("cuDNN: libcudnn.so.", 0), 0u) << system.gpu_libraries[1];
 }
 
 TEST(InfoReport, NoGpuNamesTheReasonAndTheFix) {
@@ -290,7 +313,8 @@ TEST(InfoReport, CpuBuildHasNoCudaLines) {
 TEST(InfoReport, UncheckableArchitecturesAreSaidSo) {
     BuildInfo build = fake_gpu_build();
     build.cuda_architectures = "native";
-    CudaSystem system{13000, 13000, {fake_device(0, "NVIDIA A100-SXM4-40GB", 8, 0, 108, 40326, 40000)}, ""};
+    CudaSystem system{
+        13000, 13000, {fake_device(0, "NVIDIA A100-SXM4-40GB", 8, 0, 108, 40326, 40000)}, "", {}};
     const std::string report = format_info_report(build, system);
     EXPECT_TRUE(has(report, "CUDA architectures: native (CUDA architecture 'native' is not of the form"))
         << report;
@@ -319,7 +343,7 @@ TEST(InfoReport, MpiLinesFollowTheShaInBuildsWithMpi) {
 
 TEST(InfoReport, VerdictsPerDeviceAndForTheDriver) {
     const BuildInfo build = fake_gpu_build();
-    CudaSystem system{13000, 13000, {fake_device(0, "NVIDIA A10", 8, 6, 72, 22731, 22000)}, ""};
+    CudaSystem system{13000, 13000, {fake_device(0, "NVIDIA A10", 8, 6, 72, 22731, 22000)}, "", {}};
     const auto verdict = device_verdict(build, system, system.devices[0]);
     ASSERT_TRUE(verdict.has_value());
     EXPECT_EQ(verdict->kind, GpuCompatibility::runs_native);
