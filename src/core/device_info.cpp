@@ -230,8 +230,9 @@ std::string major_of(const std::string& version) {
     return version.substr(0, version.find('.'));
 }
 
-// "libcudnn.so.9: 9.19.0", or why it cannot be loaded. `get_version` names the library's version
-// function and how to read it; the library is closed again (ctk opens it itself when a GPU needs it).
+// "cuDNN: libcudnn.so.9 9.19.0", or why it cannot be loaded. `version_symbol` is the library's version
+// function (returning the code, or writing it through a pointer); the library is closed again (ctk opens
+// it itself when a GPU needs it).
 std::string probe_library(const std::string& what, const std::string& soname, const char* version_symbol,
                           bool version_through_pointer) {
     void* h = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
