@@ -477,14 +477,9 @@ ctk_status ctk_function_evaluate(const ctk_function_t* f, const ctk_variable_t* 
         required(results, "results");
         const ValueMap args = bind_inputs(inputs, values, n_in);
         ValueMap got = fn->eval(args, outs, device_arg(device));
-        std::vector<ctk_value_t*> made;
-        made.reserve(outs.size());
-        for (const Variable& v : outs) {
-            auto it = got.find(v);
-            CTK_CHECK(it != got.end(), ValueError, "the evaluation produced no value for ", v.to_string());
-            made.push_back(new_value(it->second));
-        }
-        for (size_t i = 0; i < made.size(); ++i) results[i] = made[i];
+        for (const Variable& v : outs)  // every result first, so that nothing is allocated for a failure
+            CTK_CHECK(got.count(v) != 0, ValueError, "the evaluation produced no value for ", v.to_string());
+        for (size_t i = 0; i < outs.size(); ++i) results[i] = new_value(got.at(outs[i]));
     });
 }
 

@@ -44,8 +44,9 @@ template <typename Make>
 ctk_status make_transform(const char* function, ctk_image_transform_t** out, Make&& make) {
     return guarded(function, [&] {
         required(out, "out");
+        ImageTransform transform = make();  // may throw: nothing allocated yet
         auto* h = new ctk_image_transform;
-        h->transform = make();
+        h->transform = std::move(transform);
         *out = h;
     });
 }
@@ -299,8 +300,9 @@ ctk_status ctk_minibatch_stream(const ctk_minibatch_t* mb, const char* stream, c
         }
         const MinibatchData& d = it->second;
         if (value != nullptr) {
+            auto reader_form = std::make_shared<MinibatchData>(d);
             ctk_value_t* v = new_value(d.data);
-            v->from_reader = std::make_shared<MinibatchData>(d);
+            v->from_reader = std::move(reader_form);
             v->stream = name;
             *value = v;
         }
