@@ -125,7 +125,8 @@ namespace CNTK
             return new Function(f);
         }
 
-        // CNTK's Evaluate: every key of `outputs` receives a new Value (null entries ask for one).
+        // CNTK's Evaluate: a null entry of `outputs` receives a new Value, a Value the caller made receives
+        // the result's data (same shape).
         public void Evaluate(IDictionary<Variable, Value> arguments, IDictionary<Variable, Value> outputs,
                              DeviceDescriptor computeDevice)
         {
@@ -162,7 +163,18 @@ namespace CNTK
             GC.KeepAlive(keepVars);
             GC.KeepAlive(keepValues);
             GC.KeepAlive(outVars);
-            for (int k = 0; k < outVars.Length; ++k) outputs[outVars[k]] = new Value(Value.Wrap(results[k]));
+            for (int k = 0; k < outVars.Length; ++k)
+            {
+                Value given = outputs[outVars[k]];
+                if (given == null)
+                {
+                    outputs[outVars[k]] = new Value(Value.Wrap(results[k]));
+                    continue;
+                }
+                // A value the caller allocated receives the result (CNTK's preallocated outputs).
+                using (ValueHandle result = Value.Wrap(results[k]))
+                    Status.Check(Native.ctk_value_assign(given.Handle, result.DangerousGetHandle()));
+            }
         }
 
         public override string ToString() { return Utf8.Text((byte[] b, long c, out long n) => Native.ctk_function_to_string(Handle, b, c, out n)); }

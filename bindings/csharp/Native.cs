@@ -111,6 +111,7 @@ namespace CNTK.Interop
         [DllImport(Lib)] public static extern int ctk_value_sequence_lengths(ValueHandle value, [Out] long[] lengths, long capacity, out long count);
         [DllImport(Lib)] public static extern int ctk_value_copy_data(ValueHandle value, int dtype, IntPtr data, long count);
         [DllImport(Lib)] public static extern int ctk_value_copy_sequence(ValueHandle value, long i, int dtype, IntPtr data, long capacity, out long frames);
+        [DllImport(Lib)] public static extern int ctk_value_assign(ValueHandle dst, IntPtr src);
         [DllImport(Lib)] public static extern int ctk_value_one_hot_indices(ValueHandle value, [Out] long[] indices, long count);
 
         // ---- functions ----

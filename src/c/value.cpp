@@ -309,6 +309,19 @@ ctk_status ctk_value_copy_sequence(const ctk_value_t* value, int64_t i, int32_t 
     });
 }
 
+ctk_status ctk_value_assign(ctk_value_t* dst, const ctk_value_t* src) {
+    return guarded(__func__, [&] {
+        ctk_value& d = handle(dst, "dst");
+        const Value& from = handle(src, "src").value;
+        CTK_CHECK(!d.value.is_one_hot() && !d.from_reader, ValueError,
+                  "dst is a one-hot or reader value; only a dense value made by the caller can be written");
+        CTK_CHECK(d.value.shape() == from.shape(), ShapeError, "dst has shape ", d.value.shape().to_string(),
+                  ", src ", from.shape().to_string());
+        Tensor target = d.value.data();
+        target.copy_from(from.data().to(target.device()).to(target.dtype()));
+    });
+}
+
 ctk_status ctk_value_one_hot_indices(const ctk_value_t* value, int64_t* indices, int64_t count) {
     return guarded(__func__, [&] {
         const Value& v = handle(value, "value").value;

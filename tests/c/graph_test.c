@@ -101,6 +101,23 @@ int main(int argc, char** argv) {
     NEAR(got[2], 7.0, 1e-6);
     x_data[0] = 1;
 
+    /* A preallocated output: the caller's borrowed buffer receives the result. */
+    {
+        float out_buffer[6] = {0};
+        int64_t out_shape[2] = {2, 3};
+        ctk_value_t *target, *result;
+        OK(ctk_value_create(CTK_FLOAT32, out_shape, 2, out_buffer, CTK_BORROW, kCpu, &target));
+        const ctk_variable_t* ins[1] = {x};
+        const ctk_value_t* vals[1] = {copied};
+        const ctk_variable_t* outs[1] = {r_out};
+        OK(ctk_function_evaluate(r, ins, vals, 1, outs, 1, kCpu, &result));
+        OK(ctk_value_assign(target, result));
+        check_floats(out_buffer, want, 6, "assigned into the caller's buffer");
+        FAILS(ctk_value_assign(target, copied), CTK_ERROR_SHAPE, "dst has shape [2, 3]");
+        ctk_value_release(result);
+        ctk_value_release(target);
+    }
+
     /* Save into a folder that does not exist yet, load, evaluate. */
     snprintf(path, sizeof path, "%s/graph_test_models/sub/r.model", dir);
     OK(ctk_function_save(r, path, CTK_FORMAT_CNTK_V2));

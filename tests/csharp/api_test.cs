@@ -79,6 +79,15 @@ static class ApiTest
         Check(got.Count == 2 && got.SelectMany(v => v).SequenceEqual(want), "z(x) = " + string.Join(",", got.SelectMany(v => v)));
         Check(outputs[z.Output].Shape.Equals(new NDShape(new[] { 3, 1, 2 })), "output value shape " + outputs[z.Output].Shape);
 
+        // Into a value the caller allocated, of the output's full shape ([3] per sample, 1 frame, 2 samples).
+        var preallocated = new Value(new NDArrayView(new[] { 3, 1, 2 }, new float[6], cpu));
+        var into = new Dictionary<Variable, Value> { { z.Output, preallocated } };
+        z.Evaluate(new Dictionary<Variable, Value> { { x, input } }, into, cpu);
+        Check(ReferenceEquals(into[z.Output], preallocated), "the caller's output value is kept");
+        Check(preallocated.GetDenseData<float>(z.Output).SelectMany(v => v).SequenceEqual(want), "the result written into the caller's value");
+        var wrongSize = new Dictionary<Variable, Value> { { z.Output, new Value(new NDArrayView(new[] { 3, 1, 1 }, new float[3], cpu)) } };
+        Throws<ArgumentException>(() => z.Evaluate(new Dictionary<Variable, Value> { { x, input } }, wrongSize, cpu), "shape", "an output value of another shape");
+
         string path = Path.Combine(scratch, "csharp_models", "z.model");
         z.Save(path);
         foreach (Function loaded in new[] { Function.Load(path, cpu), Function.Load(z.Save(), cpu) })

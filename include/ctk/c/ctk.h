@@ -218,6 +218,9 @@ CTK_C_API ctk_status ctk_value_copy_data(const ctk_value_t* value, int32_t dtype
 /* The real frames of sequence i, converted to `dtype`; *frames set; capacity in elements. */
 CTK_C_API ctk_status ctk_value_copy_sequence(const ctk_value_t* value, int64_t i, int32_t dtype, void* data,
                                              int64_t capacity, int64_t* frames);
+/* Copies src's data (padding included) into dst, converted to dst's dtype: the shapes must be equal and
+ * dst dense. A dst that borrows caller memory (CTK_BORROW) is written there: a preallocated output. */
+CTK_C_API ctk_status ctk_value_assign(ctk_value_t* dst, const ctk_value_t* src);
 /* A one-hot value's indices (size = the value's dynamic dims; -1 for all-zero and padded samples). */
 CTK_C_API ctk_status ctk_value_one_hot_indices(const ctk_value_t* value, int64_t* indices, int64_t count);
 
