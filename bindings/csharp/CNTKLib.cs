@@ -187,10 +187,20 @@ namespace CNTK
 
         public static Function Slice(Variable x, AxisVector axis, IntVector beginIndex, IntVector endIndex, string name = "")
         {
-            if (axis.Count != 1 || beginIndex.Count != 1 || endIndex.Count != 1)
-                throw new NotSupportedException("Slice: one axis at a time");
+            return Slice(x, axis, beginIndex, endIndex, null, name);
+        }
+
+        public static Function Slice(Variable x, AxisVector axis, IntVector beginIndex, IntVector endIndex, IntVector strides, string name = "")
+        {
+            int n = axis.Count;
+            if (beginIndex.Count != n || endIndex.Count != n || (strides != null && strides.Count != n))
+                throw new ArgumentException("Slice: one begin, end (and stride) per axis");
+            int rank = x.StaticRank;
+            int[] axes = axis.Select(a => a.ToNative(rank)).ToArray();
+            long[] steps = strides == null ? null : strides.Select(v => (long)v).ToArray();
             FunctionHandle f;
-            return Made(Native.ctk_slice(x.Handle, axis[0].ToNative(x.StaticRank), beginIndex[0], endIndex[0], 1, Utf8.Bytes(name), out f), f);
+            return Made(Native.ctk_slice(x.Handle, axes, beginIndex.Select(v => (long)v).ToArray(), endIndex.Select(v => (long)v).ToArray(),
+                                         steps, n, Utf8.Bytes(name), out f), f);
         }
 
         public static Function Dropout(Variable x, double dropoutRate, ulong seed = SentinelValueForAutoSelectRandomSeed, string name = "")
@@ -253,13 +263,12 @@ namespace CNTK
                                        IEnumerable<bool> autoPadding = null, bool ceilOutDim = false, bool includePad = false, string name = "")
         {
             if (autoPadding == null) autoPadding = new[] { false };
-            if (ceilOutDim || includePad) throw new NotSupportedException("Pooling: ceilOutDim and includePad are not supported here");
             long[] window = poolingWindowShape.RowMajor();
             long[] s = strides.RowMajor();
             int[] pad = autoPadding.Reverse().Select(p => p ? 1 : 0).ToArray();
             FunctionHandle f;
             return Made(Native.ctk_pooling(operand.Handle, poolingType == PoolingType.Max ? 0 : 1, window, window.Length, s, s.Length, pad,
-                                           pad.Length, Utf8.Bytes(name), out f), f);
+                                           pad.Length, ceilOutDim ? 1 : 0, includePad ? 1 : 0, Utf8.Bytes(name), out f), f);
         }
 
         public static Function BatchNormalization(Variable operand, Variable scale, Variable bias, Variable runningMean, Variable runningInvStd,

@@ -87,6 +87,15 @@ namespace CNTK
             return f.IsInvalid ? null : new Function(f);
         }
 
+        public IList<Function> FindAllWithName(string name, bool nestedSearchInsideBlockFunction = false)
+        {
+            long count;
+            Status.Check(Native.ctk_function_find_all_with_name(Handle, Utf8.Bytes(name), nestedSearchInsideBlockFunction ? 1 : 0, null, 0, out count));
+            IntPtr[] raw = new IntPtr[count];
+            Status.Check(Native.ctk_function_find_all_with_name(Handle, Utf8.Bytes(name), nestedSearchInsideBlockFunction ? 1 : 0, raw, count, out count));
+            return raw.Select(r => new Function(new FunctionHandle(r))).ToList();
+        }
+
         public Function Clone(ParameterCloningMethod parameterCloneMethod = ParameterCloningMethod.Clone,
                               IDictionary<Variable, Variable> replacements = null)
         {

@@ -127,6 +127,7 @@ namespace CNTK.Interop
         [DllImport(Lib)] public static extern int ctk_function_variables(FunctionHandle f, int which, [Out] IntPtr[] result, long capacity, out long count);
         [DllImport(Lib)] public static extern int ctk_function_output(FunctionHandle f, out VariableHandle output);
         [DllImport(Lib)] public static extern int ctk_function_find_by_name(FunctionHandle f, byte[] name, int nested, out FunctionHandle found);
+        [DllImport(Lib)] public static extern int ctk_function_find_all_with_name(FunctionHandle f, byte[] name, int nested, [Out] IntPtr[] result, long capacity, out long count);
         [DllImport(Lib)] public static extern int ctk_function_clone(FunctionHandle f, int method, IntPtr[] from, IntPtr[] to, long n, out FunctionHandle clone);
         [DllImport(Lib)] public static extern int ctk_function_replace_placeholders(FunctionHandle f, IntPtr[] placeholders, IntPtr[] replacements, long n);
         [DllImport(Lib)] public static extern int ctk_function_call(FunctionHandle f, IntPtr[] args, long n, out FunctionHandle result);
@@ -148,12 +149,12 @@ namespace CNTK.Interop
         [DllImport(Lib)] public static extern int ctk_reshape(VariableHandle x, long[] shape, int rank, byte[] name, out FunctionHandle result);
         [DllImport(Lib)] public static extern int ctk_transpose(VariableHandle x, int[] perm, int rank, byte[] name, out FunctionHandle result);
         [DllImport(Lib)] public static extern int ctk_splice(IntPtr[] operands, long n, int axis, byte[] name, out FunctionHandle result);
-        [DllImport(Lib)] public static extern int ctk_slice(VariableHandle x, int axis, long begin, long end, long stride, byte[] name, out FunctionHandle result);
+        [DllImport(Lib)] public static extern int ctk_slice(VariableHandle x, int[] axes, long[] begin, long[] end, long[] strides, int n, byte[] name, out FunctionHandle result);
         [DllImport(Lib)] public static extern int ctk_sum(IntPtr[] operands, long n, byte[] name, out FunctionHandle result);
         [DllImport(Lib)] public static extern int ctk_cast(VariableHandle x, int dtype, byte[] name, out FunctionHandle result);
         [DllImport(Lib)] public static extern int ctk_dropout(VariableHandle x, double rate, ulong seed, byte[] name, out FunctionHandle result);
         [DllImport(Lib)] public static extern int ctk_convolution(VariableHandle w, VariableHandle x, long[] strides, int nStrides, int[] autoPadding, int nPadding, byte[] name, out FunctionHandle result);
-        [DllImport(Lib)] public static extern int ctk_pooling(VariableHandle x, int type, long[] window, int nWindow, long[] strides, int nStrides, int[] autoPadding, int nPadding, byte[] name, out FunctionHandle result);
+        [DllImport(Lib)] public static extern int ctk_pooling(VariableHandle x, int type, long[] window, int nWindow, long[] strides, int nStrides, int[] autoPadding, int nPadding, int ceilOutDim, int includePad, byte[] name, out FunctionHandle result);
         [DllImport(Lib)] public static extern int ctk_batch_normalization(VariableHandle x, VariableHandle scale, VariableHandle bias, VariableHandle runningMean, VariableHandle runningVar, VariableHandle runningCount, int spatial, double normalizationTimeConstant, double blendTimeConstant, double epsilon, byte[] name, out FunctionHandle result);
         [DllImport(Lib)] public static extern int ctk_past_value(VariableHandle x, VariableHandle initialState, long timeStep, byte[] name, out FunctionHandle result);
         [DllImport(Lib)] public static extern int ctk_future_value(VariableHandle x, VariableHandle initialState, long timeStep, byte[] name, out FunctionHandle result);

@@ -323,6 +323,13 @@ namespace CNTK
             return result;
         }
 
+        // CNTK's older name: the dense data copied into `sequences` (cleared first).
+        public void CopyVariableValueTo<T>(Variable outputVariable, List<List<T>> sequences)
+        {
+            sequences.Clear();
+            foreach (IList<T> s in GetDenseData<T>(outputVariable)) sequences.Add(s.ToList());
+        }
+
         // One list of hot indices per sequence (per sample without sequences); ArgumentException for a
         // sample that is not one-hot.
         public IList<IList<int>> GetOneHotData(Variable outputVariable)

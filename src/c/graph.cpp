@@ -416,6 +416,20 @@ ctk_status ctk_function_find_by_name(const ctk_function_t* f, const char* name, 
     });
 }
 
+ctk_status ctk_function_find_all_with_name(const ctk_function_t* f, const char* name, int32_t nested,
+                                           ctk_function_t** out, int64_t capacity, int64_t* count) {
+    return guarded(__func__, [&] {
+        const FunctionPtr& fn = handle(f, "f").fn;
+        required(count, "count");
+        CTK_CHECK(capacity >= 0, ValueError, "capacity ", capacity, " is negative");
+        if (capacity > 0) required(out, "out");
+        const std::vector<FunctionPtr> found = fn->find_all_with_name(required(name, "name"), nested != 0);
+        const size_t n = std::min(found.size(), static_cast<size_t>(capacity));
+        for (size_t i = 0; i < n; ++i) out[i] = new_function(found[i]);
+        *count = static_cast<int64_t>(found.size());
+    });
+}
+
 ctk_status ctk_function_clone(const ctk_function_t* f, int32_t method, const ctk_variable_t* const* from,
                               const ctk_variable_t* const* to, int64_t n, ctk_function_t** out) {
     return guarded(__func__, [&] {
@@ -480,6 +494,24 @@ ctk_status ctk_function_evaluate(const ctk_function_t* f, const ctk_variable_t* 
         for (const Variable& v : outs)  // every result first, so that nothing is allocated for a failure
             CTK_CHECK(got.count(v) != 0, ValueError, "the evaluation produced no value for ", v.to_string());
         for (size_t i = 0; i < outs.size(); ++i) results[i] = new_value(got.at(outs[i]));
+    });
+}
+
+ctk_status ctk_function_grad(const ctk_function_t* f, const ctk_variable_t* const* inputs,
+                             const ctk_value_t* const* values, int64_t n_in, const ctk_variable_t* const* wrt,
+                             int64_t n_wrt, const ctk_variable_t* of, ctk_device device,
+                             ctk_value_t** results) {
+    return guarded(__func__, [&] {
+        const FunctionPtr& fn = handle(f, "f").fn;
+        const std::vector<Variable> targets = variables_arg(wrt, n_wrt, "wrt");
+        CTK_CHECK(!targets.empty(), ValueError, "no variables to differentiate with respect to");
+        required(results, "results");
+        const Variable root = of == nullptr ? Variable() : handle(of, "of").var;
+        const ValueMap args = bind_inputs(inputs, values, n_in);
+        ValueMap got = fn->grad(args, targets, root, device_arg(device));
+        for (const Variable& v : targets)
+            CTK_CHECK(got.count(v) != 0, ValueError, "no gradient was computed for ", v.to_string());
+        for (size_t i = 0; i < targets.size(); ++i) results[i] = new_value(got.at(targets[i]));
     });
 }
 

@@ -251,11 +251,20 @@ ctk_status ctk_splice(const ctk_variable_t* const* operands, int64_t n, int32_t 
     });
 }
 
-ctk_status ctk_slice(const ctk_variable_t* x, int32_t axis, int64_t begin, int64_t end, int64_t stride,
-                     const char* name, ctk_function_t** out) {
+ctk_status ctk_slice(const ctk_variable_t* x, const int32_t* axes, const int64_t* begin, const int64_t* end,
+                     const int64_t* strides, int32_t n, const char* name, ctk_function_t** out) {
     return make_op(__func__, out, [&] {
-        return slice(var(x, "x"), {axis_arg(axis)}, {begin}, {end}, {stride == 0 ? 1 : stride},
-                     name_arg(name));
+        CTK_CHECK(n >= 1 && n <= 64, ValueError, "axis count ", n, " is outside 1-64");
+        required(axes, "axes");
+        required(begin, "begin");
+        required(end, "end");
+        std::vector<Axis> a;
+        Dims b(begin, begin + n), e(end, end + n), st;
+        for (int32_t i = 0; i < n; ++i) {
+            a.push_back(axis_arg(axes[i]));
+            st.push_back(strides == nullptr || strides[i] == 0 ? 1 : strides[i]);
+        }
+        return slice(var(x, "x"), a, b, e, st, name_arg(name));
     });
 }
 
@@ -291,7 +300,8 @@ ctk_status ctk_convolution(const ctk_variable_t* w, const ctk_variable_t* x, con
 
 ctk_status ctk_pooling(const ctk_variable_t* x, int32_t type, const int64_t* window, int32_t n_window,
                        const int64_t* strides, int32_t n_strides, const int32_t* auto_padding,
-                       int32_t n_padding, const char* name, ctk_function_t** out) {
+                       int32_t n_padding, int32_t ceil_out_dim, int32_t include_pad, const char* name,
+                       ctk_function_t** out) {
     return make_op(__func__, out, [&] {
         CTK_CHECK(type == CTK_POOL_MAX || type == CTK_POOL_AVERAGE, ValueError, "type ", type,
                   " is not CTK_POOL_MAX (0) or CTK_POOL_AVERAGE (1)");
@@ -300,7 +310,7 @@ ctk_status ctk_pooling(const ctk_variable_t* x, int32_t type, const int64_t* win
         if (s.empty()) s = {1};
         if (pad.empty()) pad = {false};
         return pooling(var(x, "x"), static_cast<PoolingType>(type), dims_arg(window, n_window, "window"), s,
-                       pad, false, false, name_arg(name));
+                       pad, ceil_out_dim != 0, include_pad != 0, name_arg(name));
     });
 }
 

@@ -118,6 +118,69 @@ int main(int argc, char** argv) {
         ctk_value_release(target);
     }
 
+    /* Gradients (CNTK's Function.grad): d sum(relu(xW + b)) / dW = x^T (z > 0). */
+    {
+        ctk_value_t* g = NULL;
+        const ctk_variable_t* ins[1] = {x};
+        const ctk_value_t* vals[1] = {copied};
+        const ctk_variable_t* wrt[1] = {w};
+        OK(ctk_function_grad(r, ins, vals, 1, wrt, 1, NULL, kCpu, &g));
+        float dw[6];
+        OK(ctk_value_copy_data(g, CTK_FLOAT32, dw, 6));
+        const float want_dw[6] = {1, 0, 3, 1, 0, 0};
+        check_floats(dw, want_dw, 6, "dW");
+        ctk_value_release(g);
+        FAILS(ctk_function_grad(r, ins, vals, 1, NULL, 0, NULL, kCpu, &g), CTK_ERROR_VALUE, "no variables");
+    }
+
+    /* Slices over several axes, pooling with a ceiling, all functions of one name. */
+    {
+        const int32_t axes[2] = {0, 1};
+        const int64_t begin[2] = {1, 0}, end[2] = {2, 2};
+        ctk_function_t* cut;
+        OK(ctk_slice(w, axes, begin, end, NULL, 2, "cut", &cut));
+        ctk_variable_t* cut_out;
+        OK(ctk_function_output(cut, &cut_out));
+        ctk_value_t* cut_value;
+        OK(ctk_function_evaluate(cut, NULL, NULL, 0, (const ctk_variable_t* const*)&cut_out, 1, kCpu, &cut_value));
+        float cut_data[2];
+        OK(ctk_value_copy_data(cut_value, CTK_FLOAT32, cut_data, 2));
+        NEAR(cut_data[0], 4, 0);
+        NEAR(cut_data[1], 5, 0);
+        ctk_value_release(cut_value);
+        ctk_variable_release(cut_out);
+
+        int64_t img_shape[3] = {1, 3, 3}, window[2] = {2, 2}, stride[2] = {2, 2};
+        ctk_variable_t* img;
+        OK(ctk_input_variable(img_shape, 3, CTK_FLOAT32, CTK_AXES_BATCH, 0, 0, "img", &img));
+        ctk_function_t *floor_pool, *ceil_pool;
+        OK(ctk_pooling(img, CTK_POOL_MAX, window, 2, stride, 2, NULL, 0, 0, 0, NULL, &floor_pool));
+        OK(ctk_pooling(img, CTK_POOL_MAX, window, 2, stride, 2, NULL, 0, 1, 0, "dup", &ceil_pool));
+        ctk_variable_t *fo, *co;
+        OK(ctk_function_output(floor_pool, &fo));
+        OK(ctk_function_output(ceil_pool, &co));
+        int64_t d[4];
+        int32_t rk;
+        OK(ctk_variable_shape(fo, d, 4, &rk));
+        CHECK(rk == 3 && d[1] == 1 && d[2] == 1);
+        OK(ctk_variable_shape(co, d, 4, &rk));
+        CHECK(rk == 3 && d[1] == 2 && d[2] == 2);
+        ctk_function_t* twice;
+        OK(ctk_unary("relu", co, "dup", &twice));
+        ctk_function_t* found_all[4];
+        int64_t n_found = 0;
+        OK(ctk_function_find_all_with_name(twice, "dup", 0, found_all, 4, &n_found));
+        CHECK(n_found == 2);
+        for (int64_t k = 0; k < n_found && k < 4; ++k) ctk_function_release(found_all[k]);
+        ctk_function_release(twice);
+        ctk_variable_release(fo);
+        ctk_variable_release(co);
+        ctk_function_release(floor_pool);
+        ctk_function_release(ceil_pool);
+        ctk_variable_release(img);
+        ctk_function_release(cut);
+    }
+
     /* Save into a folder that does not exist yet, load, evaluate. */
     snprintf(path, sizeof path, "%s/graph_test_models/sub/r.model", dir);
     OK(ctk_function_save(r, path, CTK_FORMAT_CNTK_V2));

@@ -254,6 +254,9 @@ CTK_C_API ctk_status ctk_function_output(const ctk_function_t* f, ctk_variable_t
 /* The first function of that name in the graph (blocks entered when nested); *out = NULL if none. */
 CTK_C_API ctk_status ctk_function_find_by_name(const ctk_function_t* f, const char* name, int32_t nested,
                                                ctk_function_t** out);
+/* Every function of that name (blocks entered when nested); each handle the caller's to release. */
+CTK_C_API ctk_status ctk_function_find_all_with_name(const ctk_function_t* f, const char* name, int32_t nested,
+                                                     ctk_function_t** out, int64_t capacity, int64_t* count);
 enum { CTK_CLONE = 0, CTK_SHARE = 1, CTK_FREEZE = 2 };
 /* CNTK's Clone: parameters copied, shared or frozen into constants; from[i] replaced by to[i]. */
 CTK_C_API ctk_status ctk_function_clone(const ctk_function_t* f, int32_t method, const ctk_variable_t* const* from,
@@ -273,6 +276,13 @@ CTK_C_API ctk_status ctk_function_evaluate(const ctk_function_t* f, const ctk_va
                                            const ctk_value_t* const* values, int64_t n_in,
                                            const ctk_variable_t* const* outputs, int64_t n_out,
                                            ctk_device device, ctk_value_t** results);
+/* Gradients of `of` (NULL: the function's single output, summed over its elements and samples) with
+ * respect to wrt[0..n_wrt) (parameters or inputs made with needs_gradient), the forward run in training
+ * mode as CNTK's Function.grad; results[i] receives a new value the caller releases. */
+CTK_C_API ctk_status ctk_function_grad(const ctk_function_t* f, const ctk_variable_t* const* inputs,
+                                       const ctk_value_t* const* values, int64_t n_in, const ctk_variable_t* const* wrt,
+                                       int64_t n_wrt, const ctk_variable_t* of, ctk_device device,
+                                       ctk_value_t** results);
 CTK_C_API ctk_status ctk_function_to_string(const ctk_function_t* f, char* buf, int64_t capacity, int64_t* length);
 
 /* ---- ops (each returns a new function; `name` may be NULL) ----------------------------------------- */
@@ -319,9 +329,10 @@ CTK_C_API ctk_status ctk_transpose(const ctk_variable_t* x, const int32_t* perm,
                                    ctk_function_t** out);
 CTK_C_API ctk_status ctk_splice(const ctk_variable_t* const* operands, int64_t n, int32_t axis, const char* name,
                                 ctk_function_t** out);
-/* Elements [begin, end) of static axis `axis` (negative begin/end count from the end; end 0: to the end). */
-CTK_C_API ctk_status ctk_slice(const ctk_variable_t* x, int32_t axis, int64_t begin, int64_t end, int64_t stride,
-                               const char* name, ctk_function_t** out);
+/* Elements [begin[i], end[i]) with stride strides[i] (NULL: 1) of static axis axes[i], for n axes (negative
+ * begin/end count from the end; end 0: to the end). */
+CTK_C_API ctk_status ctk_slice(const ctk_variable_t* x, const int32_t* axes, const int64_t* begin, const int64_t* end,
+                               const int64_t* strides, int32_t n, const char* name, ctk_function_t** out);
 CTK_C_API ctk_status ctk_sum(const ctk_variable_t* const* operands, int64_t n, const char* name,
                              ctk_function_t** out);
 CTK_C_API ctk_status ctk_cast(const ctk_variable_t* x, int32_t dtype, const char* name, ctk_function_t** out);
@@ -333,9 +344,11 @@ CTK_C_API ctk_status ctk_convolution(const ctk_variable_t* w, const ctk_variable
                                      int32_t n_strides, const int32_t* auto_padding, int32_t n_padding,
                                      const char* name, ctk_function_t** out);
 enum { CTK_POOL_MAX = 0, CTK_POOL_AVERAGE = 1 };
+/* ceil_out_dim: the last window may hang over the edge; include_pad: average pooling counts padding. */
 CTK_C_API ctk_status ctk_pooling(const ctk_variable_t* x, int32_t type, const int64_t* window, int32_t n_window,
                                  const int64_t* strides, int32_t n_strides, const int32_t* auto_padding,
-                                 int32_t n_padding, const char* name, ctk_function_t** out);
+                                 int32_t n_padding, int32_t ceil_out_dim, int32_t include_pad, const char* name,
+                                 ctk_function_t** out);
 /* CNTK's batch_normalization with its running statistics as constants (running_var as CNTK 2.x). */
 CTK_C_API ctk_status ctk_batch_normalization(const ctk_variable_t* x, const ctk_variable_t* scale,
                                              const ctk_variable_t* bias, const ctk_variable_t* running_mean,
