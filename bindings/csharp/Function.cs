@@ -149,15 +149,11 @@ namespace CNTK
             if (outputs == null || outputs.Count == 0) throw new ArgumentException("Evaluate: no outputs asked for");
             // Arrays filled straight from the dictionaries: this runs once per request in a server.
             IntPtr[] inVars = new IntPtr[arguments.Count], inValues = new IntPtr[arguments.Count];
-            Variable[] keepVars = new Variable[arguments.Count];
-            Value[] keepValues = new Value[arguments.Count];
             int i = 0;
             foreach (KeyValuePair<Variable, Value> p in arguments)
             {
                 if (p.Key == null || p.Value == null) throw new ArgumentNullException("arguments", "a null variable or value");
                 if (p.Value.Handle.IsClosed) throw new ObjectDisposedException("Value", "This Value object was disposed and can no longer be accessed");
-                keepVars[i] = p.Key;
-                keepValues[i] = p.Value;
                 inVars[i] = p.Key.Handle.DangerousGetHandle();
                 inValues[i] = p.Value.Handle.DangerousGetHandle();
                 ++i;
@@ -169,8 +165,7 @@ namespace CNTK
             IntPtr[] results = new IntPtr[outVars.Length];
             Status.Check(Native.ctk_function_evaluate(Handle, inVars, inValues, inVars.Length, outRaw, outRaw.Length,
                                                       DeviceDescriptor.Native_(computeDevice), results));
-            GC.KeepAlive(keepVars);
-            GC.KeepAlive(keepValues);
+            GC.KeepAlive(arguments);  // holds the variables and values whose raw handles the call used
             GC.KeepAlive(outVars);
             for (int k = 0; k < outVars.Length; ++k)
             {

@@ -122,10 +122,7 @@ std::vector<Variable> variables_arg(const ctk_variable_t* const* vars, int64_t n
     if (n > 0) required(vars, argument);
     std::vector<Variable> out;
     out.reserve(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-        const std::string what = std::string(argument) + "[" + std::to_string(i) + "]";
-        out.push_back(handle(vars[i], what.c_str()).var);
-    }
+    for (int64_t i = 0; i < n; ++i) out.push_back(handle_at(vars, i, argument).var);
     return out;
 }
 

@@ -33,18 +33,21 @@ enum : uint32_t {
 };
 
 struct ctk_variable {
-    uint32_t tag = kVariableTag;
+    static constexpr uint32_t kTag = kVariableTag;
+    uint32_t tag = kTag;
     ctk::Variable var;
     static constexpr const char* kind = "ctk_variable_t";
 };
 struct ctk_function {
-    uint32_t tag = kFunctionTag;
+    static constexpr uint32_t kTag = kFunctionTag;
+    uint32_t tag = kTag;
     ctk::FunctionPtr fn;
     std::string op_name;  // kept for ctk_function_op_name's pointer
     static constexpr const char* kind = "ctk_function_t";
 };
 struct ctk_value {
-    uint32_t tag = kValueTag;
+    static constexpr uint32_t kTag = kValueTag;
+    uint32_t tag = kTag;
     ctk::Value value;
     // A value taken from a minibatch source keeps its reader form, so that it is fitted to the input it
     // is given for as the trainers fit a reader's streams (bind_minibatch).
@@ -53,42 +56,50 @@ struct ctk_value {
     static constexpr const char* kind = "ctk_value_t";
 };
 struct ctk_initializer {
-    uint32_t tag = kInitializerTag;
+    static constexpr uint32_t kTag = kInitializerTag;
+    uint32_t tag = kTag;
     ctk::Initializer init;
     static constexpr const char* kind = "ctk_initializer_t";
 };
 struct ctk_schedule {
-    uint32_t tag = kScheduleTag;
+    static constexpr uint32_t kTag = kScheduleTag;
+    uint32_t tag = kTag;
     ctk::TrainingParameterSchedule schedule;
     static constexpr const char* kind = "ctk_schedule_t";
 };
 struct ctk_learner {
-    uint32_t tag = kLearnerTag;
+    static constexpr uint32_t kTag = kLearnerTag;
+    uint32_t tag = kTag;
     ctk::LearnerPtr learner;
     static constexpr const char* kind = "ctk_learner_t";
 };
 struct ctk_trainer {
-    uint32_t tag = kTrainerTag;
+    static constexpr uint32_t kTag = kTrainerTag;
+    uint32_t tag = kTag;
     std::unique_ptr<ctk::Trainer> trainer;
     static constexpr const char* kind = "ctk_trainer_t";
 };
 struct ctk_deserializer {
-    uint32_t tag = kDeserializerTag;
+    static constexpr uint32_t kTag = kDeserializerTag;
+    uint32_t tag = kTag;
     ctk::DeserializerPtr deserializer;
     static constexpr const char* kind = "ctk_deserializer_t";
 };
 struct ctk_image_transform {
-    uint32_t tag = kImageTransformTag;
+    static constexpr uint32_t kTag = kImageTransformTag;
+    uint32_t tag = kTag;
     ctk::ImageTransform transform;
     static constexpr const char* kind = "ctk_image_transform_t";
 };
 struct ctk_minibatch_source {
-    uint32_t tag = kSourceTag;
+    static constexpr uint32_t kTag = kSourceTag;
+    uint32_t tag = kTag;
     std::unique_ptr<ctk::MinibatchSource> source;
     static constexpr const char* kind = "ctk_minibatch_source_t";
 };
 struct ctk_minibatch {
-    uint32_t tag = kMinibatchTag;
+    static constexpr uint32_t kTag = kMinibatchTag;
+    uint32_t tag = kTag;
     std::unordered_map<std::string, ctk::MinibatchData> streams;
     static constexpr const char* kind = "ctk_minibatch_t";
 };
@@ -138,11 +149,23 @@ H& handle(const H* h, const char* argument) {
         throw StatusError(CTK_ERROR_NULL_ARGUMENT, std::string("argument '") + argument + "' is NULL");
     uint32_t tag;
     std::memcpy(&tag, h, sizeof tag);
-    if (tag != H{}.tag)
+    if (tag != H::kTag)
         throw StatusError(CTK_ERROR_INVALID_HANDLE, std::string("argument '") + argument +
                                                         "' is not a live " + H::kind +
                                                         " (a handle of another kind, or released)");
     return const_cast<H&>(*h);
+}
+
+// The handle at array[index] (the argument named `argument[index]` in messages, formatted only on failure:
+// this runs for every input of every evaluation).
+template <typename H>
+H& handle_at(const H* const* array, int64_t index, const char* argument) {
+    const H* h = array[index];
+    uint32_t tag = 0;
+    if (h != nullptr) std::memcpy(&tag, h, sizeof tag);
+    if (h != nullptr && tag == H::kTag) return const_cast<H&>(*h);
+    const std::string what = std::string(argument) + "[" + std::to_string(index) + "]";
+    return handle(h, what.c_str());  // throws, naming the argument
 }
 
 // Frees a handle (NULL-safe; a handle of the wrong kind is left alone).
@@ -151,7 +174,7 @@ void release(H* h) noexcept {
     if (h == nullptr) return;
     uint32_t tag;
     std::memcpy(&tag, h, sizeof tag);
-    if (tag != H{}.tag) return;
+    if (tag != H::kTag) return;
     h->tag = 0;
     delete h;
 }

@@ -39,10 +39,8 @@ ValueMap bind_inputs(const ctk_variable_t* const* inputs, const ctk_value_t* con
     }
     ValueMap args;
     for (int64_t i = 0; i < n; ++i) {
-        const std::string in_name = "inputs[" + std::to_string(i) + "]";
-        const std::string value_name = "values[" + std::to_string(i) + "]";
-        const Variable& var = handle(inputs[i], in_name.c_str()).var;
-        const ctk_value& value = handle(values[i], value_name.c_str());
+        const Variable& var = handle_at(inputs, i, "inputs").var;
+        const ctk_value& value = handle_at(values, i, "values");
         if (value.from_reader) {
             // Fitted as the trainers fit a reader's stream to its input (one-sample sequences become a
             // batch, the sample shape and dtype follow the input).
