@@ -33,7 +33,7 @@ BELOW = {
 # ctk.h, the umbrella, is above them all.
 PUBLIC = {
     "core": ["atomic_file", "build_info", "cuda", "device", "device_info", "dictionary", "dtype", "error", "memory_plan",
-             "op_profile", "parallel", "rng", "shape", "storage", "tensor"],
+             "op_profile", "parallel", "rng", "shape", "shared_library", "storage", "tensor"],
     "kernels": ["cell_program", "kernel_table", "op", "ops"],
     "graph": ["axis", "function", "graph_ops", "initializer", "mixed_precision", "primitive_op", "program",
               "user_function", "value", "variable"],

@@ -20,10 +20,9 @@
 #endif
 #ifdef CTK_HAVE_NCCL
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
-#include <type_traits>
+#include "ctk/shared_library.h"
 
 #include "ctk/cuda.h"
 #endif
@@ -131,23 +130,16 @@ struct Nccl {
 
 const Nccl& nccl_library() {
     static const Nccl table = [] {
-        const std::string lib = "libnccl.so." + std::to_string(NCCL_MAJOR);
-        void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!h)
-            CTK_THROW(DeviceError, "NCCL: cannot load ", lib, " (install NCCL ", NCCL_MAJOR,
-                      "): ", dlerror());
-        auto sym = [&](auto& fn, const char* name) {
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-            CTK_CHECK(fn != nullptr, DeviceError, "NCCL: ", lib, " has no ", name);
-        };
+        const SharedLibrary lib("libnccl.so." + std::to_string(NCCL_MAJOR), "NCCL",
+                                "install NCCL " + std::to_string(NCCL_MAJOR));
         Nccl t{};
-        sym(t.GetErrorString, "ncclGetErrorString");
-        sym(t.GetUniqueId, "ncclGetUniqueId");
-        sym(t.CommInitRank, "ncclCommInitRank");
-        sym(t.CommDestroy, "ncclCommDestroy");
-        sym(t.GroupStart, "ncclGroupStart");
-        sym(t.GroupEnd, "ncclGroupEnd");
-        sym(t.AllReduce, "ncclAllReduce");
+        lib.bind(t.GetErrorString, "ncclGetErrorString");
+        lib.bind(t.GetUniqueId, "ncclGetUniqueId");
+        lib.bind(t.CommInitRank, "ncclCommInitRank");
+        lib.bind(t.CommDestroy, "ncclCommDestroy");
+        lib.bind(t.GroupStart, "ncclGroupStart");
+        lib.bind(t.GroupEnd, "ncclGroupEnd");
+        lib.bind(t.AllReduce, "ncclAllReduce");
         return t;
     }();
     return table;

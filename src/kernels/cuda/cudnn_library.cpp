@@ -1,51 +1,42 @@
 // cuDNN opened with dlopen on first use (see cudnn_common.h): the library is found as the CUDA toolkit
 // installs it (libcudnn.so.<major>, on the loader's path or beside CUDA's libraries).
-#include <dlfcn.h>
-
 #include <string>
-#include <type_traits>
 
+#include "ctk/shared_library.h"
 #include "kernels/cuda/cudnn_common.h"
 
 namespace ctk::cuda {
 
 const Cudnn& dnn() {
     static const Cudnn table = [] {
-        const std::string lib = "libcudnn.so." + std::to_string(CUDNN_MAJOR);
-        void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!h)
-            CTK_THROW(DeviceError, "cuDNN: cannot load ", lib, " (install cuDNN ", CUDNN_MAJOR,
-                      "): ", dlerror());
-        auto sym = [&](auto& fn, const char* name) {
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-            CTK_CHECK(fn != nullptr, DeviceError, "cuDNN: ", lib, " has no ", name);
-        };
+        const SharedLibrary lib("libcudnn.so." + std::to_string(CUDNN_MAJOR), "cuDNN",
+                                "install cuDNN " + std::to_string(CUDNN_MAJOR));
         Cudnn t{};
-        sym(t.AddTensor, "cudnnAddTensor");
-        sym(t.ConvolutionBackwardBias, "cudnnConvolutionBackwardBias");
-        sym(t.ConvolutionBackwardData, "cudnnConvolutionBackwardData");
-        sym(t.ConvolutionBackwardFilter, "cudnnConvolutionBackwardFilter");
-        sym(t.ConvolutionForward, "cudnnConvolutionForward");
-        sym(t.Create, "cudnnCreate");
-        sym(t.CreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor");
-        sym(t.CreateFilterDescriptor, "cudnnCreateFilterDescriptor");
-        sym(t.CreateTensorDescriptor, "cudnnCreateTensorDescriptor");
-        sym(t.DestroyConvolutionDescriptor, "cudnnDestroyConvolutionDescriptor");
-        sym(t.DestroyFilterDescriptor, "cudnnDestroyFilterDescriptor");
-        sym(t.DestroyTensorDescriptor, "cudnnDestroyTensorDescriptor");
-        sym(t.FindConvolutionBackwardDataAlgorithmEx, "cudnnFindConvolutionBackwardDataAlgorithmEx");
-        sym(t.FindConvolutionBackwardFilterAlgorithmEx, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
-        sym(t.FindConvolutionForwardAlgorithmEx, "cudnnFindConvolutionForwardAlgorithmEx");
-        sym(t.GetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-        sym(t.GetConvolutionBackwardFilterAlgorithm_v7, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-        sym(t.GetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7");
-        sym(t.GetErrorString, "cudnnGetErrorString");
-        sym(t.SetConvolutionGroupCount, "cudnnSetConvolutionGroupCount");
-        sym(t.SetConvolutionMathType, "cudnnSetConvolutionMathType");
-        sym(t.SetConvolutionNdDescriptor, "cudnnSetConvolutionNdDescriptor");
-        sym(t.SetFilterNdDescriptor, "cudnnSetFilterNdDescriptor");
-        sym(t.SetStream, "cudnnSetStream");
-        sym(t.SetTensorNdDescriptor, "cudnnSetTensorNdDescriptor");
+        lib.bind(t.AddTensor, "cudnnAddTensor");
+        lib.bind(t.ConvolutionBackwardBias, "cudnnConvolutionBackwardBias");
+        lib.bind(t.ConvolutionBackwardData, "cudnnConvolutionBackwardData");
+        lib.bind(t.ConvolutionBackwardFilter, "cudnnConvolutionBackwardFilter");
+        lib.bind(t.ConvolutionForward, "cudnnConvolutionForward");
+        lib.bind(t.Create, "cudnnCreate");
+        lib.bind(t.CreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor");
+        lib.bind(t.CreateFilterDescriptor, "cudnnCreateFilterDescriptor");
+        lib.bind(t.CreateTensorDescriptor, "cudnnCreateTensorDescriptor");
+        lib.bind(t.DestroyConvolutionDescriptor, "cudnnDestroyConvolutionDescriptor");
+        lib.bind(t.DestroyFilterDescriptor, "cudnnDestroyFilterDescriptor");
+        lib.bind(t.DestroyTensorDescriptor, "cudnnDestroyTensorDescriptor");
+        lib.bind(t.FindConvolutionBackwardDataAlgorithmEx, "cudnnFindConvolutionBackwardDataAlgorithmEx");
+        lib.bind(t.FindConvolutionBackwardFilterAlgorithmEx, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+        lib.bind(t.FindConvolutionForwardAlgorithmEx, "cudnnFindConvolutionForwardAlgorithmEx");
+        lib.bind(t.GetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        lib.bind(t.GetConvolutionBackwardFilterAlgorithm_v7, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        lib.bind(t.GetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7");
+        lib.bind(t.GetErrorString, "cudnnGetErrorString");
+        lib.bind(t.SetConvolutionGroupCount, "cudnnSetConvolutionGroupCount");
+        lib.bind(t.SetConvolutionMathType, "cudnnSetConvolutionMathType");
+        lib.bind(t.SetConvolutionNdDescriptor, "cudnnSetConvolutionNdDescriptor");
+        lib.bind(t.SetFilterNdDescriptor, "cudnnSetFilterNdDescriptor");
+        lib.bind(t.SetStream, "cudnnSetStream");
+        lib.bind(t.SetTensorNdDescriptor, "cudnnSetTensorNdDescriptor");
         return t;
     }();
     return table;

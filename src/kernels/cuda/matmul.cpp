@@ -4,17 +4,16 @@
 // column-major in memory (a transposed view), and its batch axes must fold into one stride; otherwise
 // the operand is made contiguous first. The algorithm is chosen once per problem and cached.
 #include <cublasLt.h>
-#include <dlfcn.h>
 
 #include <map>
 #include <mutex>
 #include <optional>
 #include <tuple>
-#include <type_traits>
 
 #include "core/cuda/allocator.h"
 #include "core/cuda/cuda_check.h"
 #include "ctk/cuda.h"
+#include "ctk/shared_library.h"
 #include "kernels/cuda/cuda_common.h"
 
 namespace ctk::cuda {
@@ -42,30 +41,23 @@ struct CublasLt {
 
 const CublasLt& lt() {
     static const CublasLt table = [] {
-        const std::string lib = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-        void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!h)
-            CTK_THROW(DeviceError, "matmul: cannot load ", lib,
-                      " (the CUDA toolkit's cuBLASLt): ", dlerror());
-        auto sym = [&](auto& fn, const char* name) {
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-            CTK_CHECK(fn != nullptr, DeviceError, "matmul: ", lib, " has no ", name);
-        };
+        const SharedLibrary lib("libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR), "matmul",
+                                "the CUDA toolkit's cuBLASLt");
         CublasLt t;
-        sym(t.GetStatusName, "cublasLtGetStatusName");
-        sym(t.GetStatusString, "cublasLtGetStatusString");
-        sym(t.Create, "cublasLtCreate");
-        sym(t.Matmul, "cublasLtMatmul");
-        sym(t.MatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic");
-        sym(t.MatmulDescCreate, "cublasLtMatmulDescCreate");
-        sym(t.MatmulDescDestroy, "cublasLtMatmulDescDestroy");
-        sym(t.MatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute");
-        sym(t.MatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate");
-        sym(t.MatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy");
-        sym(t.MatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
-        sym(t.MatrixLayoutCreate, "cublasLtMatrixLayoutCreate");
-        sym(t.MatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy");
-        sym(t.MatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
+        lib.bind(t.GetStatusName, "cublasLtGetStatusName");
+        lib.bind(t.GetStatusString, "cublasLtGetStatusString");
+        lib.bind(t.Create, "cublasLtCreate");
+        lib.bind(t.Matmul, "cublasLtMatmul");
+        lib.bind(t.MatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic");
+        lib.bind(t.MatmulDescCreate, "cublasLtMatmulDescCreate");
+        lib.bind(t.MatmulDescDestroy, "cublasLtMatmulDescDestroy");
+        lib.bind(t.MatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute");
+        lib.bind(t.MatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate");
+        lib.bind(t.MatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy");
+        lib.bind(t.MatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
+        lib.bind(t.MatrixLayoutCreate, "cublasLtMatrixLayoutCreate");
+        lib.bind(t.MatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy");
+        lib.bind(t.MatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
         return t;
     }();
     return table;
