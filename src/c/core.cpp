@@ -212,15 +212,7 @@ int64_t ctk_dtype_size(int32_t dtype) {
 }
 
 ctk_status ctk_all_devices(ctk_device* out, int64_t capacity, int64_t* count) {
-    return guarded(__func__, [&] {
-        required(count, "count");
-        CTK_CHECK(capacity >= 0, ValueError, "capacity ", capacity, " is negative");
-        if (capacity > 0) required(out, "out");
-        const std::vector<Device> devices = all_devices();
-        for (size_t i = 0; i < devices.size() && static_cast<int64_t>(i) < capacity; ++i)
-            out[i] = device_out(devices[i]);
-        *count = static_cast<int64_t>(devices.size());
-    });
+    return guarded(__func__, [&] { write_list(all_devices(), out, capacity, count, "out", device_out); });
 }
 
 ctk_status ctk_default_device(ctk_device* out) {

@@ -369,9 +369,6 @@ ctk_status ctk_function_variables(const ctk_function_t* f, int32_t which, ctk_va
                                   int64_t capacity, int64_t* count) {
     return guarded(__func__, [&] {
         const FunctionPtr& fn = handle(f, "f").fn;
-        required(count, "count");
-        CTK_CHECK(capacity >= 0, ValueError, "capacity ", capacity, " is negative");
-        if (capacity > 0) required(out, "out");
         std::vector<Variable> vars;
         switch (which) {
             case CTK_VARS_ARGUMENTS:
@@ -395,9 +392,7 @@ ctk_status ctk_function_variables(const ctk_function_t* f, int32_t which, ctk_va
             default:
                 CTK_THROW(ValueError, "which ", which, " is not a CTK_VARS_* list (0-5)");
         }
-        const size_t n = std::min(vars.size(), static_cast<size_t>(capacity));
-        for (size_t i = 0; i < n; ++i) out[i] = new_variable(vars[i]);
-        *count = static_cast<int64_t>(vars.size());
+        write_list(vars, out, capacity, count, "out", new_variable);
     });
 }
 
@@ -420,13 +415,8 @@ ctk_status ctk_function_find_all_with_name(const ctk_function_t* f, const char* 
                                            ctk_function_t** out, int64_t capacity, int64_t* count) {
     return guarded(__func__, [&] {
         const FunctionPtr& fn = handle(f, "f").fn;
-        required(count, "count");
-        CTK_CHECK(capacity >= 0, ValueError, "capacity ", capacity, " is negative");
-        if (capacity > 0) required(out, "out");
-        const std::vector<FunctionPtr> found = fn->find_all_with_name(required(name, "name"), nested != 0);
-        const size_t n = std::min(found.size(), static_cast<size_t>(capacity));
-        for (size_t i = 0; i < n; ++i) out[i] = new_function(found[i]);
-        *count = static_cast<int64_t>(found.size());
+        write_list(fn->find_all_with_name(required(name, "name"), nested != 0), out, capacity, count, "out",
+                   new_function);
     });
 }
 

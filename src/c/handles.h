@@ -1,6 +1,7 @@
 // The C ABI's handles and the one wrapper every exported function runs its body in: exceptions become a
 // status and a thread-local message, NULL and wrong-kind handles become errors instead of crashes.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -9,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 #include "ctk/c/ctk.h"
+#include "ctk/error.h"
 #include "ctk/function.h"
 #include "ctk/initializer.h"
 #include "ctk/io.h"
@@ -200,6 +202,17 @@ ValueMap bind_inputs(const ctk_variable_t* const* inputs, const ctk_value_t* con
 void write_text(const std::string& text, char* buf, int64_t capacity, int64_t* length, const char* what);
 // Bytes into a caller's buffer: copied when they fit; *size always set.
 void write_bytes(const std::string& bytes, void* buf, int64_t capacity, int64_t* size, const char* what);
+// A list into a caller's array: make(items[i]) for the first min(capacity, size) items; *count always set.
+template <typename T, typename Out, typename Make>
+void write_list(const std::vector<T>& items, Out* out, int64_t capacity, int64_t* count, const char* argument,
+                Make&& make) {
+    required(count, "count");
+    CTK_CHECK(capacity >= 0, ValueError, "capacity ", capacity, " is negative");
+    if (capacity > 0) required(out, argument);
+    const size_t n = std::min(items.size(), static_cast<size_t>(capacity));
+    for (size_t i = 0; i < n; ++i) out[i] = make(items[i]);
+    *count = static_cast<int64_t>(items.size());
+}
 // min(capacity, dims) dims; *rank always set.
 void write_dims(const Dims& dims, int64_t* out, int32_t capacity, int32_t* rank);
 // Tensor `t` converted to `dtype` into `data` (count must equal its size).

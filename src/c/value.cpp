@@ -58,19 +58,22 @@ ValueMap bind_inputs(const ctk_variable_t* const* inputs, const ctk_value_t* con
 
 namespace {
 
-std::vector<int64_t> lengths_arg(const int64_t* lengths, int64_t num_sequences, int64_t total,
-                                 const char* what) {
+// Sequence lengths as given: each at least one frame (and at most 2^40, so that their sum cannot overflow).
+std::vector<int64_t> sequence_lengths(const int64_t* lengths, int64_t num_sequences) {
     required(lengths, "lengths");
     CTK_CHECK(num_sequences > 0, ValueError, "num_sequences ", num_sequences, " must be positive");
     std::vector<int64_t> out(lengths, lengths + num_sequences);
-    int64_t sum = 0;
-    for (int64_t i = 0; i < num_sequences; ++i) {
-        CTK_CHECK(out[static_cast<size_t>(i)] > 0, ValueError, "lengths[", i, "] is ",
-                  out[static_cast<size_t>(i)], "; a sequence has at least one frame");
-        CTK_CHECK(out[static_cast<size_t>(i)] <= total - sum, ShapeError,
-                  "the lengths add up to more than the ", total, " ", what, " given");
-        sum += out[static_cast<size_t>(i)];
-    }
+    for (size_t i = 0; i < out.size(); ++i)
+        CTK_CHECK(out[i] > 0 && out[i] <= (int64_t{1} << 40), ValueError, "lengths[", i, "] is ", out[i],
+                  "; a sequence has at least one frame");
+    return out;
+}
+
+// Sequence lengths that must add up to the `total` samples (`what`) given.
+std::vector<int64_t> lengths_arg(const int64_t* lengths, int64_t num_sequences, int64_t total,
+                                 const char* what) {
+    std::vector<int64_t> out = sequence_lengths(lengths, num_sequences);
+    const int64_t sum = std::accumulate(out.begin(), out.end(), int64_t{0});
     CTK_CHECK(sum == total, ShapeError, "the lengths add up to ", sum, ", but ", total, " ", what,
               " were given");
     return out;
@@ -153,19 +156,11 @@ ctk_status ctk_value_create_sequences(int32_t dtype, const int64_t* sample_shape
         required(out, "out");
         const DataType dt = dtype_arg(dtype, "dtype");
         const Dims sample = dims_arg(sample_shape, sample_rank, "sample_shape");
-        CTK_CHECK(num_sequences > 0, ValueError, "num_sequences ", num_sequences, " must be positive");
-        required(lengths, "lengths");
-        int64_t frames = 0;
-        for (int64_t i = 0; i < num_sequences; ++i) {
-            CTK_CHECK(lengths[i] > 0 && lengths[i] <= (int64_t{1} << 40), ValueError, "lengths[", i, "] is ",
-                      lengths[i], "; a sequence has at least one frame");
-            frames += lengths[i];
-        }
-        Dims all{frames};
+        const std::vector<int64_t> lens = sequence_lengths(lengths, num_sequences);
+        Dims all{std::accumulate(lens.begin(), lens.end(), int64_t{0})};
         all.insert(all.end(), sample.begin(), sample.end());
         const Tensor t = copy_in(all, dt, data, "data");
-        const Value v = sequences_of(t, lengths_arg(lengths, num_sequences, frames, "frames"),
-                                     flags_of(continues, lengths, num_sequences));
+        const Value v = sequences_of(t, lens, flags_of(continues, lengths, num_sequences));
         *out = new_value(v.to(device_arg(device)));
     });
 }
@@ -276,12 +271,8 @@ ctk_status ctk_value_sequence_lengths(const ctk_value_t* value, int64_t* lengths
                                       int64_t* count) {
     return guarded(__func__, [&] {
         const Value& v = handle(value, "value").value;
-        required(count, "count");
-        CTK_CHECK(capacity >= 0, ValueError, "capacity ", capacity, " is negative");
-        if (capacity > 0) required(lengths, "lengths");
         const std::vector<int64_t> lens = v.has_layout() ? v.layout()->lengths() : std::vector<int64_t>{};
-        for (size_t i = 0; i < lens.size() && static_cast<int64_t>(i) < capacity; ++i) lengths[i] = lens[i];
-        *count = static_cast<int64_t>(lens.size());
+        write_list(lens, lengths, capacity, count, "lengths", [](int64_t n) { return n; });
     });
 }
 
