@@ -6,20 +6,7 @@ set -euo pipefail
 mono=$1 csharp=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-awk -v seed=1 -v dir="$dir" 'BEGIN {
-    srand(seed)
-    for (f = 0; f < 2; f++) {
-        file = f ? "Test-28x28_cntk_text.txt" : "Train-28x28_cntk_text.txt"
-        for (i = 0; i < 320; i++) {
-            label = i % 10
-            line = "|labels"
-            for (c = 0; c < 10; c++) line = line (c == label ? " 1" : " 0")
-            line = line " |features"
-            for (p = 0; p < 784; p++) line = line " " int(255 * rand() * (p % 10 == label))
-            print line > (dir "/" file)
-        }
-    }
-}'
+"$(dirname "$0")/write_tiny_mnist.sh" "$dir"
 for kind in mlp conv; do
     flag=""; [[ $kind == conv ]] && flag="--conv"
     # shellcheck disable=SC2086

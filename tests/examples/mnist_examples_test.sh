@@ -5,20 +5,7 @@
 set -euo pipefail
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-awk -v seed=1 -v dir="$dir" 'BEGIN {
-    srand(seed)
-    for (f = 0; f < 2; f++) {
-        file = f ? "Test-28x28_cntk_text.txt" : "Train-28x28_cntk_text.txt"
-        for (i = 0; i < 320; i++) {
-            label = i % 10
-            line = "|labels"
-            for (c = 0; c < 10; c++) line = line (c == label ? " 1" : " 0")
-            line = line " |features"
-            for (p = 0; p < 784; p++) line = line " " int(255 * rand() * (p % 10 == label))
-            print line > (dir "/" file)
-        }
-    }
-}'
+"$(dirname "$0")/write_tiny_mnist.sh" "$dir"
 "$1" --data "$dir" --epochs 2 --epoch-size 256 >"$dir/convnet.log" 2>&1
 grep -q "^Training 98778 parameters in 10 parameter tensors.$" "$dir/convnet.log"
 grep -q "^Learning rate per 1 samples: 0.001$" "$dir/convnet.log"
