@@ -20,18 +20,25 @@ int main(int argc, char** argv) {
     double min_time = 2.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
-        if (a == "--model") model_path = argv[i + 1];
-        else if (a == "--make-model") make_path = argv[i + 1];
-        else if (a == "--batch") batch = std::atoll(argv[i + 1]);
-        else if (a == "--min-time") min_time = std::atof(argv[i + 1]);
-        else if (a == "--threads") threads = std::atoll(argv[i + 1]);
+        if (a == "--model")
+            model_path = argv[i + 1];
+        else if (a == "--make-model")
+            make_path = argv[i + 1];
+        else if (a == "--batch")
+            batch = std::atoll(argv[i + 1]);
+        else if (a == "--min-time")
+            min_time = std::atof(argv[i + 1]);
+        else if (a == "--threads")
+            threads = std::atoll(argv[i + 1]);
     }
     try {
         if (!make_path.empty()) {
             set_fixed_random_seed(1);
             Variable x = input_variable({784}, DataType::f32, false, false, default_batch_axes(), "features");
-            FunctionPtr h = relu(plus(times(x, parameter({784, 200})), parameter({200}, constant_initializer(0.1))));
-            FunctionPtr z = plus(times(h, parameter({200, 10})), parameter({10}, constant_initializer(0.0)), "z");
+            FunctionPtr h =
+                relu(plus(times(x, parameter({784, 200})), parameter({200}, constant_initializer(0.1))));
+            FunctionPtr z =
+                plus(times(h, parameter({200, 10})), parameter({10}, constant_initializer(0.0)), "z");
             save_model(z, make_path);
             return 0;
         }

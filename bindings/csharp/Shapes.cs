@@ -186,6 +186,17 @@ namespace CNTK
             return r;
         }
 
+        // A shape from a (dims, capacity, out rank) call of the C ABI.
+        internal delegate int ShapeCall(long[] dims, int capacity, out int rank);
+
+        internal static NDShape Read(ShapeCall call)
+        {
+            long[] dims = new long[64];
+            int rank;
+            Status.Check(call(dims, dims.Length, out rank));
+            return FromRowMajor(dims, rank);
+        }
+
         internal static NDShape FromRowMajor(long[] rowMajor, int rank)
         {
             int[] d = new int[rank];

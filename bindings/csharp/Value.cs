@@ -269,13 +269,7 @@ namespace CNTK
         // The full shape in CNTK's order: the sample's dims, then the sequence axis, then the batch axis.
         public NDShape Shape
         {
-            get
-            {
-                long[] dims = new long[64];
-                int rank;
-                Status.Check(Native.ctk_value_shape(Handle, dims, dims.Length, out rank));
-                return NDShape.FromRowMajor(dims, rank);
-            }
+            get { return NDShape.Read((long[] d, int c, out int r) => Native.ctk_value_shape(Handle, d, c, out r)); }
         }
 
         public DataType DataType { get { int t; Status.Check(Native.ctk_value_dtype(Handle, out t)); return DataTypes.FromNative(t); } }

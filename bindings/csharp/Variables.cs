@@ -58,13 +58,7 @@ namespace CNTK
 
         public NDShape Shape
         {
-            get
-            {
-                long[] dims = new long[64];
-                int rank;
-                Status.Check(Native.ctk_variable_shape(Handle, dims, dims.Length, out rank));
-                return NDShape.FromRowMajor(dims, rank);
-            }
+            get { return NDShape.Read((long[] d, int c, out int r) => Native.ctk_variable_shape(Handle, d, c, out r)); }
         }
 
         public string Name { get { IntPtr p; Status.Check(Native.ctk_variable_name(Handle, out p)); return Utf8.FromNative(p); } }

@@ -57,7 +57,8 @@ CNTK_API CNTK_StatusCode CNTK_LoadModel(const wchar_t* modelFilePath, const CNTK
                                         CNTK_ModelHandle* handle);
 /* Loads a CNTK v2 model from memory. */
 CNTK_API CNTK_StatusCode CNTK_LoadModel_FromArray(const void* modelData, int modelDataLen,
-                                                  const CNTK_DeviceDescriptor* device, CNTK_ModelHandle* handle);
+                                                  const CNTK_DeviceDescriptor* device,
+                                                  CNTK_ModelHandle* handle);
 
 typedef enum CNTK_ParameterCloningMethod {
     CNTK_ModelParameterShare,
@@ -67,8 +68,8 @@ typedef enum CNTK_ParameterCloningMethod {
 
 /* A copy of the model (for another thread: CNTK_ModelParameterShare shares the parameters). `flattened`
  * is accepted for CNTK's signature; ctk's graphs evaluate the same either way. */
-CNTK_API CNTK_StatusCode CNTK_CloneModel(CNTK_ModelHandle model, CNTK_ParameterCloningMethod method, bool flattened,
-                                         CNTK_ModelHandle* cloned);
+CNTK_API CNTK_StatusCode CNTK_CloneModel(CNTK_ModelHandle model, CNTK_ParameterCloningMethod method,
+                                         bool flattened, CNTK_ModelHandle* cloned);
 CNTK_API void CNTK_ReleaseModel(CNTK_ModelHandle model);
 
 /* A shape: `size` dims, column-major. */
