@@ -153,6 +153,21 @@ def UnfoldFrom(generator_function, map_state_function=identity, until_predicate=
                                                (inner, placeholder(name='dynamic_axes_like'))], 'UnfoldFrom', name)
 
 
+def ForwardDeclaration(name='forward_declaration'):
+    """CNTK's forward declaration for loops built by hand: a placeholder with a `resolve_to(var)` method
+    that binds it, in the graph that computes `var`, to `var` (closing a recurrence through past_value)."""
+    forward = placeholder(name=name)
+
+    def resolve_to(var):
+        if isinstance(var, Function):
+            var.replace_placeholders({forward: var.output})
+        else:
+            var.owner.replace_placeholders({forward: var})
+
+    forward.resolve_to = resolve_to
+    return forward
+
+
 def Delay(T=1, initial_state=0, name=''):
     """CNTK's Delay layer: x delayed by T steps along its sequence (T < 0: -T steps from the future;
     0: x itself), with initial_state where no step exists. (CNTK read initial_state from

@@ -229,7 +229,8 @@ void bind_graph(py::module_& m) {
     m.def("set_fixed_random_seed", &set_fixed_random_seed, py::arg("value"));
 
     // ---- Variable ----
-    py::class_<Variable> var(m, "Variable");
+    // dynamic_attr: CNTK's layers library adds methods to variables (ForwardDeclaration's resolve_to).
+    py::class_<Variable> var(m, "Variable", py::dynamic_attr());
     var.def(py::init<const FunctionPtr&>())
         .def_property_readonly("shape", [](const Variable& v) { return shape_tuple(v.shape()); })
         .def_property_readonly("dtype", [](const Variable& v) { return numpy_dtype(v.dtype()); })

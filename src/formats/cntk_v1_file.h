@@ -12,10 +12,10 @@
 
 namespace ctk::detail::cntk_v1 {
 
-// The model versions this reader knows (CNTK_MODEL_VERSION_7 added the per-node precision tag; 25 is the
-// newest layout of the nodes ctk maps).
+// The model versions this reader knows (CNTK_MODEL_VERSION_7 added the per-node precision tag; 31, the
+// Cast node's two-type tag, is the newest CNTK wrote).
 inline constexpr uint64_t kMinVersion = 7;
-inline constexpr uint64_t kMaxVersion = 25;
+inline constexpr uint64_t kMaxVersion = 31;
 
 // A TensorShape as stored: column-major (first dim fastest).
 using ColDims = std::vector<int64_t>;
@@ -39,8 +39,23 @@ struct BatchNormSettings {
     bool inverse_std_dev = false;
 };
 
+// The legacy MaxPooling / AveragePooling nodes: a window and subsampling over width and height, no padding.
+struct LegacyPooling {
+    int64_t window_width = 0, window_height = 0, horizontal_stride = 0, vertical_stride = 0;
+    int32_t image_layout = 0;  // 0 HWC, 1 CHW
+};
+
+// OptimizedRNNStack's RnnAttributes.
+struct RnnStack {
+    bool bidirectional = false;
+    int64_t num_layers = 0, hidden_size = 0;
+    std::string recurrent_op;  // lstm, gru, rnnReLU, rnnTanh
+    int32_t axis = -1;
+};
+
 struct Node {
-    std::string precision;  // "float" or "double"
+    std::string precision;         // "float" or "double"; Cast: its input's ("float" of "double,float")
+    std::string output_precision;  // Cast only: the output's
     std::string op, name;
     uint64_t offset = 0;  // where the node's entry starts (its precision tag)
 
@@ -58,10 +73,14 @@ struct Node {
     BatchNormSettings bn;
     // TransposeDimensions: the two swapped axes; RowStack: axis1 is the splice axis (1-based, column-major)
     int32_t axis1 = 1, axis2 = 2;
+    // TransposeDimensions with both axes 0 (version 25+): out dim i is in dim permutation[i] (0-based,
+    // column-major)
+    std::vector<int64_t> permutation;
     // Slice: per axis (1-based, column-major) begin and end (end <= 0 counts from the end, as CNTK's node)
     struct SliceAxis {
         int64_t begin = 0, end = 0;
         int32_t axis = 1;
+        int32_t stride = 1;  // version 27+
     };
     std::vector<SliceAxis> slices;
     // Reshape: the replaced column-major axes [begin, end) (0: open) and their new dims
@@ -73,8 +92,31 @@ struct Node {
     // ReduceElements: the operation ("Sum", "Mean", ...), the axis (1-based column-major; 0 all static
     // axes, -1 all axes, -2 the sequence axis) and whether the reduced axes stay as dims of 1
     std::string reduce_op;
-    int32_t reduce_axis = 0;
+    std::vector<int32_t> reduce_axes{0};  // one axis before version 27
     bool keep_dims = true;
+    // LegacyReshape: the target row count and image layout (column-major; empty: just the rows)
+    int64_t target_rows = 0;
+    ColDims target_layout;
+    LegacyPooling legacy_pool;
+    // Crop: the offsets along the first two column-major axes (DBL_MAX: found from the graph)
+    double crop_x = 0, crop_y = 0;
+    // ROIPooling: the output [width x height] per region, the pool kind and the coordinates' scale
+    ColDims roi_shape;
+    int32_t roi_pool_kind = 1;
+    double spatial_scale = 1.0 / 16;
+    int64_t repeats = 1;  // RowRepeat
+    RnnStack rnn;         // OptimizedRNNStack
+    // RandomSample / RandomSampleInclusionFrequency
+    bool allow_duplicates = false;
+    int64_t num_samples = 0;
+    // ForwardBackward (CTC)
+    int32_t delay_constraint = -1;
+    int64_t blank_token = 0;
+    // EditDistanceError
+    float substitution_penalty = 1, deletion_penalty = 1, insertion_penalty = 1;
+    bool squash_inputs = false;
+    std::vector<int64_t> tokens_to_ignore;
+    std::string text;  // EnvironmentInput's property
 
     std::vector<size_t> inputs;  // indices into Network::nodes, from the BRelation section
 };

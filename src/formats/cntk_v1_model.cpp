@@ -4,6 +4,7 @@
 // outputs are the criterion, evaluation and output nodes plus any other node nothing consumes.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "ctk/error.h"
@@ -11,6 +12,7 @@
 #include "ctk/model.h"
 #include "ctk/ops.h"
 #include "formats/cntk_v1_file.h"
+#include "formats/cntk_v1_nodes.h"
 
 namespace ctk {
 namespace {
@@ -18,15 +20,12 @@ namespace {
 using detail::cntk_v1::ColDims;
 using detail::cntk_v1::Network;
 using detail::cntk_v1::Node;
+using detail::cntk_v1::row_major;
 
 // The most values the reader builds from the file's shapes rather than its bytes (RowStack's broadcast
 // zeros): a small file cannot make it allocate gigabytes.
 constexpr int64_t kMaxBroadcastValues = int64_t(1) << 26;
 
-// CNTK's TensorShapes are column-major; ctk's shapes are row-major (as CNTK's Python API shows them).
-Dims row_major(const ColDims& d) {
-    return Dims(d.rbegin(), d.rend());
-}
 template <typename T>
 std::vector<T> reversed(const std::vector<T>& v) {
     return std::vector<T>(v.rbegin(), v.rend());
@@ -40,12 +39,15 @@ int64_t numel(const Dims& d) {
 class GraphBuilder {
 public:
     explicit GraphBuilder(const Network& net) : net_(net), vars_(net.nodes.size()) {
-        // A Times or Convolution weight keeps its stored rank; elsewhere the trailing singleton dims of a
-        // v1 matrix ([n x 1] biases, [1 x 1] scalars) are dropped, so a bias [n x 1] is the vector [n]
-        // and broadcasting keeps the operand's shape (CNTK's Python API would show (1, n)).
-        for (const Node& n : net.nodes)
+        // A Times or Convolution weight and ROIPooling's regions keep their stored rank; elsewhere the
+        // trailing singleton dims of a v1 matrix ([n x 1] biases, [1 x 1] scalars) are dropped, so a bias [n
+        // x 1] is the vector [n] and broadcasting keeps the operand's shape (CNTK's Python API would show (1,
+        // n)).
+        for (const Node& n : net.nodes) {
             if ((n.op == "Times" || n.op == "Convolution") && !n.inputs.empty())
                 keep_rank_.insert(n.inputs[0]);
+            if (n.op == "ROIPooling" && n.inputs.size() == 2) keep_rank_.insert(n.inputs[1]);  // [R, 4]
+        }
     }
 
     Variable get(size_t root) {
@@ -101,18 +103,12 @@ private:
     static bool is_delay(const std::string& op) { return op == "PastValue" || op == "FutureValue"; }
 
     [[noreturn]] void corrupt(const Node& n, const std::string& what) const {
-        CTK_THROW(IOError, "CNTK v1 model '", net_.path, "': node '", n.name, "' (", n.op, ", byte offset ",
-                  n.offset, "): ", what);
+        detail::cntk_v1::corrupt(net_, n, what);
     }
     [[noreturn]] void unsupported(const Node& n, const std::string& what) const {
-        CTK_THROW(NotImplementedError, "CNTK v1 model '", net_.path, "': node '", n.name, "' (", n.op,
-                  "): ", what);
+        detail::cntk_v1::unsupported(net_, n, what);
     }
-    void arity(const Node& n, size_t lo, size_t hi) const {
-        if (n.inputs.size() < lo || n.inputs.size() > hi)
-            corrupt(n, detail::concat("has ", n.inputs.size(), " inputs, expected ", lo == hi ? "" : "from ",
-                                      lo, lo == hi ? "" : detail::concat(" to ", hi)));
-    }
+    void arity(const Node& n, size_t lo, size_t hi) const { detail::cntk_v1::check_arity(net_, n, lo, hi); }
     const Variable& in(const Node& n, size_t k) const { return vars_[n.inputs[k]]; }
     const Node& in_node(const Node& n, size_t k) const { return net_.nodes[n.inputs[k]]; }
 
@@ -225,6 +221,7 @@ private:
         if (op == "TransposeDimensions" || op == "Transpose") {
             arity(n, 1, 1);
             const Variable& x = in(n, 0);
+            if (!n.permutation.empty()) return permute(n, x);
             return swapaxes(x, row_major_axis(n, x, n.axis1), row_major_axis(n, x, n.axis2), n.name);
         }
         if (op == "RowStack") {
@@ -291,7 +288,7 @@ private:
         if (op == "Convolution") return make_convolution(n);
         if (op == "Pooling") return make_pooling(n);
         if (op == "BatchNormalization") return make_batch_norm(n);
-        unsupported(n, "this node type is not mapped");
+        return detail::cntk_v1::convert_added_node(net_, n, vars_);
     }
 
     // The element-wise nodes; null when `n` is none of them.
@@ -351,30 +348,36 @@ private:
         return static_cast<int64_t>(v);
     }
 
-    // A v1 axis (1-based, column-major, over the sample) as ctk's static axis (0-based, row-major).
     int row_major_axis(const Node& n, const Variable& x, int32_t v1_axis) const {
-        if (!x.shape_known()) unsupported(n, "an operand whose shape is not known when the file is read");
-        if (v1_axis < 1 || v1_axis > x.rank())
-            corrupt(n, detail::concat("axis ", v1_axis, " for operand ", x.to_string()));
-        return x.rank() - v1_axis;
+        return detail::cntk_v1::row_major_axis(net_, n, x, v1_axis);
     }
 
     Variable make_reduce(const Node& n) {
         arity(n, 1, 1);
         const Variable& x = in(n, 0);
         const std::string& op = n.reduce_op;
+        // Axis 0: all static axes; -1: all axes; -2: the sequence axis (a sum only); else 1-based static.
+        const std::vector<int32_t>& v1_axes = n.reduce_axes;
+        const int32_t first = v1_axes.front();
+        if (v1_axes.size() > 1 || first > 0) {
+            for (int32_t a : v1_axes)
+                if (a <= 0) corrupt(n, detail::concat("reduction axis ", a, " among several"));
+        } else if (first == -2) {
+            if (op != "Sum" && op != "Plus") unsupported(n, "reduction '" + op + "' over the sequence axis");
+            return sequence::reduce_sum(x, n.name);
+        } else if (first < -1) {
+            unsupported(n, detail::concat("reduction axis ", first, " (a dynamic axis)"));
+        }
         std::vector<Axis> axes;
-        if (n.reduce_axis == 0) {
+        if (first == 0) {
             axes = {Axis::all_static_axes()};
-        } else if (n.reduce_axis == -1) {
+        } else if (first == -1) {
             axes = {Axis::all_axes()};
-        } else if (n.reduce_axis > 0) {
-            axes = {Axis(row_major_axis(n, x, n.reduce_axis))};
         } else {
-            unsupported(n, detail::concat("reduction axis ", n.reduce_axis, " (a dynamic axis)"));
+            for (int32_t a : v1_axes) axes.push_back(Axis(row_major_axis(n, x, a)));
         }
         if (op == "Argmax" || op == "Argmin") {
-            if (n.reduce_axis <= 0) unsupported(n, op + " over more than one static axis");
+            if (axes.size() != 1 || first <= 0) unsupported(n, op + " over more than one static axis");
             Variable y = op == "Argmax" ? argmax(x, axes[0]) : argmin(x, axes[0]);
             if (n.keep_dims) return alias(y, n.name);
             Dims s = y.shape();
@@ -390,7 +393,7 @@ private:
         if (op == "LogSum") fn = reduce_log_sum_exp;
         if (!fn) unsupported(n, "reduction '" + op + "'");
         // All static axes without keepDimensions leave CNTK's [1], not a scalar.
-        if (n.reduce_axis == 0 && !n.keep_dims)
+        if (first == 0 && !n.keep_dims)
             return reshape(fn(x, axes, false, ""), {1}, std::nullopt, std::nullopt, n.name);
         return fn(x, axes, n.keep_dims, n.name);
     }
@@ -399,7 +402,7 @@ private:
         arity(n, 1, 1);
         const Variable& x = in(n, 0);
         std::vector<Axis> axes;
-        Dims begin, end;
+        Dims begin, end, strides;
         for (const Node::SliceAxis& a : n.slices) {
             const int ax = row_major_axis(n, x, a.axis);
             const int64_t dim = x.shape()[static_cast<size_t>(ax)];
@@ -411,8 +414,21 @@ private:
             axes.push_back(Axis(ax));
             begin.push_back(b);
             end.push_back(e);
+            strides.push_back(a.stride);
         }
-        return slice(x, axes, begin, end, {}, n.name);
+        return slice(x, axes, begin, end, strides, n.name);
+    }
+
+    // A whole permutation (column-major: out dim i is in dim perm[i]) in ctk's row-major order.
+    Variable permute(const Node& n, const Variable& x) const {
+        const int r = x.rank();
+        if (!x.shape_known() || static_cast<int>(n.permutation.size()) != r)
+            corrupt(n,
+                    detail::concat("a permutation of ", n.permutation.size(), " axes for ", x.to_string()));
+        std::vector<int> perm(static_cast<size_t>(r));
+        for (int j = 0; j < r; ++j)
+            perm[static_cast<size_t>(j)] = r - 1 - static_cast<int>(n.permutation[r - 1 - j]);
+        return transpose(x, perm, n.name);
     }
 
     Variable make_reshape(const Node& n) {
@@ -578,9 +594,27 @@ FunctionPtr load_cntk_v1_model(const std::string& path) {
         if (!consumed[i]) add(i);
     if (roots.empty()) CTK_THROW(IOError, "CNTK v1 model '", path, "' has no computation nodes");
 
+    // A criterion or metric ctk cannot compute (lattice sequence training, CNTK v1's NCE, ...) does not
+    // keep the model from loading: it is left out with a warning, once its inputs are known to convert.
+    std::set<size_t> training_only(net.criteria.begin(), net.criteria.end());
+    training_only.insert(net.evaluation.begin(), net.evaluation.end());
+    for (size_t i : net.outputs) training_only.erase(i);
     GraphBuilder builder(net);
     std::vector<Variable> outputs;
-    for (size_t i : roots) outputs.push_back(builder.get(i));
+    for (size_t i : roots) {
+        if (!training_only.count(i)) {
+            outputs.push_back(builder.get(i));
+            continue;
+        }
+        for (size_t input : net.nodes[i].inputs) builder.get(input);
+        try {
+            outputs.push_back(builder.get(i));
+        } catch (const NotImplementedError& e) {
+            std::fprintf(stderr, "WARNING: %s; the model is loaded without it\n", e.what());
+        }
+    }
+    if (outputs.empty())
+        CTK_THROW(NotImplementedError, "CNTK v1 model '", path, "': no node ctk can compute");
     FunctionPtr model = combine(outputs, "");
     // Closing a loop re-infers upstream of it; what consumes the loop's output is re-inferred here.
     if (builder.closed_loops_) model->replace_placeholders({});

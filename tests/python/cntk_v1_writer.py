@@ -54,18 +54,24 @@ def input_value(sample_shape, version, sequence=True):
     return out
 
 
-def network(nodes, version=20, features=(), outputs=()):
-    """The file's bytes. nodes: [(op, name, payload bytes, [input names])], in any order."""
+def f64(v):
+    return struct.pack('<d', v)
+
+
+def network(nodes, version=20, features=(), outputs=(), criteria=()):
+    """The file's bytes. nodes: [(op, name, payload bytes, [input names])], in any order. A node's precision
+    tag is 'float' unless its op is given as 'tag:op' (e.g. 'double,float:Cast')."""
     b = wstr('BCN') + wstr('BVersion') + u64(version) + wstr('EVersion') + u64(len(nodes)) + wstr('BNodeList')
     for op, name, payload, _ in nodes:
-        b += wstr('float') + wstr(op) + wstr(name) + payload
+        tag, op = op.split(':') if ':' in op else ('float', op)
+        b += wstr(tag) + wstr(op) + wstr(name) + payload
     b += wstr('ENodeList') + wstr('BRelation')
     for _, name, _, inputs in nodes:
         b += wstr(name) + u64(len(inputs)) + b''.join(wstr(i) for i in inputs)
     b += wstr('ERelation') + wstr('BRootNodes')
     b += wstr('BFeatureNodes') + u64(len(features)) + b''.join(wstr(n) for n in features) + wstr('EFeatureNodes')
     b += wstr('BLabelNodes') + u64(0) + wstr('ELabelNodes')
-    b += wstr('BCriterionNodes') + u64(0) + wstr('ECriterionNodes')
+    b += wstr('BCriterionNodes') + u64(len(criteria)) + b''.join(wstr(n) for n in criteria) + wstr('ECriterionNodes')
     b += wstr('BEvalNodes') + u64(0) + wstr('EEvalNodes')
     b += wstr('BOutputNodes') + u64(len(outputs)) + b''.join(wstr(n) for n in outputs) + wstr('EOutputNodes')
     b += wstr('ERootNodes') + wstr('ECN')

@@ -229,3 +229,17 @@ def test_sequential_with_a_fork_makes_trigrams():
     x0 = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
     trigram = C.layers.Sequential([tuple(C.layers.Delay(T) for T in (-1, 0, 1)), C.splice])
     close(trigram(x)(x0)[0], [[2, 3, 0, 1, 0, 0], [4, 5, 2, 3, 0, 1], [0, 0, 4, 5, 2, 3]])
+
+
+def test_forward_declaration_closes_a_loop_that_counts_frames():
+    # CNTK's ForwardDeclaration example: a placeholder resolved afterwards to the value that reads it
+    # through past_value, so each frame holds its position and the last frame the sequence's length.
+    from cntk.layers.typing import Tensor, Sequence
+    x = C.input_variable(**Sequence[Tensor[2]])
+    state = C.layers.ForwardDeclaration()
+    count = C.sequence.past_value(state, initial_state=0) + C.sequence.broadcast_as(1, x)
+    state.resolve_to(count)
+    x0 = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+    close(count(x0)[0], [1., 2., 3.])
+    close(C.sequence.last(count)(x0), [3.])
+    assert not count.placeholders

@@ -1,4 +1,4 @@
 """cntk.layers.blocks: the recurrent cells and identity, Stabilizer."""
-from ctk.layers import (identity, Stabilizer, LSTM, GRU, RNNStep)  # noqa: F401
+from ctk.layers import (identity, Stabilizer, LSTM, GRU, RNNStep, ForwardDeclaration)  # noqa: F401
 
-__all__ = ['identity', 'Stabilizer', 'LSTM', 'GRU', 'RNNStep']
+__all__ = ['identity', 'Stabilizer', 'LSTM', 'GRU', 'RNNStep', 'ForwardDeclaration']
