@@ -662,6 +662,13 @@ FunctionPtr where(const Variable& condition, const std::string& name) {
                            Attributes{{"newAxis", new_axis_name("whereAxis")}}, name);
 }
 FunctionPtr scatter(const Variable& x, const Variable& condition, const std::string& name) {
+    // CNTK scatters a per-sequence value ([#], e.g. sequence.last(x)) as a one-frame sequence each.
+    if (x.shape_known() && x.has_batch_axis() && !x.has_sequence_axis() && condition.has_sequence_axis()) {
+        Dims one_frame = x.shape();
+        one_frame.insert(one_frame.begin(), 1);
+        const FunctionPtr frames = to_sequence(reshape(x, one_frame));
+        return detail::make_op(PrimitiveOp::sequence_scatter, {frames->output(), condition}, {}, name);
+    }
     return detail::make_op(PrimitiveOp::sequence_scatter, {x, condition}, {}, name);
 }
 FunctionPtr unpack(const Variable& x, double padding_value, const std::string& name) {

@@ -243,3 +243,14 @@ def test_forward_declaration_closes_a_loop_that_counts_frames():
     close(count(x0)[0], [1., 2., 3.])
     close(C.sequence.last(count)(x0), [3.])
     assert not count.placeholders
+
+
+def test_scatter_places_a_per_sequence_value_at_the_first_frame():
+    # CNTK's scatter example: sequence.last(x) has no sequence axis; it is scattered as one frame per
+    # sequence to where is_first holds, zeros elsewhere.
+    x = C.sequence.input_variable(shape=(3, 2))
+    y = C.sequence.scatter(C.sequence.last(x), C.sequence.is_first(x))
+    x0 = np.arange(24.0, dtype=np.float32).reshape(1, 4, 3, 2)
+    want = np.zeros((4, 3, 2), np.float32)
+    want[0] = x0[0, 3]
+    close(y.eval({x: x0})[0], want)

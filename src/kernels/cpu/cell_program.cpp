@@ -405,7 +405,9 @@ void Run::forward() {
         const int64_t t = program_.backward_in_time ? frames_ - 1 - step : step;
         const int64_t n = active_[static_cast<size_t>(t)];
         if (n == 0) continue;
-        for (const auto& [begin, end] : segs) {
+        for (const auto& seg : segs) {
+            // Plain copies, not a structured binding: clang before 16 cannot capture one in the lambda below.
+            const auto begin = seg.first, end = seg.second;
             if (begin == end) {  // a matmul over the frame's rows
                 const Node& d = program_.nodes[static_cast<size_t>(begin)];
                 const Node& src = program_.nodes[static_cast<size_t>(d.a.value)];
@@ -586,9 +588,8 @@ std::vector<Tensor> Run::backward_impl(const std::vector<Tensor>& output_grads,
             }
         }
         for (auto seg = segs.rbegin(); seg != segs.rend(); ++seg) {
-            const auto [begin, end] = *seg;
-            if (begin ==
-                end) {  // d a += d y times the matrix's transpose; the matrix's gradient comes at the end
+            const auto begin = seg->first, end = seg->second;  // captured below: see forward()
+            if (begin == end) {  // d a += d y times the matrix's transpose; the matrix's gradient comes last
                 const Node& d = program_.nodes[static_cast<size_t>(begin)];
                 T* da = grad_at(d.a, t, 0);
                 if (da == nullptr || !grads[static_cast<size_t>(begin)].defined()) continue;
