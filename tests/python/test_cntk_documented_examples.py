@@ -254,3 +254,20 @@ def test_scatter_places_a_per_sequence_value_at_the_first_frame():
     want = np.zeros((4, 3, 2), np.float32)
     want[0] = x0[0, 3]
     close(y.eval({x: x0})[0], want)
+
+
+def test_random_sample_inclusion_frequency_with_and_without_duplicates():
+    # CNTK's example: 100 classes of weight 1000 and 100 of weight 1, 150 samples.
+    w = np.concatenate((np.full(100, 1000.), np.full(100, 1.)))
+    f = C.random_sample_inclusion_frequency(w, 150, True).eval()
+    close([f[0], f[1], f[110]], [1.4985015, 1.4985015, 0.0014985015])
+    f = C.random_sample_inclusion_frequency(w, 150, False).eval()
+    close(f[0], 1.0)  # without duplicates the heavy classes are each taken once
+
+
+def test_slice_with_strides_and_negative_indices():
+    # CNTK's slice examples: a stride per axis, and an end counted from the end.
+    data = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    close(C.slice(data, [0, 1], [0, 0], [2, 3], [1, 2]).eval(), [[1, 3], [4, 6]])
+    close(C.slice(data, 1, 0, -1).eval(), [[1, 2], [4, 5]])
+    close(C.slice(data, 0, 1, 2).eval(), [[4, 5, 6]])
