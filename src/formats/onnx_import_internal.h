@@ -202,6 +202,7 @@ std::vector<Variable> trilu_node(NodeCtx& c);
 // normalizations, quantization, ...) and onnx_import_resize.cpp (Resize, Upsample), added to the table.
 void add_tensor_handlers(std::map<std::string, Handler>& h);
 void add_math_handlers(std::map<std::string, Handler>& h);
+void add_einsum_handler(std::map<std::string, Handler>& h);  // onnx_import_einsum.cpp
 void add_resize_handlers(std::map<std::string, Handler>& h);
 
 // Every op handler by ONNX op type (onnx_import_ops.cpp); Constant, Shape and the run-time-shape forms

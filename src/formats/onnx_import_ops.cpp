@@ -726,6 +726,7 @@ std::map<std::string, Handler> make_handlers() {
     };
     add_tensor_handlers(h);
     add_math_handlers(h);
+    add_einsum_handler(h);
     add_resize_handlers(h);
     return h;
 }
