@@ -58,6 +58,19 @@ def set_computation_network_trace_level(level):
 
 
 _checked_mode = False
+_track_gap_nans = False
+
+
+def set_computation_network_track_gap_nans(enable):
+    """CNTK's debugging switch that filled the padding frames of its minibatches with NaN to catch ops
+    reading them. ctk's sequence ops read only each sequence's own frames; the switch is recorded
+    (get_computation_network_track_gap_nans) and changes nothing else."""
+    global _track_gap_nans
+    _track_gap_nans = bool(enable)
+
+
+def get_computation_network_track_gap_nans():
+    return _track_gap_nans
 
 
 def set_checked_mode(enable):
@@ -123,5 +136,6 @@ profiler = sys.modules[__name__]
 
 __all__ = ['force_deterministic_algorithms', 'deterministic_algorithms_forced', 'start_profiler',
            'enable_profiler', 'disable_profiler', 'stop_profiler', 'set_computation_network_trace_level',
-           'set_checked_mode', 'get_checked_mode', 'set_node_timing', 'print_node_timing', 'dump_signature',
+           'set_checked_mode', 'get_checked_mode', 'set_computation_network_track_gap_nans',
+           'get_computation_network_track_gap_nans', 'set_node_timing', 'print_node_timing', 'dump_signature',
            'dump_function', 'debug_model']

@@ -213,6 +213,31 @@ def eval(op, arguments=None, precision=None, device=None, backward_pass=False, e
     return forward_output, op.backward(state, root_gradients, expected_backward)
 
 
+def sanitize_batch(var, batch, seq_starts=None, device=None):
+    """CNTK's sanitize_batch: `batch` (NumPy data, a list of sequences, CSR matrices or a Value) as a Value
+    for `var`, with the sequences' start flags. A Value given with seq_starts is a ValueError (its
+    layout is already fixed)."""
+    from ._ctk import Value
+    if isinstance(batch, Value):
+        if seq_starts is not None:
+            raise ValueError('sanitize_batch: seq_starts cannot be applied to a Value (its layout is fixed)')
+        return batch
+    return Value.create(var, batch, seq_starts=seq_starts, device=device)
+
+
+def sanitize_value(shape, value, dtype, device):
+    """CNTK's sanitize_value: `value` (a number, NumPy data or None for zeros) as an NDArrayView of `shape`."""
+    from ._ctk import NDArrayView
+    dtype = sanitize_dtype_numpy(dtype) if dtype is not None else np.float32
+    if value is None:
+        data = np.zeros(shape, dtype=dtype)
+    elif np.isscalar(value):
+        data = np.full(shape, value, dtype=dtype)
+    else:
+        data = np.ascontiguousarray(np.asarray(value, dtype=dtype))
+    return NDArrayView.from_dense(data, device)
+
+
 def _py_dict_to_cntk_dict(py_dict):
     """ctk's dictionaries are Python dicts: a copy."""
     return dict(py_dict)
@@ -222,7 +247,8 @@ __all__ = ['typemap', 'map_if_possible', 'is_string', 'is_byte_buffer', 'sanitiz
            'sanitize_dtype_numpy', 'sanitize_dtype_cntk', 'data_type_to_dtype', 'sanitize_input', 'sanitize_function',
            'sanitize_variable_or_function', 'sanitize_variables_or_functions', 'sanitize_axis', 'sanitize_axis_list',
            'sanitize_dynamic_axes', 'sanitize_permutation', 'sanitize_variable_value_dict', 'memoize',
-           'get_data_type', 'get_python_function_arguments', 'map_function_arguments', 'eval']
+           'get_data_type', 'get_python_function_arguments', 'map_function_arguments', 'eval', 'sanitize_batch',
+           'sanitize_value']
 
 
 def _ones_like(batch, precision):

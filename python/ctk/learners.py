@@ -29,6 +29,9 @@ class UnitType(enum.Enum):
 
 def training_parameter_schedule(schedule, unit=UnitType.minibatch, epoch_size=None):
     """CNTK's deprecated training_parameter_schedule: per-minibatch (default) or per-sample values."""
+    if unit not in (UnitType.sample, UnitType.minibatch):
+        raise ValueError('training_parameter_schedule: unit %r is not UnitType.sample or UnitType.minibatch'
+                         % (unit,))
     if unit == UnitType.sample:
         return learning_parameter_schedule_per_sample(schedule, epoch_size=epoch_size)
     return learning_parameter_schedule(schedule, epoch_size=epoch_size)

@@ -151,6 +151,10 @@ std::optional<DataType> ctk_dtype_of(const py::array& a) {
 }  // namespace
 
 Tensor tensor_from_numpy(const py::handle& obj, std::optional<DataType> dtype) {
+    if (py::isinstance<Tensor>(obj)) {  // an NDArrayView: CNTK took one wherever it took data (copied)
+        const Tensor t = obj.cast<Tensor>();
+        return dtype && t.dtype() != *dtype ? t.to(*dtype) : t.clone();
+    }
     py::array arr = py::isinstance<py::array>(obj)
                         ? py::reinterpret_borrow<py::array>(obj)
                         : py::reinterpret_borrow<py::object>(numpy().attr("asarray")(obj));
@@ -286,6 +290,15 @@ bool is_sparse_data(const py::handle& data) {
 }
 
 Value value_for(const Variable& var, const py::handle& data) {
+    // A list of NDArrayViews (CNTK took them as it took arrays): read as the arrays they hold.
+    if ((py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) && py::len(data) > 0 &&
+        py::isinstance<Tensor>(data.cast<py::sequence>()[0])) {
+        py::list arrays;
+        for (const py::handle& item : data)
+            arrays.append(py::isinstance<Tensor>(item) ? py::object(numpy_from_tensor(item.cast<Tensor>()))
+                                                       : py::reinterpret_borrow<py::object>(item));
+        return value_for(var, arrays);
+    }
     if (is_sparse_data(data)) {
         CTK_CHECK(var.rank() == 1, ValueError, "sparse data for ", var.to_string(),
                   ": sparse matrices feed vector inputs (one row per sample)");
@@ -310,16 +323,20 @@ Value value_for(const Variable& var, const py::handle& data) {
     const DataType dtype = var.dtype();
     const int sample_rank = var.rank();
     if (var.has_sequence_axis()) {
-        // A list of sequences [length, sample...], or one array [batch, length, sample...].
+        // A list of sequences [length, sample...], or one array [batch, length, sample...]. Samples of
+        // shape (1,) may come without their axis of 1: a sequence as a 1-D array of its values.
+        const bool scalar_samples = var.shape() == Dims{1};
         std::vector<Tensor> sequences;
         if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
             for (const py::handle& s : data) {
                 Tensor t = tensor_from_numpy(s, dtype);
+                if (scalar_samples && t.rank() >= 1 && t.dim(-1) != 1) t = t.expand_dims(-1);
                 if (t.rank() == sample_rank) t = t.expand_dims(0);  // a sequence of one sample
                 sequences.push_back(t);
             }
         } else {
             Tensor t = tensor_from_numpy(data, dtype);
+            if (scalar_samples && t.rank() >= 1 && t.dim(-1) != 1) t = t.expand_dims(-1);
             // CNTK also takes one array [length, sample...] as one sequence.
             if (t.rank() == sample_rank + 1) return Value::from_sequences({t});
             CTK_CHECK(t.rank() == sample_rank + 2, ValueError, "data of shape ", t.shape().to_string(),
@@ -414,8 +431,22 @@ ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f) {
         return inner;
     }
     if (py::isinstance<py::dict>(arguments)) {
+        std::vector<Variable> by_name;  // CNTK also keys arguments by their names
         for (auto item : py::reinterpret_borrow<py::dict>(arguments)) {
-            Variable var = to_variable(item.first);
+            Variable var;
+            if (py::isinstance<py::str>(item.first)) {
+                const std::string key = item.first.cast<std::string>();
+                if (by_name.empty()) by_name = f->arguments();
+                for (const Variable& a : by_name) {
+                    if (a.name() != key) continue;
+                    CTK_CHECK(!var.defined(), ValueError, "the function has several arguments named '", key,
+                              "': key the data by the argument variables");
+                    var = a;
+                }
+                CTK_CHECK(var.defined(), ValueError, "the function has no argument named '", key, "'");
+            } else {
+                var = to_variable(item.first);
+            }
             // Per argument too: {x: (data, seq_starts)}.
             if (const auto continues = continuation_flags(item.second)) {
                 Value value = value_for(var, py::reinterpret_borrow<py::tuple>(item.second)[0]);

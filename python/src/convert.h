@@ -23,6 +23,8 @@ int64_t int_arg(const py::handle& obj, const char* what, int64_t lo = INT64_MIN,
 int int32_arg(const py::handle& obj, const char* what);
 // An axis argument: an Axis, or an integer static axis (within a C int).
 Axis axis_arg(const py::handle& obj, const char* what = "axis");
+// The name of the marker axis that Axis.new_leading_axis() returns (splice and reshape read it).
+inline constexpr const char* kNewLeadingAxisName = "__ctkNewLeadingAxis";
 // One axis or a list or tuple of them.
 std::vector<Axis> axis_list_arg(const py::handle& obj, const char* what = "axis");
 // A list or tuple of integer axes (transpose's perm, squeeze's axes), or one.

@@ -178,7 +178,9 @@ void bind_graph(py::module_& m) {
         .def_static("default_dynamic_axis", &Axis::default_dynamic_axis)
         .def_static("all_static_axes", &Axis::all_static_axes)
         .def_static("all_axes", &Axis::all_axes)
-        .def_static("default_input_variable_dynamic_axes", &default_batch_axes)
+        .def_static("default_input_variable_dynamic_axes",
+                    [] { return py::make_tuple(Axis::default_batch_axis(), Axis::default_dynamic_axis()); })
+        .def_static("new_leading_axis", [] { return Axis::dynamic(kNewLeadingAxisName); })
         .def_static("new_unique_dynamic_axis", &Axis::new_unique_dynamic_axis, py::arg("name"),
                     py::arg("ordered") = true)
         .def_property_readonly("name", &Axis::name)
@@ -288,9 +290,12 @@ void bind_graph(py::module_& m) {
         .def_property_readonly("uid", &Function::uid)
         .def_property_readonly("op_name", &Function::op_name)
         .def_property_readonly("is_block", &Function::is_block)
-        .def_property_readonly("is_primitive", &Function::is_primitive)
+        // CNTK: every Function that is not a composite is primitive, blocks included.
+        .def_property_readonly("is_primitive", [](const Function& f) { return !f.is_composite(); })
         .def_property_readonly("is_composite", &Function::is_composite)
         .def_property_readonly("block_root", &Function::block_root)
+        // (placeholder inside, operand outside) pairs, as CNTK's BlockArgumentsMapping.
+        .def_property_readonly("block_arguments_mapping", &Function::block_arguments_mapping)
         .def_property_readonly("inputs", &Function::inputs)
         // A tuple, as CNTK's (its Sequence2Sequence writes `encoded.outputs + (r,)`).
         .def_property_readonly("outputs", [](const Function& f) { return py::tuple(py::cast(f.outputs())); })
@@ -334,6 +339,8 @@ void bind_graph(py::module_& m) {
                              : m == "share" ? CloneMethod::share
                                             : CloneMethod::freeze;
                 } else {
+                    CTK_CHECK(py::isinstance<CloneMethod>(method_arg), ValueError, "clone: method ",
+                              std::string(py::repr(method_arg)), " is not a CloneMethod or its name");
                     method = method_arg.cast<CloneMethod>();
                 }
                 VariableMap subs;
@@ -597,7 +604,10 @@ void bind_graph(py::module_& m) {
                 auto t = pair.cast<py::tuple>();
                 args.emplace_back(to_variable(t[0]), to_variable(t[1]));
             }
-            return as_block(composite, args, block_op_name, block_instance_name);
+            // As CNTK (AsComposite of the block, with its name): a composite whose root_function is the
+            // block.
+            const FunctionPtr block = as_block(composite, args, block_op_name, block_instance_name);
+            return combine(block->outputs(), block_instance_name);
         },
         py::arg("composite"), py::arg("block_arguments_map"), py::arg("block_op_name"),
         py::arg("block_instance_name") = "");

@@ -561,7 +561,18 @@ void bind_layers_learners(py::module_& m) {
                 GradientMap g;
                 for (auto item : gradient_values) {
                     Variable p = to_variable(item.first);
-                    g[p] = tensor_from_numpy(item.second, p.dtype());
+                    Tensor t = tensor_from_numpy(item.second, p.dtype());
+                    // CNTK took a gradient that differs only in axes of 1 (a [[2.]] for a (1,) parameter).
+                    auto without_ones = [](const Dims& d) {
+                        Dims s;
+                        for (int64_t v : d)
+                            if (v != 1) s.push_back(v);
+                        return s;
+                    };
+                    if (t.shape().dims() != p.shape() &&
+                        without_ones(t.shape().dims()) == without_ones(p.shape()))
+                        t = t.reshape(p.shape());
+                    g[p] = t;
                 }
                 py::gil_scoped_release nogil;
                 return l.update(g, training_sample_count, is_sweep_end);

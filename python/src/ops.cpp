@@ -44,6 +44,56 @@ std::optional<int> optional_int(const py::handle& value, const char* what) {
     return int32_arg(value, what);
 }
 
+// CNTK's Axis.new_leading_axis(): a new axis in front of the others (graph.cpp makes it).
+bool is_new_leading_axis(const py::handle& axis) {
+    return py::isinstance<Axis>(axis) && axis.cast<Axis>().name() == kNewLeadingAxisName;
+}
+// reshape's begin_axis / end_axis, where the new leading axis stands for the end of x's axes.
+std::optional<int> reshape_axis(const Variable& x, const py::handle& value, const char* what) {
+    if (is_new_leading_axis(value)) return x.rank();
+    return optional_int(value, what);
+}
+
+// CNTK's gather along a static axis of the reference (NumPy's take): the reference's axis moved to the
+// front, gathered, and the index dims put back where that axis was.
+FunctionPtr gather_along(const Variable& ref, const Variable& indices, int axis, const std::string& name) {
+    const int rank = ref.rank();
+    if (axis < 0) axis += rank;
+    CTK_CHECK(axis >= 0 && axis < rank, ValueError, "gather: axis ", axis, " is not an axis of ",
+              ref.to_string());
+    if (axis == 0) return gather(ref, indices, name);
+    std::vector<int> front{axis};
+    for (int i = 0; i < rank; ++i)
+        if (i != axis) front.push_back(i);
+    const FunctionPtr taken = gather(transpose(ref, front), indices);
+    const int r = indices.rank();
+    std::vector<int> back;  // [indices..., others...] -> [others before axis, indices..., others after]
+    for (int i = 0; i < axis; ++i) back.push_back(r + i);
+    for (int i = 0; i < r; ++i) back.push_back(i);
+    for (int i = axis; i < rank - 1; ++i) back.push_back(r + i);
+    return transpose(taken, back, name);
+}
+
+// x with axis `axis` in reverse order: that axis moved last, times the anti-identity, moved back (works on
+// batched operands too, and the gradient comes along).
+FunctionPtr reverse_along(const Variable& x, int axis, const std::string& name) {
+    const int rank = x.rank();
+    const int64_t len = x.shape().at(static_cast<size_t>(axis));
+    std::vector<double> flip(static_cast<size_t>(len * len), 0.0);
+    for (int64_t i = 0; i < len; ++i) flip[static_cast<size_t>(i * len + (len - 1 - i))] = 1.0;
+    const Variable j = constant(Tensor::from_vector(flip, Shape{len, len}).to(x.dtype()));
+    std::vector<int> last;
+    for (int i = 0; i < rank; ++i)
+        if (i != axis) last.push_back(i);
+    last.push_back(axis);
+    std::vector<int> back(static_cast<size_t>(rank));
+    for (int i = 0; i < rank; ++i) back[static_cast<size_t>(last[static_cast<size_t>(i)])] = i;
+    const Variable moved = axis == rank - 1 ? x : Variable(transpose(x, last));
+    const FunctionPtr flipped = times(moved, j, 1, -1, axis == rank - 1 ? name : "");
+    if (axis == rank - 1) return flipped;
+    return transpose(flipped, back, name);
+}
+
 std::vector<bool> bools_arg(const py::handle& b) {
     if (py::isinstance<py::bool_>(b)) return {b.cast<bool>()};
     return b.cast<std::vector<bool>>();
@@ -163,8 +213,8 @@ void bind_ops(py::module_& m) {
         "reshape",
         [](const Variable& x, const py::object& shape, const py::object& begin, const py::object& end,
            const std::string& n) {
-            return reshape(x, dims_arg(shape), optional_int(begin, "begin_axis"),
-                           optional_int(end, "end_axis"), n);
+            return reshape(x, dims_arg(shape), reshape_axis(x, begin, "begin_axis"),
+                           reshape_axis(x, end, "end_axis"), n);
         },
         arg("x"), arg("shape"), arg("begin_axis") = py::none(), arg("end_axis") = py::none(), name);
     m.def(
@@ -191,8 +241,25 @@ void bind_ops(py::module_& m) {
         "slice",
         [](const Variable& x, const py::object& axis, const py::object& begin, const py::object& end,
            const py::object& strides, const std::string& n) {
-            return slice(x, axis_list_arg(axis), dims_arg(begin, "begin_index"), dims_arg(end, "end_index"),
-                         dims_arg(strides, "strides"), n);
+            const std::vector<Axis> axes = axis_list_arg(axis);
+            Dims step = dims_arg(strides, "strides");
+            // CNTK: a negative stride takes [begin, end) with its magnitude, last element first.
+            std::vector<size_t> reversed;
+            for (size_t i = 0; i < step.size(); ++i)
+                if (step[i] < 0) {
+                    step[i] = -step[i];
+                    reversed.push_back(i);
+                }
+            if (reversed.empty())
+                return slice(x, axes, dims_arg(begin, "begin_index"), dims_arg(end, "end_index"), step, n);
+            Variable out = slice(x, axes, dims_arg(begin, "begin_index"), dims_arg(end, "end_index"), step);
+            for (size_t k = 0; k < reversed.size(); ++k) {
+                const int a = axes.at(reversed[k]).static_index() < 0
+                                  ? axes.at(reversed[k]).static_index() + out.rank()
+                                  : axes.at(reversed[k]).static_index();
+                out = reverse_along(out, a, k + 1 == reversed.size() ? n : "");
+            }
+            return out.owner();
         },
         arg("x"), arg("axis"), arg("begin_index"), arg("end_index"), arg("strides") = py::none(), name);
     m.def(
@@ -202,13 +269,21 @@ void bind_ops(py::module_& m) {
                                                      py::isinstance<py::tuple>(inputs[0]))
                                   ? py::object(inputs[0])
                                   : py::object(inputs);
-            return splice(to_variables(list), axis_arg(axis), n);
+            std::vector<Variable> parts = to_variables(list);
+            if (is_new_leading_axis(axis)) {  // stacked along a new first axis
+                for (Variable& p : parts) p = expand_dims(p, 0);
+                return splice(parts, Axis(0), n);
+            }
+            return splice(parts, axis_arg(axis), n);
         },
         py::kw_only(), arg("axis") = -1, name);
     m.def(
         "transpose",
         [](const Variable& x, const py::object& perm, const std::string& n) {
             std::vector<int> p;
+            // CNTK: a transpose needs at least two axes.
+            CTK_CHECK(!x.shape_known() || x.rank() >= 2, ValueError, "transpose: ", x.to_string(),
+                      " has fewer than two axes");
             if (perm.is_none()) {
                 for (int i = x.rank() - 1; i >= 0; --i) p.push_back(i);  // reversed, as NumPy
             } else {
@@ -232,13 +307,27 @@ void bind_ops(py::module_& m) {
     m.attr("SYMMETRIC_PAD") = PadMode::symmetric;
     m.def(
         "pad",
-        [](const Variable& x, const std::vector<std::pair<int64_t, int64_t>>& pattern, PadMode mode,
-           double value, const std::string& n) { return pad(x, pattern, mode, value, n); },
-        arg("x"), arg("pattern"), arg("mode") = PadMode::constant, arg("constant_value") = 0.0, name);
+        [](const Variable& x, const std::vector<std::pair<int64_t, int64_t>>& pattern, const py::object& mode,
+           double value, const std::string& n) {
+            // CNTK's mode constants are the integers 0 (constant), 1 (reflect) and 2 (symmetric).
+            PadMode m = PadMode::constant;
+            if (py::isinstance<PadMode>(mode)) {
+                m = mode.cast<PadMode>();
+            } else {
+                const int k = int32_arg(mode, "mode");
+                CTK_CHECK(k >= 0 && k <= 2, ValueError, "pad: mode ", k, " is not 0, 1 or 2");
+                m = static_cast<PadMode>(k);
+            }
+            return pad(x, pattern, m, value, n);
+        },
+        arg("x"), arg("pattern"), arg("mode") = 0, arg("constant_value") = 0.0, name);
     m.def(
         "gather",
-        [](const Variable& ref, const Variable& idx, const std::string& n) { return gather(ref, idx, n); },
-        arg("reference"), arg("indices"), name);
+        [](const Variable& ref, const Variable& idx, const py::object& axis, const std::string& n) {
+            if (axis.is_none()) return gather(ref, idx, n);
+            return gather_along(ref, idx, int32_arg(axis, "axis"), n);
+        },
+        arg("reference"), arg("indices"), arg("axis") = py::none(), name);
     m.def(
         "one_hot",
         [](const Variable& x, const py::object& num_classes, bool sparse, const py::object& axis,

@@ -6,14 +6,16 @@ namespace ctk::python {
 
 namespace {
 
-// CNTK's seq_starts: False marks a sequence continuing from the previous minibatch, which ctk's values
-// do not carry; all True (or None) is the only kind accepted.
-void check_seq_starts(const py::object& seq_starts) {
-    if (seq_starts.is_none()) return;
-    for (const py::handle& b : seq_starts)
-        CTK_CHECK(b.cast<bool>(), ValueError,
-                  "seq_starts: a sequence continuing the previous minibatch (False) is not supported; "
-                  "pass whole sequences");
+// CNTK's seq_starts: one flag per sequence, False where a sequence goes on from the previous minibatch
+// (the value's layout keeps it: past_value reads the previous minibatch's frames there).
+Value with_seq_starts(Value v, const py::object& seq_starts) {
+    if (seq_starts.is_none()) return v;
+    CTK_CHECK(v.has_layout(), ValueError, "seq_starts: the data has no sequences");
+    std::vector<bool> continues;
+    for (const py::handle& b : seq_starts) continues.push_back(!b.cast<bool>());
+    CTK_CHECK(static_cast<int64_t>(continues.size()) == v.layout()->num_sequences(), ValueError,
+              "seq_starts: ", continues.size(), " flags for ", v.layout()->num_sequences(), " sequences");
+    return v.with_layout(std::make_shared<SequenceLayout>(v.layout()->lengths(), continues));
 }
 
 // CNTK's Value.one_hot: `batch` is a list of sequences, each a list of class indices (a bare index is a
@@ -113,7 +115,6 @@ void bind_values(py::module_& m) {
             py::init([](const py::object& shape, const py::object& dtype, const py::object& batch,
                         const py::object& seq_starts, const py::object& device, const py::object& data) {
                 const Device dev = device_from(device);
-                check_seq_starts(seq_starts);
                 std::optional<DataType> dt;
                 if (!dtype.is_none()) dt = dtype_from_python(dtype);
                 Value v;
@@ -144,7 +145,7 @@ void bind_values(py::module_& m) {
                         ShapeError, "Value: data of shape ", v.data().shape().to_string(),
                         " does not end in the sample shape ", Shape(want).to_string());
                 }
-                return v.to(dev);
+                return with_seq_starts(v, seq_starts).to(dev);
             }),
             py::arg("shape") = py::none(), py::arg("dtype") = py::none(), py::arg("batch") = py::none(),
             py::arg("seq_starts") = py::none(), py::arg("device") = py::none(), py::arg("data") = py::none())
@@ -153,8 +154,7 @@ void bind_values(py::module_& m) {
             [](const Variable& var, const py::object& data, const py::object& seq_starts,
                const py::object& device, bool) {
                 const Device dev = device_from(device);
-                check_seq_starts(seq_starts);
-                return value_for(var, data).to(dev);
+                return with_seq_starts(value_for(var, data), seq_starts).to(dev);
             },
             py::arg("var"), py::arg("data"), py::arg("seq_starts") = py::none(),
             py::arg("device") = py::none(), py::arg("read_only") = false)
@@ -165,22 +165,24 @@ void bind_values(py::module_& m) {
         .def_property_readonly("data", [](const Value& v) { return v.data(); })
         .def_property_readonly("is_sparse", &Value::is_one_hot)
         .def_property_readonly("device", &Value::device)
-        // CNTK's MaskKind per frame: 2 where a sequence starts, 1 at its other frames, 0 at padding.
-        .def_property_readonly("mask",
-                               [](const Value& v) {
-                                   const int64_t n = v.shape()[0];
-                                   const int64_t t = v.has_layout() ? v.layout()->max_length() : 1;
-                                   py::array_t<int8_t> out({n, t});
-                                   auto m = out.mutable_unchecked<2>();
-                                   for (int64_t i = 0; i < n; ++i)
-                                       for (int64_t j = 0; j < t; ++j) {
-                                           const int64_t len =
-                                               v.has_layout() ? v.layout()->lengths()[static_cast<size_t>(i)]
-                                                              : 1;
-                                           m(i, j) = static_cast<int8_t>(j == 0 ? 2 : j < len ? 1 : 0);
-                                       }
-                                   return out;
-                               })
+        // CNTK's MaskKind per frame: 2 where a sequence starts, 1 at its other frames (and at the first
+        // frame of a sequence that goes on from the previous minibatch), 0 at padding.
+        .def_property_readonly(
+            "mask",
+            [](const Value& v) {
+                const int64_t n = v.shape()[0];
+                const int64_t t = v.has_layout() ? v.layout()->max_length() : 1;
+                py::array_t<int8_t> out({n, t});
+                auto m = out.mutable_unchecked<2>();
+                for (int64_t i = 0; i < n; ++i)
+                    for (int64_t j = 0; j < t; ++j) {
+                        const int64_t len =
+                            v.has_layout() ? v.layout()->lengths()[static_cast<size_t>(i)] : 1;
+                        const bool starts = !v.has_layout() || !v.layout()->continues(i);
+                        m(i, j) = static_cast<int8_t>(j == 0 ? (starts ? 2 : 1) : j < len ? 1 : 0);
+                    }
+                return out;
+            })
         .def("asarray", [](const Value& v) { return numpy_from_tensor(v.data()); })
         .def(
             "as_sequences",

@@ -283,7 +283,7 @@ private:
         }
         if (op == "Clip") {  // Clip(min, max, x) with tensor bounds
             arity(n, 3, 3);
-            return element_max(element_min(in(n, 2), in(n, 1)), in(n, 0), n.name);
+            return element_min(element_max(in(n, 2), in(n, 0)), in(n, 1), n.name);  // as clip
         }
         if (op == "Convolution") return make_convolution(n);
         if (op == "Pooling") return make_pooling(n);

@@ -1,4 +1,5 @@
 // Element-wise op API: shape rules (NumPy broadcasting), CNTK's default attribute values, dispatch.
+#include <cmath>
 #include <limits>
 
 #include "ctk/kernel_table.h"
@@ -43,9 +44,8 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
 Tensor unary(OpKind op, const Tensor& x, ScalarAttrs scalars) {
     CTK_CHECK(is_unary(op), ValueError, "unary: ", op_name(op), " is not a unary element-wise op");
     check_float(op_name(op), "x", x);
-    if (op == OpKind::clip)
-        CTK_CHECK(scalars.alpha <= scalars.beta, ValueError, "clip: min ", scalars.alpha, " > max ",
-                  scalars.beta);
+    if (op == OpKind::clip)  // a min above the max is allowed (the max wins, as NumPy and CNTK); NaN is not
+        CTK_CHECK(!std::isnan(scalars.alpha) && !std::isnan(scalars.beta), ValueError, "clip: a NaN bound");
     Tensor out = empty_in_layout_of(x, x.shape(), x.dtype());
     const Tensor inputs[] = {x};
     dispatch(op, inputs, std::span<Tensor>(&out, 1), scalars);

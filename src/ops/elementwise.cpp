@@ -104,8 +104,8 @@ void backward_binary(BackwardContext& c) {
         case OpKind::log_add_exp:
             ga = element_times(dy, ctk::exp(minus(a, y))), gb = element_times(dy, ctk::exp(minus(b, y)));
             break;
-        case OpKind::param_relu: {  // operands (x, alpha)
-            Tensor pos = greater(a, scalar_like(0.0, a));
+        case OpKind::param_relu: {  // operands (x, alpha); at x = 0 the slope is 1, as CNTK's
+            Tensor pos = greater_equal(a, scalar_like(0.0, a));
             ga = element_select(pos, dy, element_times(dy, b));
             gb = element_select(pos, scalar_like(0.0, dy), element_times(dy, a));
             break;
@@ -296,7 +296,6 @@ FunctionPtr leaky_relu(const Variable& x, double alpha, const std::string& name)
     return detail::make_op(PrimitiveOp::leaky_relu, {x}, scalars(alpha, 0.0), name);
 }
 FunctionPtr clip(const Variable& x, double min_value, double max_value, const std::string& name) {
-    CTK_CHECK(min_value <= max_value, ValueError, "clip '", name, "': min ", min_value, " > max ", max_value);
     return detail::make_op(PrimitiveOp::clip, {x}, scalars(min_value, max_value), name);
 }
 FunctionPtr hard_sigmoid(const Variable& x, double alpha, double beta, const std::string& name) {

@@ -463,6 +463,23 @@ FunctionPtr cross_entropy_with_softmax(const Variable& output, const Variable& t
 }
 FunctionPtr classification_error(const Variable& output, const Variable& target, int64_t top_n,
                                  const Axis& axis, const std::string& name) {
+    // CNTK on samples of several axes: with the default axis the sample is one vector (its
+    // ClassificationErrorNode takes the argmax of the whole column; a static operand's columns are its
+    // rows); with an axis named, the error of each slice along it, averaged over the sample.
+    if (output.shape_known() && target.shape_known() && output.rank() >= 2 && !output.has_inferred_dims()) {
+        if (axis == Axis(-1)) {
+            if (output.dynamic_axes().empty())
+                return detail::make_op(PrimitiveOp::classification_error, {output, target},
+                                       Attributes{{"axis", axis}, {"topN", top_n}}, name);
+            const FunctionPtr flat_output = reshape(output, {-1}), flat_target = reshape(target, {-1});
+            return detail::make_op(PrimitiveOp::classification_error,
+                                   {flat_output->output(), flat_target->output()},
+                                   Attributes{{"axis", Axis(-1)}, {"topN", top_n}}, name);
+        }
+        const FunctionPtr each = detail::make_op(PrimitiveOp::classification_error, {output, target},
+                                                 Attributes{{"axis", axis}, {"topN", top_n}}, "");
+        return reduce_mean(each, {Axis::all_static_axes()}, true, name);
+    }
     return detail::make_op(PrimitiveOp::classification_error, {output, target},
                            Attributes{{"axis", axis}, {"topN", top_n}}, name);
 }

@@ -246,6 +246,14 @@ FunctionPtr times(const Variable& x, const Variable& w, int output_rank, int inf
 }
 
 FunctionPtr times_transpose(const Variable& a, const Variable& b, const std::string& name) {
+    // A matrix [N, K] per sample on the right (CNTK takes it): a [..., K] against each of its N rows,
+    // a [..., 1, K] times b broadcast, summed over K.
+    if (!b.dynamic_axes().empty() && b.shape_known() && b.rank() == 2 && a.shape_known() && a.rank() >= 1 &&
+        a.shape().back() == b.shape().back()) {
+        Dims rows = a.shape();
+        rows.insert(rows.end() - 1, 1);
+        return reduce_sum(element_times(reshape(a, rows), b), {Axis(-1)}, false, name);
+    }
     return detail::FunctionAccess::make_primitive(PrimitiveOp::transpose_times, {a, b}, {}, name);
 }
 

@@ -63,7 +63,9 @@ TEST(Elementwise, Errors) {
     EXPECT_THROW(plus(a, Tensor::zeros(Shape{2, 3}, DataType::f64)), TypeError);
     expect_error_mentions([&] { ctk::exp(Tensor::zeros(Shape{2}, DataType::i32)); }, {"exp", "int32", "[2]"});
     EXPECT_THROW(ctk::exp(Tensor()), ValueError);
-    EXPECT_THROW(clip(a, 1, 0), ValueError);
+    EXPECT_THROW(clip(a, std::nan(""), 0), ValueError);
+    // A min above the max gives the max everywhere (NumPy's and CNTK's order: the upper bound last).
+    EXPECT_EQ(clip(vec({-5, 0.5f, 5}), 1, 0).to_vector<float>(), (std::vector<float>{0, 0, 0}));
     EXPECT_THROW(unary(OpKind::plus, a), ValueError);
     EXPECT_THROW(unary_backward(OpKind::relu, a, Tensor(), Tensor::zeros(Shape{3})), ShapeError);
     Tensor out = Tensor::zeros(Shape{2, 2});

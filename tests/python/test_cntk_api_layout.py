@@ -162,7 +162,9 @@ def test_block_function():
     @C.BlockFunction('Double', 'double')
     def double(x):
         return x * 2
-    assert double.is_block and double.op_name == 'Double' and double.name == 'double'
+    # As CNTK: a composite named like the block, whose root function is the block.
+    assert double.is_composite and double.name == 'double'
+    assert double.root_function.is_block and double.root_function.op_name == 'Double'
     x = C.input_variable(2)
     np.testing.assert_allclose(double(x).eval({x: [[1., 3.]]}), [[2., 6.]])
 

@@ -40,7 +40,10 @@ def test_value_errors():
     with pytest.raises(ValueError, match="sample shape"):
         Value(shape=(5,), batch=np.ones((2, 3)))
     with pytest.raises(ValueError, match="seq_starts"):
-        Value(batch=[np.ones((2, 3))], seq_starts=[False])
+        Value(batch=[np.ones((2, 3))], seq_starts=[False, True])  # one flag per sequence
+    # A sequence that goes on from the previous minibatch: its first frame is no start (CNTK's mask 1).
+    np.testing.assert_array_equal(Value(batch=[np.ones((2, 3)), np.ones((1, 3))], seq_starts=[False, True]).mask,
+                                  [[1, 1], [2, 0]])
     with pytest.raises(TypeError, match="DeviceDescriptor"):
         Value(batch=np.ones((2, 3)), device='gpu')
 

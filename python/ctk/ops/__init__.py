@@ -90,7 +90,8 @@ def clip(x, min_value, max_value, name=''):
     import numbers
     if isinstance(min_value, numbers.Number) and isinstance(max_value, numbers.Number):
         return _ctk.clip(x, float(min_value), float(max_value), name=name)
-    return _ctk.element_max(_ctk.element_min(x, max_value), min_value, name=name)
+    # NumPy's order: the upper bound applied last (a min above the max gives the max, as in CNTK's tests).
+    return _ctk.element_min(_ctk.element_max(x, min_value), max_value, name=name)
 
 
 def softplus(x, steepness=1, name=''):

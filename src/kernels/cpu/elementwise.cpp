@@ -128,7 +128,11 @@ void unary_kernel(const KernelCall& call) {
         case OpKind::element_not:
             return unary_loop<T>(out, x, [](C v) { return v == C(0) ? C(1) : C(0); });
         case OpKind::clip:
-            return unary_loop<T>(out, x, [=](C v) { return v < alpha ? alpha : (v > beta ? beta : v); });
+            // NumPy's order, the upper bound last (min > max gives max everywhere, as CNTK's tests expect).
+            return unary_loop<T>(out, x, [=](C v) {
+                const C low = v < alpha ? alpha : v;
+                return low > beta ? beta : low;
+            });
         default:
             CTK_THROW(NotImplementedError, op_name(call.op), ": not a unary op");
     }
@@ -220,11 +224,11 @@ void unary_backward_kernel(const KernelCall& call) {
             return grad_loop<T>(call, [=](C, C y, C g) { return y > zero ? g : zero; });
         case OpKind::elu:
             return grad_loop<T>(call, [=](C x, C y, C g) { return x > zero ? g : (y + alpha) * g; });
-        case OpKind::selu:
-            return grad_loop<T>(call,
-                                [=](C x, C y, C g) { return x > zero ? alpha * g : (y + alpha * beta) * g; });
+        case OpKind::selu:  // at x = 0 the positive side's slope, as CNTK (and leaky_relu below)
+            return grad_loop<T>(
+                call, [=](C x, C y, C g) { return x >= zero ? alpha * g : (y + alpha * beta) * g; });
         case OpKind::leaky_relu:
-            return grad_loop<T>(call, [=](C x, C, C g) { return x > zero ? g : alpha * g; });
+            return grad_loop<T>(call, [=](C x, C, C g) { return x >= zero ? g : alpha * g; });
         case OpKind::softplus:
             return grad_loop<T>(call, [](C x, C, C g) { return sigmoid_of(x) * g; });
         case OpKind::softsign:

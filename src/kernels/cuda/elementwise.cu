@@ -85,8 +85,10 @@ __device__ __forceinline__ C unary_value(OpKind op, C v, C alpha, C beta) {
             return fmin(C(1), fmax(C(0), alpha * v + beta));
         case OpKind::element_not:
             return v == C(0) ? C(1) : C(0);
-        case OpKind::clip:
-            return v < alpha ? alpha : (v > beta ? beta : v);
+        case OpKind::clip: {  // the upper bound last, as the CPU kernel
+            const C low = v < alpha ? alpha : v;
+            return low > beta ? beta : low;
+        }
         default:
             return v;
     }
@@ -145,10 +147,10 @@ __device__ __forceinline__ C unary_grad(OpKind op, C x, C y, C g, C alpha, C bet
             return y > zero ? g : zero;
         case OpKind::elu:
             return x > zero ? g : (y + alpha) * g;
-        case OpKind::selu:
-            return x > zero ? alpha * g : (y + alpha * beta) * g;
+        case OpKind::selu:  // at x = 0 the positive side's slope, as the CPU kernel
+            return x >= zero ? alpha * g : (y + alpha * beta) * g;
         case OpKind::leaky_relu:
-            return x > zero ? g : alpha * g;
+            return x >= zero ? g : alpha * g;
         case OpKind::softplus:
             return sigmoid_of(x) * g;
         case OpKind::softsign: {
