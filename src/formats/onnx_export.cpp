@@ -491,11 +491,14 @@ void Exporter::export_loss(const Function& f, const std::vector<std::string>& in
             const int64_t ax = onnx_axis(f, a.get<Axis>("axis"), rank, dyn);
             const int64_t top_n = a.get<int64_t>("topN");
             std::string correct;
-            if (top_n == 1) {  // CNTK: t . hardmax(z)
-                std::string hm = emit("Hardmax", {in[0]}, base, &n);
+            if (top_n == 1) {  // CNTK: the first maximum of each compared
+                std::string zi = emit("ArgMax", {in[0]}, base, &n);
                 attr_i(n, "axis", ax);
-                correct = emit("ReduceSum", {emit("Mul", {tn, hm}, base), const_i64({ax})}, base, &n);
                 attr_i(n, "keepdims", 1);
+                std::string ti = emit("ArgMax", {tn}, base, &n);
+                attr_i(n, "axis", ax);
+                attr_i(n, "keepdims", 1);
+                correct = cast(emit("Equal", {zi, ti}, base), dt, base);
             } else {  // correct when the target's class is among the top_n scores
                 std::string cls = emit("ArgMax", {tn}, base, &n);
                 attr_i(n, "axis", ax);

@@ -204,14 +204,21 @@ void forward_error(ForwardContext& c) {
         c.outputs.push_back(Value(err.reshape(out)));
         return;
     }
-    const Tensor& z = c.inputs[0].data();
-    const int rank = c.input_vars[0].rank(), dyn = c.dyn_rank(0);
-    Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), dyn, rank).broadcast_to(z.shape());
+    // Either operand may be static while the other is batched: both aligned to the batched one's axes.
+    const int rank = c.input_vars[0].rank(), dyn = std::max(c.dyn_rank(0), c.dyn_rank(1));
+    Tensor z = align(c.inputs[0].data(), c.dyn_rank(0), dyn, rank);
+    Tensor t = align(c.inputs[1].data(), c.dyn_rank(1), dyn, rank);
+    Dims common = z.shape().dims();
+    for (size_t i = 0; i < common.size(); ++i) common[i] = std::max(common[i], t.dim(static_cast<int>(i)));
+    z = z.broadcast_to(Shape(common)).contiguous();
+    t = t.broadcast_to(Shape(common));
     const int ax = dyn + normalize_static_axis(c.attrs.get<Axis>("axis"), rank, c.where);
     const int64_t top_n = c.attrs.get<int64_t>("topN");
     Tensor correct;
     if (top_n == 1) {
-        correct = reduce_sum(element_times(t, hardmax(z, ax)), {ax}, true);  // CNTK: t . hardmax(z)
+        // CNTK's ClassificationErrorNode: the first maximum of each against the target's first maximum
+        // (a soft or multi-hot target counts by its argmax, not by its weight at z's maximum).
+        correct = equal(argmax(z, ax, true).to(z.dtype()), argmax(Tensor(t), ax, true).to(z.dtype()));
     } else {
         // Correct when the target's class is among the top_n scores.
         Tensor cls = argmax(Tensor(t), ax, true).to(z.dtype());

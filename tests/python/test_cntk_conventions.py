@@ -141,3 +141,14 @@ def test_ndarrayviews_are_taken_wherever_data_is():
     np.testing.assert_array_equal(w.value, [1., 1.])
     nd = C.NDArrayView.from_dense(np.ones((2, 3), np.float32))
     assert C.Value.create(C.sequence.input_variable(3), [nd]).shape == (1, 2, 3)
+
+
+def test_classification_error_compares_first_maxima_and_mixes_static_and_batched_operands():
+    o = C.input_variable(4)
+    soft = np.array([0., 0., 0.5, 0.5], np.float32)  # first maximum at 2; the output's at 3
+    np.testing.assert_array_equal(np.ravel(C.classification_error(o, soft).eval({o: [[1., 2., 3., 4.]]})), [1.])
+    t = C.input_variable((3, 4))
+    out = np.array([[1., 2., 3., 4.], [6., 2., 7., 4.], [1., 5., 3., 4.]], np.float32)
+    tgt = np.array([[[0., 0., 0.5, 0.5], [0., 0., 1., 0.], [0., 1., 0., 0.]]], np.float32)
+    got = C.classification_error(out, t, axis=1).eval({t: tgt})  # a static output against batched targets
+    np.testing.assert_allclose(np.ravel(got), [1 / 3.], rtol=1e-6)
