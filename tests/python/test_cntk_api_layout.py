@@ -334,3 +334,17 @@ def test_training_session_star_import_gives_sys_as_cntks_did():
     scope = {}
     exec('from cntk.train.training_session import *', scope)
     assert scope['sys'].maxsize > 0 and 'training_session' in scope
+
+
+def test_star_imports_hand_on_what_cntks_modules_imported():
+    # CNTK's modules had no __all__: their star imports passed on the names they imported themselves,
+    # which CNTK's own tests and scripts rely on.
+    ns = {}
+    exec('from cntk.ops import *', ns)
+    assert ns['sequence'].past_value and ns['past_value'] is C.sequence.past_value and ns['future_value']
+    exec('from cntk.layers import *', ns)
+    assert ns['combine'] is C.combine and ns['glorot_uniform'] is C.initializer.glorot_uniform
+    exec('from cntk.variables import *; from cntk.ops.functions import *', ns)
+    assert ns['sanitize_value'] and ns['cntk_py'] is C.cntk_py
+    v = ns['sanitize_value']((2, 2), 3.0, np.float32, None)
+    np.testing.assert_array_equal(v.asarray(), np.full((2, 2), 3.0))

@@ -19,3 +19,6 @@ from ..ops import sequence  # noqa: E402,F401,F811
 # LanguageUnderstanding.py uses np without importing it.
 import numpy as np  # noqa: E402,F401
 from ..ops import splice  # noqa: E402,F401
+# Likewise the ops and initializers its layer files imported (CNTK's trainer tests use them so).
+from ..ops import combine, placeholder, input_variable  # noqa: E402,F401
+from ..initializer import glorot_uniform, he_normal, normal, uniform  # noqa: E402,F401
