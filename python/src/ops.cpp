@@ -94,6 +94,27 @@ FunctionPtr reverse_along(const Variable& x, int axis, const std::string& name) 
     return transpose(flipped, back, name);
 }
 
+// CNTK's reduction_rank=0: an operand without a channel axis and a kernel [filters, spatial...] or just
+// [spatial...]; as ctk's convolution of a one-channel operand, the channel axis taken off again.
+FunctionPtr convolution_without_channels(const Variable& w, const Variable& x, const Dims& strides,
+                                         const std::vector<bool>& pads, const Dims& dilation,
+                                         const std::string& name) {
+    CTK_CHECK(w.shape_known() && x.shape_known() && !w.has_inferred_dims(), ValueError,
+              "convolution: reduction_rank=0 needs the kernel's and the operand's shapes");
+    const int spatial = x.rank(), extra = w.rank() - spatial;
+    CTK_CHECK(extra == 0 || extra == 1, ShapeError, "convolution: a kernel ", w.to_string(),
+              " for an operand without channels ", x.to_string(), " must have its rank or one axis more");
+    Dims kernel{extra == 1 ? w.shape()[0] : 1, 1};
+    kernel.insert(kernel.end(), w.shape().end() - spatial, w.shape().end());
+    Dims one_channel{1};
+    one_channel.insert(one_channel.end(), x.shape().begin(), x.shape().end());
+    const FunctionPtr y = convolution(reshape(w, kernel), reshape(x, one_channel), strides, pads, dilation, 1,
+                                      extra == 1 ? name : "");
+    if (extra == 1) return y;
+    const Dims out(y->output().shape().begin() + 1, y->output().shape().end());
+    return reshape(y, out, std::nullopt, std::nullopt, name);
+}
+
 std::vector<bool> bools_arg(const py::handle& b) {
     if (py::isinstance<py::bool_>(b)) return {b.cast<bool>()};
     return b.cast<std::vector<bool>>();
@@ -361,8 +382,11 @@ void bind_ops(py::module_& m) {
            const py::object& reduction_rank, const py::object& groups, int64_t /*max_temp_mem*/,
            const std::string& n) {
             CTK_CHECK(!sequential, NotImplementedError, "convolution: sequential=True is not supported");
-            CTK_CHECK(int_arg(reduction_rank, "reduction_rank") == 1, NotImplementedError,
-                      "convolution: reduction_rank must be 1");
+            const int64_t rank = int_arg(reduction_rank, "reduction_rank");
+            CTK_CHECK(rank == 0 || rank == 1, ValueError, "convolution: reduction_rank must be 0 or 1");
+            if (rank == 0)
+                return convolution_without_channels(w, x, dims_arg(strides), bools_arg(auto_padding),
+                                                    dims_arg(dilation), n);
             return convolution(w, x, dims_arg(strides), bools_arg(auto_padding), dims_arg(dilation),
                                int_arg(groups, "groups"), n);
         },
