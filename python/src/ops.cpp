@@ -95,7 +95,7 @@ FunctionPtr reverse_along(const Variable& x, int axis, const std::string& name) 
 }
 
 // CNTK's reduction_rank=0: an operand without a channel axis and a kernel [filters, spatial...] or just
-// [spatial...]; as ctk's convolution of a one-channel operand, the channel axis taken off again.
+// [spatial...] (one filter); as ctk's convolution of a one-channel operand.
 FunctionPtr convolution_without_channels(const Variable& w, const Variable& x, const Dims& strides,
                                          const std::vector<bool>& pads, const Dims& dilation,
                                          const std::string& name) {
@@ -108,11 +108,8 @@ FunctionPtr convolution_without_channels(const Variable& w, const Variable& x, c
     kernel.insert(kernel.end(), w.shape().end() - spatial, w.shape().end());
     Dims one_channel{1};
     one_channel.insert(one_channel.end(), x.shape().begin(), x.shape().end());
-    const FunctionPtr y = convolution(reshape(w, kernel), reshape(x, one_channel), strides, pads, dilation, 1,
-                                      extra == 1 ? name : "");
-    if (extra == 1) return y;
-    const Dims out(y->output().shape().begin() + 1, y->output().shape().end());
-    return reshape(y, out, std::nullopt, std::nullopt, name);
+    // A kernel without a filter axis still gives one map (CNTK's output keeps that axis of 1).
+    return convolution(reshape(w, kernel), reshape(x, one_channel), strides, pads, dilation, 1, name);
 }
 
 std::vector<bool> bools_arg(const py::handle& b) {
@@ -785,8 +782,9 @@ void bind_ops(py::module_& m) {
         arg("seq"), arg("condition"), name);
     s.def(
         "unpack",
-        [](const Variable& x, double padding_value, bool /*no_mask_output*/, const std::string& n) {
-            return sequence::unpack(x, padding_value, n);
+        [](const Variable& x, double padding_value, bool no_mask_output, const std::string& n) {
+            const FunctionPtr both = sequence::unpack(x, padding_value, no_mask_output ? "" : n);
+            return no_mask_output ? alias(both->outputs().at(0), n) : both;  // the data only
         },
         arg("x"), arg("padding_value"), arg("no_mask_output") = false, name);
     s.def("input_variable", [m](py::args args, py::kwargs kwargs) {

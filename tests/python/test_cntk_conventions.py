@@ -155,13 +155,22 @@ def test_classification_error_compares_first_maxima_and_mixes_static_and_batched
 
 
 def test_convolution_without_a_reduction_axis():
-    # CNTK's reduction_rank=0: no channel axis on the operand; a kernel of the operand's rank gives a map
-    # of the operand's rank, one more axis gives that many maps.
+    # CNTK's reduction_rank=0: no channel axis on the operand; a kernel of the operand's rank gives one
+    # map (an axis of 1 in front), one more axis gives that many maps.
     a = C.input_variable((3, 3))
     w = np.arange(4, dtype=np.float32).reshape(2, 2)
     y = C.convolution(w, a, auto_padding=[True], reduction_rank=0)
     got = y.eval({a: np.arange(9, dtype=np.float32).reshape(1, 3, 3)})
-    np.testing.assert_array_equal(got, [[[19, 25, 10], [37, 43, 16], [7, 8, 0]]])
+    np.testing.assert_array_equal(got, [[[[19, 25, 10], [37, 43, 16], [7, 8, 0]]]])
     maps = C.convolution(np.ones((3, 2, 2), np.float32), a, auto_padding=[False], reduction_rank=0)
     assert maps.shape == (3, 2, 2)
     np.testing.assert_array_equal(maps.eval({a: np.ones((1, 3, 3), np.float32)}), np.full((1, 3, 2, 2), 4.))
+
+
+def test_unpack_without_its_mask_is_one_output():
+    x = C.sequence.input_variable(2)
+    f = C.sequence.unpack(x, -1.0, no_mask_output=True)
+    assert len(f.outputs) == 1
+    got = (f * 1).eval({x: [np.ones((2, 2), np.float32), np.ones((1, 2), np.float32)]})
+    np.testing.assert_array_equal(got, [[[1., 1.], [1., 1.]], [[1., 1.], [-1., -1.]]])
+    assert len(C.sequence.unpack(x, 0).outputs) == 2
