@@ -210,12 +210,12 @@ std::vector<Axis> default_sequence_axes() {
     return {Axis::default_batch_axis(), Axis::default_dynamic_axis()};
 }
 
-Variable input_variable(const Dims& shape, DataType dtype, bool needs_gradient, bool is_sparse,
+Variable input_variable(const Dims& given_shape, DataType dtype, bool needs_gradient, bool is_sparse,
                         std::vector<Axis> dynamic_axes, const std::string& name) {
-    for (int64_t dim : shape)
-        CTK_CHECK(dim != kInferredDim, ShapeError, "input_variable '", name, "': shape ",
-                  detail::static_shape_string(shape),
-                  " has an inferred dim; inputs need known or free (-3) dims");
+    // CNTK ran an input with an inferred dim (-1) on whatever size its data has there: a free dim.
+    Dims shape = given_shape;
+    for (int64_t& dim : shape)
+        if (dim == kInferredDim) dim = kFreeDim;
     CTK_CHECK(is_floating(dtype), TypeError, "input_variable '", name, "': dtype ", dtype_name(dtype),
               " is not floating-point");
     auto d = detail::make_variable_data(VariableKind::input, shape, dtype, std::move(dynamic_axes), name);

@@ -35,20 +35,20 @@ Dims sample_dims(const Tensor& data, int dyn) {
 }
 
 // Shape inference with free spatial dims: infers on a stand-in size and marks those output dims free.
-// The channel axis must be known.
+// The channel axis must be known, unless the op keeps it as it is (pooling: `free_channel`).
 template <typename Infer>
-Dims infer_with_free_dims(const Dims& x, const std::string& where, Infer&& infer) {
-    CTK_CHECK(x.at(0) >= 0, ShapeError, where, ": the channel dim of ", static_shape_string(x),
-              " must be known");
+Dims infer_with_free_dims(const Dims& x, const std::string& where, Infer&& infer, bool free_channel = false) {
+    CTK_CHECK(x.at(0) >= 0 || (free_channel && x.at(0) == kFreeDim), ShapeError, where,
+              ": the channel dim of ", static_shape_string(x), " must be known");
     Dims probe = x;
     std::vector<bool> free(x.size(), false);
-    for (size_t i = 1; i < x.size(); ++i)
+    for (size_t i = free_channel ? 0 : 1; i < x.size(); ++i)
         if (x[i] == kFreeDim) {
             probe[i] = 1 << 16;  // large enough for any window; the result for this axis is discarded
             free[i] = true;
         }
     Dims out = infer(probe);
-    for (size_t i = 1; i < out.size() && i < free.size(); ++i)
+    for (size_t i = 0; i < out.size() && i < free.size(); ++i)
         if (free[i]) out[i] = kFreeDim;
     return out;
 }
@@ -272,12 +272,15 @@ std::vector<OutputSpec> infer_pool(InferContext& c) {
     const Variable& x = c.inputs[0];
     CTK_CHECK(x.rank() >= 2, ShapeError, c.where, ": ", x.to_string(), " needs [channels, spatial...]");
     const bool across = pools_channels(c.attrs, x.rank());
-    Dims out = infer_with_free_dims(x.shape(), c.where, [&](const Dims& probe) {
-        if (!across) return pooled_dims(probe, pool_attrs(c.attrs, probe, c.where));
-        const Dims p = with_unit_channel(probe);
-        const Dims o = pooled_dims(p, pool_attrs(c.attrs, p, c.where));
-        return Dims(o.begin() + 1, o.end());
-    });
+    Dims out = infer_with_free_dims(
+        x.shape(), c.where,
+        [&](const Dims& probe) {
+            if (!across) return pooled_dims(probe, pool_attrs(c.attrs, probe, c.where));
+            const Dims p = with_unit_channel(probe);
+            const Dims o = pooled_dims(p, pool_attrs(c.attrs, p, c.where));
+            return Dims(o.begin() + 1, o.end());
+        },
+        /*free_channel=*/true);
     return {{out, x.dtype(), x.dynamic_axes()}};
 }
 // The data folded to [N, C, spatial...] (or [N, 1, C, spatial...] across channels) and its geometry.

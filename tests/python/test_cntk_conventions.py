@@ -174,3 +174,13 @@ def test_unpack_without_its_mask_is_one_output():
     got = (f * 1).eval({x: [np.ones((2, 2), np.float32), np.ones((1, 2), np.float32)]})
     np.testing.assert_array_equal(got, [[[1., 1.], [1., 1.]], [[1., 1.], [-1., -1.]]])
     assert len(C.sequence.unpack(x, 0).outputs) == 2
+
+
+def test_inputs_with_inferred_dims_run_on_the_datas_size():
+    # CNTK's pooling-geometry tests: an input of shape (-1, -1, -1) pools whatever image it is given.
+    a = C.input_variable((C.InferredDimension,) * 3)
+    img = np.arange(36, dtype=np.float32).reshape(1, 1, 6, 6)
+    y = C.pooling(a, C.MAX_POOLING, (1, 5, 5), (1, 3, 3), auto_padding=[True])
+    np.testing.assert_array_equal(y.eval({a: img}), [[[[21, 23], [33, 35]]]])
+    y = C.pooling(a, C.MAX_POOLING, (1, 4, 4), (1, 2, 2), auto_padding=[True, False])
+    np.testing.assert_array_equal(y.eval({a: img}), [[[[15, 17], [27, 29], [33, 35]]]])
