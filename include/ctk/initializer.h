@@ -27,13 +27,15 @@ struct Initializer {
         glorot_normal,
         he_uniform,
         he_normal,
-        bilinear
+        bilinear,
+        values  // given values (CNTK's init=array): the parameter's shape must hold them all
     };
     Kind kind = Kind::constant;
     double value = 0.0;  // constant: the value; others: the scale
     int output_rank = kSentinelRank;
     int filter_rank = kSentinelRank;
     uint64_t seed = kSentinelSeed;
+    Tensor given;  // Kind::values
 
     // Fills `out` (CPU, floating) with this initializer's draw for the shape of `out`. Throws ValueError
     // naming the initializer when the shape does not suit it (bilinear on a non-square kernel).
@@ -62,6 +64,9 @@ Initializer he_normal(double scale = 1.0, int output_rank = kSentinelRank, int f
 Initializer initializer_with_rank(const Initializer& init, int output_rank = kSentinelRank,
                                   int filter_rank = kSentinelRank);
 Initializer bilinear(int64_t kernel_width, int64_t kernel_height);
+// The initial value given as data (CNTK's init=NumPy array): copied in row-major order into a parameter
+// with as many elements (its inferred dims resolved first); ShapeError naming both shapes otherwise.
+Initializer initial_values(const Tensor& values);
 
 // The process-wide seed source for initializers and random ops created without an explicit seed
 // (CNTK's set_fixed_random_seed: every later draw is a pure function of it and the creation order).

@@ -37,6 +37,12 @@ def set_trace_level(level):
     _set(level)
 
 
+def allow_renaming_functions():
+    """Lets a Function that has a name be given another (CNTK allowed a name to be set once unless
+    this was called)."""
+    _ctk._allow_renaming_functions()
+
+
 def get_trace_level():
     from .logging import get_trace_level as _get
     return _get()
@@ -75,7 +81,7 @@ def set_gpumemory_allocation_trace_level(level):
               'ctk.device memory statistics', file=sys.stderr)
 
 
-__all__ = ['MinibatchSourceConfig', 'to_dictionary', 'create_composite_minibatch_source', 'set_fixed_random_seed', 'reset_random_seed', 'force_deterministic_algorithms',
+__all__ = ['allow_renaming_functions', 'MinibatchSourceConfig', 'to_dictionary', 'create_composite_minibatch_source', 'set_fixed_random_seed', 'reset_random_seed', 'force_deterministic_algorithms',
            'should_force_deterministic_algorithms', 'ProgressWriter',
            'set_computation_network_trace_level', 'set_checked_mode', 'get_checked_mode', 'set_max_num_cpu_threads',
            'get_max_num_cpu_threads', 'set_trace_level', 'get_trace_level', 'always_allow_setting_default_device',

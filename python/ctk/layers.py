@@ -6,10 +6,11 @@ from ._ctk import Function, as_block, as_function, combine, placeholder
 from .typing import required_positional_parameters
 from .default_options import default_options, default_options_for  # noqa: F401
 from ._ctk.layers import Sequential as _Sequential
+from ._ctk.layers import ResNetBlock as _ResNetBlock
 from ._ctk.layers import (identity, Dense, Convolution, Convolution1D,  # noqa: F401
                           Convolution2D, Convolution3D, MaxPooling, AveragePooling, GlobalMaxPooling,
                           GlobalAveragePooling, Dropout, BatchNormalization, LayerNormalization, Embedding,
-                          Activation, Stabilizer, Label, ResNetBlock, SequentialClique, LSTM, GRU,
+                          Activation, Stabilizer, Label, SequentialClique, LSTM, GRU,
                           RNNStep, _recurrence, _recurrence_from, ConvolutionTranspose, ConvolutionTranspose1D,
                           ConvolutionTranspose2D, ConvolutionTranspose3D, MaxUnpooling)
 
@@ -151,6 +152,13 @@ def UnfoldFrom(generator_function, map_state_function=identity, until_predicate=
     seed = placeholder(name='initial_state')
     return as_block(unfold_from(inner, seed), [(seed, placeholder(name='initial_state')),
                                                (inner, placeholder(name='dynamic_axes_like'))], 'UnfoldFrom', name)
+
+
+def ResNetBlock(f, name=''):
+    """CNTK's ResNetBlock: f(x) + x, with f a layer or any Python function of one operand."""
+    if not isinstance(f, Function):
+        f = f(placeholder(name='x'))
+    return _ResNetBlock(f, name)
 
 
 def ForwardDeclaration(name='forward_declaration'):

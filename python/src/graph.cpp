@@ -181,6 +181,8 @@ void bind_graph(py::module_& m) {
         .def_static("default_input_variable_dynamic_axes",
                     [] { return py::make_tuple(Axis::default_batch_axis(), Axis::default_dynamic_axis()); })
         .def_static("new_leading_axis", [] { return Axis::dynamic(kNewLeadingAxisName); })
+        // CNTK: the axes of a placeholder not bound yet.
+        .def_static("unknown_dynamic_axes", [] { return py::make_tuple(Axis::dynamic("UnknownAxes")); })
         .def_static("new_unique_dynamic_axis", &Axis::new_unique_dynamic_axis, py::arg("name"),
                     py::arg("ordered") = true)
         .def_property_readonly("name", &Axis::name)
@@ -191,7 +193,12 @@ void bind_graph(py::module_& m) {
             py::arg("checked") = true)
         .def("__eq__", [](const Axis& a, const Axis& b) { return a == b; })
         .def("__hash__", [](const Axis& a) { return py::hash(py::str(a.to_string())); })
-        .def("__repr__", &Axis::to_string);
+        // CNTK's spelling: Axis('staticAxisIdx=1') for a static axis, Axis('name') for the others.
+        .def("__repr__", [](const Axis& a) {
+            if (a.is_static() && a != Axis::all_static_axes() && a != Axis::all_axes())
+                return "Axis('staticAxisIdx=" + std::to_string(a.static_index()) + "')";
+            return a.to_string();
+        });
     py::implicitly_convertible<py::int_, Axis>();
 
     bind_values(m);
@@ -279,12 +286,17 @@ void bind_graph(py::module_& m) {
         .value("clone", CloneMethod::clone)
         .value("share", CloneMethod::share)
         .value("freeze", CloneMethod::freeze);
+    // cntk_py.allow_renaming_functions(): CNTK's switch that lets a named Function be renamed.
+    static bool renaming_allowed = false;
+    m.def(
+        "_allow_renaming_functions", [](bool allow) { renaming_allowed = allow; }, py::arg("allow") = true);
     py::class_<Function, FunctionPtr> fn(m, "Function");
     fn.def_property("name", &Function::name,
                     [](Function& f, const std::string& name) {
                         // CNTK allowed naming a Function once (a Function built without a name).
-                        CTK_CHECK(f.name().empty(), ValueError, "the Function already has the name '",
-                                  f.name(), "'; CNTK allows a name to be set only once");
+                        CTK_CHECK(renaming_allowed || f.name().empty(), ValueError,
+                                  "the Function already has the name '", f.name(),
+                                  "'; CNTK allows a name to be set only once");
                         f.set_name(name);
                     })
         .def_property_readonly("uid", &Function::uid)

@@ -40,7 +40,10 @@ std::optional<ActivationFn> opt_activation(const py::object& f) {
 std::optional<Initializer> opt_init(const py::object& init) {
     if (is_unset(init)) return std::nullopt;
     if (py::isinstance<Initializer>(init)) return init.cast<Initializer>();
-    return constant_initializer(init.cast<double>());
+    // CNTK: a number fills the parameter, an array (or nested list) is its initial value.
+    if (py::isinstance<py::float_>(init) || py::isinstance<py::int_>(init))
+        return constant_initializer(init.cast<double>());
+    return initial_values(tensor_from_numpy(init, DataType::f64));
 }
 
 template <typename T>

@@ -36,6 +36,8 @@ const char* kind_name(Initializer::Kind k) {
             return "he_normal";
         case Initializer::Kind::bilinear:
             return "bilinear";
+        case Initializer::Kind::values:
+            return "values";
     }
     return "?";
 }
@@ -154,6 +156,13 @@ void Initializer::fill(Tensor& out) const {
             gen.normal(out, 0.0,
                        value * std::sqrt(2.0 / fan_in_out(shape, output_rank, filter_rank, who).in));
             return;
+        case Kind::values: {
+            CTK_CHECK(given.numel() == out.numel(), ShapeError,
+                      "initializer values: ", given.shape().to_string(), " values for a parameter of shape ",
+                      shape.to_string());
+            out.copy_from(given.to(out.dtype()).reshape(shape.dims()));
+            return;
+        }
         case Kind::bilinear: {
             // Python shape [K, C, H, W] with K == C and H == W: an upsampling kernel on the diagonal.
             CTK_CHECK(shape.rank() == 4 && shape[0] == shape[1] && shape[2] == shape[3], ValueError,
@@ -216,7 +225,9 @@ Initializer he_normal(double scale, int output_rank, int filter_rank, uint64_t s
 }
 Initializer initializer_with_rank(const Initializer& init, int output_rank, int filter_rank) {
     using Kind = Initializer::Kind;
-    if (init.kind == Kind::uniform || init.kind == Kind::constant || init.kind == Kind::bilinear) return init;
+    if (init.kind == Kind::uniform || init.kind == Kind::constant || init.kind == Kind::bilinear ||
+        init.kind == Kind::values)
+        return init;
     Initializer out = init;
     auto set = [&](int& rank, int value, const char* what) {
         if (value == kSentinelRank) return;
@@ -227,6 +238,15 @@ Initializer initializer_with_rank(const Initializer& init, int output_rank, int 
     set(out.output_rank, output_rank, "output rank");
     set(out.filter_rank, filter_rank, "filter rank");
     return out;
+}
+
+Initializer initial_values(const Tensor& values) {
+    CTK_CHECK(values.defined() && is_floating(values.dtype()), TypeError,
+              "initial_values: the values must be a floating-point tensor");
+    Initializer i;
+    i.kind = Initializer::Kind::values;
+    i.given = values.to(Device::cpu()).contiguous().clone();
+    return i;
 }
 
 Initializer bilinear(int64_t kernel_width, int64_t kernel_height) {

@@ -243,7 +243,7 @@ Variable parameter(const Dims& shape, const Initializer& init, DataType dtype, c
     d->needs_gradient = true;
     d->init = init;
     if (d->init.seed == kSentinelSeed && d->init.kind != Initializer::Kind::constant &&
-        d->init.kind != Initializer::Kind::bilinear)
+        d->init.kind != Initializer::Kind::bilinear && d->init.kind != Initializer::Kind::values)
         d->init.seed = next_random_seed();  // drawn now, so the value depends on creation order only
     return Variable(d, nullptr);
 }

@@ -257,8 +257,9 @@ FunctionPtr BatchNormalization(std::optional<int> map_rank_arg, double init_scal
 FunctionPtr LayerNormalization(double initial_scale, double initial_bias, std::optional<double> epsilon_arg,
                                const std::string& name) {
     const double epsilon = option(epsilon_arg, &LayerDefaults::epsilon, 1e-5);
-    Variable scale = parameter(Dims{}, constant_initializer(initial_scale), DataType::f32, "scale");
-    Variable bias = parameter(Dims{}, constant_initializer(initial_bias), DataType::f32, "bias");
+    // One scale and one bias per feature, their shape inferred from the input (CNTK's _INFERRED).
+    Variable scale = parameter(Dims{kInferredDim}, constant_initializer(initial_scale), DataType::f32, "scale");
+    Variable bias = parameter(Dims{kInferredDim}, constant_initializer(initial_bias), DataType::f32, "bias");
     return make_layer("LayerNormalization", name, [=](const Variable& x) {
         FunctionPtr x0 = minus(x, reduce_mean(x));
         FunctionPtr std_dev = sqrt(reduce_mean(square(x0)));

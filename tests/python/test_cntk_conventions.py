@@ -184,3 +184,35 @@ def test_inputs_with_inferred_dims_run_on_the_datas_size():
     np.testing.assert_array_equal(y.eval({a: img}), [[[[21, 23], [33, 35]]]])
     y = C.pooling(a, C.MAX_POOLING, (1, 4, 4), (1, 2, 2), auto_padding=[True, False])
     np.testing.assert_array_equal(y.eval({a: img}), [[[[15, 17], [27, 29], [33, 35]]]])
+
+
+def test_layers_take_initial_values_and_plain_functions():
+    y = C.input_variable(2)
+    e = C.layers.Embedding(3, init=[[1, 3, 2], [3, 4, 1]])  # an initial value, still trainable
+    np.testing.assert_array_equal(e(y).eval({y: np.array([[-1., 1.]], np.float32)}), [[2., 1., -1.]])
+    assert e.E.is_parameter
+    d = C.layers.Dense(2, init=np.array([[1., 2.], [3., 4.]]), bias=False)
+    np.testing.assert_array_equal(d(y).eval({y: np.array([[1., 1.]], np.float32)}), [[4., 6.]])
+    with pytest.raises(Exception, match='values'):
+        C.layers.Dense(2, init=np.ones((3, 3)))(y).eval({y: np.ones((1, 2), np.float32)})
+    r = C.layers.ResNetBlock(C.square)(y)  # x**2 + x
+    np.testing.assert_array_equal(r.eval({y: np.array([[2., -1.]], np.float32)}), [[6., 0.]])
+    ln = C.layers.LayerNormalization()(C.input_variable(4))
+    assert sorted(p.shape for p in ln.parameters) == [(4,), (4,)]  # a scale and a bias per feature
+
+
+def test_axis_spelling_and_renaming():
+    assert repr(C.Axis(1)) == "Axis('staticAxisIdx=1')" and repr(C.Axis(-1)) == "Axis('staticAxisIdx=-1')"
+    assert repr(C.Axis.all_axes()) == "Axis('AllAxes')"
+    assert str(C.Axis.unknown_dynamic_axes()) == "(Axis('UnknownAxes'),)"
+    x = C.input_variable(1)
+    f = C.plus(x, x, name='first')
+    with pytest.raises(ValueError):
+        f.name = 'second'
+    C.cntk_py.allow_renaming_functions()
+    try:
+        f.name = 'second'
+        assert f.name == 'second'
+    finally:
+        from ctk import _ctk
+        _ctk._allow_renaming_functions(False)  # process-wide in CNTK too: restored for the other tests
