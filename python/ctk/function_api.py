@@ -311,6 +311,11 @@ def _getitem(self, key):
     return x
 
 
+def _graph_search():
+    from . import logging
+    return logging
+
+
 def install():
     """Attaches the methods above to ctk's Function and Variable classes."""
     Function.with_signature = staticmethod(_with_signature)
@@ -326,5 +331,8 @@ def install():
     Function.test = _test
     Function.print_node_timing = lambda self: _print_node_timing()
     Function.save_model = lambda self, filename: self.save(filename)  # CNTK 2.0's name of save
+    # CNTK's methods search the graph as cntk.logging.graph does: Functions and the Variables they read.
+    Function.find_all_with_name = lambda self, name, depth=0: _graph_search().find_all_with_name(self, name, depth)
+    Function.find_by_name = lambda self, name, depth=0: _graph_search().find_by_name(self, name, depth)
     Variable.type = property(variable_type)
     Variable._Type = VariableType

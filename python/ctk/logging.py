@@ -119,7 +119,11 @@ def depth_first_search(root, visitor, depth=0):
     makes it) for which visitor(node) is true, in depth-first order from the root. `depth`: how many
     levels of blocks to look inside (-1: all; 0: blocks are single nodes)."""
     from ._ctk import Function
-    root = root.root_function if isinstance(root, Function) else root
+    # A composite of one Function's outputs starts at that Function; a combine of several Functions'
+    # outputs is a node of its own (CNTK's Combine, named as the combine), whose inputs are those outputs.
+    if isinstance(root, Function) and root.is_composite and len({o.owner.uid for o in root.outputs
+                                                                  if o.owner is not None}) <= 1:
+        root = root.root_function
     stack, visited, found = [(root, depth)], set(), []
     while stack:
         node, d = stack.pop()
@@ -134,7 +138,7 @@ def depth_first_search(root, visitor, depth=0):
         if isinstance(node, Function):
             if node.is_block and d != 0:
                 stack.append((node.block_root, d - 1))
-            stack.extend((i, d) for i in reversed(node.inputs))
+            stack.extend((i, d) for i in reversed(node.outputs if node.is_composite else node.inputs))
     return found
 
 
@@ -169,10 +173,10 @@ def plot(root, filename=None):
         raise NotImplementedError('plot: ctk writes DOT text only (%s): render it with Graphviz' % filename)
     nodes = depth_first_search(root, lambda x: True)
     lines = ['digraph G {']
-    for n in nodes:
+    for n in reversed(nodes):  # inputs before the Functions that read them
         if isinstance(n, Function):
             lines.append('  "%s" [shape=ellipse, label="%s\\n%s"];' % (n.uid, n.op_name, n.name or n.uid))
-            for i in n.inputs:
+            for i in (n.outputs if n.is_composite else n.inputs):
                 src = i.owner.uid if i.is_output else i.uid
                 lines.append('  "%s" -> "%s";' % (src, n.uid))
         else:

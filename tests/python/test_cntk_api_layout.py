@@ -348,3 +348,20 @@ def test_star_imports_hand_on_what_cntks_modules_imported():
     assert ns['sanitize_value'] and ns['cntk_py'] is C.cntk_py
     v = ns['sanitize_value']((2, 2), 3.0, np.float32, None)
     np.testing.assert_array_equal(v.asarray(), np.full((2, 2), 3.0))
+
+
+def test_graph_search_finds_variables_and_keeps_a_combine_as_a_node():
+    from cntk.logging.graph import depth_first_search, find_by_name, plot
+    i1 = C.input_variable((2, 3), name='i1')
+    c1 = C.constant(shape=(2, 3), value=6, name='c1')
+    p1 = C.parameter(shape=(3, 2), init=7, name='p1')
+    op2 = C.times(C.plus(i1, c1, name='op1'), p1, name='op2')
+    label = C.input_variable((), name='label')
+    root = C.combine([op2, C.minus(label, C.constant(1, name='c2'), name='minus')], name='all')
+    names = [n.name for n in depth_first_search(root, lambda x: True)]
+    assert names == ['all', 'op2', 'op1', 'i1', 'c1', 'p1', 'minus', 'label', 'c2']
+    assert isinstance(find_by_name(root, 'c1'), C.Constant) and isinstance(op2.find_by_name('p1'), C.Parameter)
+    assert len(op2.find_all_with_name('i1')) == 1
+    dot = plot(root)
+    assert dot.find('Plus') < dot.find('Times')  # inputs before the Functions that read them
+    from cntk.ops import Constant, Parameter  # noqa: F401  (CNTK's ops module had them)

@@ -107,3 +107,6 @@ def softplus(x, steepness=1, name=''):
 past_value = sequence.past_value
 future_value = sequence.future_value
 __all__ += ['past_value', 'future_value', 'sequence']
+# CNTK's ops module imported Parameter and Constant from cntk.variables (its own tests use them so).
+from ..variables import Parameter, Constant  # noqa: E402,F401
+__all__ += ['Parameter', 'Constant']
