@@ -302,11 +302,30 @@ FunctionPtr hard_sigmoid(const Variable& x, double alpha, double beta, const std
     return detail::make_op(PrimitiveOp::hard_sigmoid, {x}, scalars(alpha, beta), name);
 }
 
-#define CTK_DEFINE_GRAPH_BINARY(op, attrs)                                          \
-    FunctionPtr op(const Variable& a, const Variable& b, const std::string& name) { \
-        if (PrimitiveOp::op == PrimitiveOp::param_relu)                             \
-            return detail::make_op(PrimitiveOp::op, {b, a}, {}, name);              \
-        return detail::make_op(PrimitiveOp::op, {a, b}, {}, name);                  \
+namespace {
+// CNTK broadcasts an operand with only the batch axis ([#]) along the frames of a sequence operand
+// ([#, *]) of the same batch axis. Not for values computed from placeholders: their axes are not final.
+bool broadcasts_along(const Variable& batch_only, const Variable& sequence) {
+    const auto& b = batch_only.dynamic_axes();
+    if (b.size() != 1 || !batch_only.has_batch_axis() || !sequence.has_sequence_axis() ||
+        sequence.dynamic_axes().front() != b.front() || batch_only.is_placeholder())
+        return false;
+    const FunctionPtr owner = batch_only.owner();
+    return !owner || combine({batch_only})->placeholders().empty();
+}
+std::pair<Variable, Variable> sequence_broadcast(const Variable& a, const Variable& b) {
+    if (broadcasts_along(b, a)) return {a, sequence::broadcast_as(b, a)->output()};
+    if (broadcasts_along(a, b)) return {sequence::broadcast_as(a, b)->output(), b};
+    return {a, b};
+}
+}  // namespace
+
+#define CTK_DEFINE_GRAPH_BINARY(op, attrs)                                            \
+    FunctionPtr op(const Variable& a0, const Variable& b0, const std::string& name) { \
+        const auto [a, b] = sequence_broadcast(a0, b0);                               \
+        if (PrimitiveOp::op == PrimitiveOp::param_relu)                               \
+            return detail::make_op(PrimitiveOp::op, {b, a}, {}, name);                \
+        return detail::make_op(PrimitiveOp::op, {a, b}, {}, name);                    \
     }
 CTK_BINARY_OPS(CTK_DEFINE_GRAPH_BINARY)
 #undef CTK_DEFINE_GRAPH_BINARY

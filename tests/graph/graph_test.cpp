@@ -86,7 +86,10 @@ TEST(ShapeInference, ContradictionsNameTheFunctionsAndShapes) {
     e = error_of([&] { plus(x, parameter({4}), "p"); });
     EXPECT_NE(e.find("do not broadcast"), std::string::npos) << e;
     Variable s = sequence_input_variable({3});
-    e = error_of([&] { plus(x, s); });
+    // A batch value broadcasts along a sequence's frames (CNTK's auto-broadcast); two sequence axes do not.
+    EXPECT_EQ(plus(x, s)->output().dynamic_axes(), s.dynamic_axes());
+    Variable other = sequence_input_variable({3}, DataType::f32, false, false, Axis::dynamic("otherAxis"));
+    e = error_of([&] { plus(other, s); });
     EXPECT_NE(e.find("different dynamic axes"), std::string::npos) << e;
     e = error_of([&] { reduce_sum(s, {Axis::default_batch_axis()}); });
     EXPECT_NE(e.find("sequence axis"), std::string::npos) << e;

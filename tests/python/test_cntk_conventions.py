@@ -216,3 +216,16 @@ def test_axis_spelling_and_renaming():
     finally:
         from ctk import _ctk
         _ctk._allow_renaming_functions(False)  # process-wide in CNTK too: restored for the other tests
+
+
+def test_a_batch_value_broadcasts_along_the_frames_of_a_sequence():
+    # CNTK's sequence auto-broadcast: x [#, *] times y [#] multiplies each frame of x by its sample of y.
+    x = C.sequence.input_variable(3)
+    y = C.input_variable(3)
+    f = x * y
+    got = f.eval({x: [np.array([[1, 2, 3], [4, 5, 6]], np.float32), np.ones((1, 3), np.float32)],
+                  y: np.array([[1, 2, 3], [2, 2, 2]], np.float32)})
+    np.testing.assert_array_equal(got[0], [[1., 4., 9.], [4., 10., 18.]])
+    np.testing.assert_array_equal(got[1], [[2., 2., 2.]])
+    g = f.grad({x: [np.ones((2, 3), np.float32)], y: np.array([[1, 2, 3]], np.float32)}, [y])
+    np.testing.assert_array_equal(g, [[2., 2., 2.]])  # summed over the frames it was broadcast to
