@@ -37,6 +37,11 @@ def set_trace_level(level):
     _set(level)
 
 
+class Dictionary(dict):
+    """CNTK's Dictionary as its SWIG layer exposed it: string keys and Python values (ctk's
+    configuration records are Python dicts; this is one, for code that makes a cntk_py.Dictionary)."""
+
+
 def allow_renaming_functions():
     """Lets a Function that has a name be given another (CNTK allowed a name to be set once unless
     this was called)."""
@@ -81,7 +86,7 @@ def set_gpumemory_allocation_trace_level(level):
               'ctk.device memory statistics', file=sys.stderr)
 
 
-__all__ = ['allow_renaming_functions', 'MinibatchSourceConfig', 'to_dictionary', 'create_composite_minibatch_source', 'set_fixed_random_seed', 'reset_random_seed', 'force_deterministic_algorithms',
+__all__ = ['Dictionary', 'allow_renaming_functions', 'MinibatchSourceConfig', 'to_dictionary', 'create_composite_minibatch_source', 'set_fixed_random_seed', 'reset_random_seed', 'force_deterministic_algorithms',
            'should_force_deterministic_algorithms', 'ProgressWriter',
            'set_computation_network_trace_level', 'set_checked_mode', 'get_checked_mode', 'set_max_num_cpu_threads',
            'get_max_num_cpu_threads', 'set_trace_level', 'get_trace_level', 'always_allow_setting_default_device',

@@ -236,9 +236,9 @@ private:
     FunctionPtr rnn_stack() const {
         check_arity(net_, n_, 2, 2);
         const RnnStack& a = n_.rnn;
-        const bool swapped = in(0).dynamic_axes().empty() == false;
-        const Variable& operand = swapped ? in(0) : in(1);
-        const Variable& weights = swapped ? in(1) : in(0);
+        const bool input_first = !in(0).dynamic_axes().empty();
+        const Variable& operand = input_first ? in(0) : in(1);
+        const Variable& weights = input_first ? in(1) : in(0);
         if (a.axis != -1) unsupported(net_, n_, detail::concat("recurrence along static axis ", a.axis));
         static const std::map<std::string, std::string> names = {
             {"lstm", "lstm"}, {"gru", "gru"}, {"rnnReLU", "rnnReLU"},  {"rnnTanh", "rnnTanh"},

@@ -229,3 +229,10 @@ def test_a_batch_value_broadcasts_along_the_frames_of_a_sequence():
     np.testing.assert_array_equal(got[1], [[2., 2., 2.]])
     g = f.grad({x: [np.ones((2, 3), np.float32)], y: np.array([[1, 2, 3]], np.float32)}, [y])
     np.testing.assert_array_equal(g, [[2., 2., 2.]])  # summed over the frames it was broadcast to
+
+
+def test_cntk_py_dictionary_holds_python_values():
+    config = C.cntk_py.Dictionary()
+    config['cacheIndex'] = True
+    config['traceLevel'] = 2
+    assert config['cacheIndex'] is True and config['traceLevel'] == 2
