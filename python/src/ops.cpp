@@ -395,13 +395,32 @@ void bind_ops(py::module_& m) {
         "convolution_transpose",
         [](const Variable& w, const Variable& x, const py::object& strides, const py::object& /*sharing*/,
            const py::object& auto_padding, const py::object& output_shape, const py::object& dilation,
-           const std::string& n) {
-            return convolution_transpose(w, x, dims_arg(strides), bools_arg(auto_padding),
-                                         dims_arg(output_shape), dims_arg(dilation), n);
+           const py::object& reduction_rank, int64_t /*max_temp_mem*/, const std::string& n) {
+            const int64_t rank = int_arg(reduction_rank, "reduction_rank");
+            CTK_CHECK(rank == 0 || rank == 1, ValueError,
+                      "convolution_transpose: reduction_rank must be 0 or 1");
+            // CNTK's output_shape may include the output's channel axis: ctk's op takes the spatial dims.
+            Dims out = dims_arg(output_shape);
+            const int operand_rank = x.shape_known() ? x.rank() + (rank == 0 ? 1 : 0) : -1;
+            if (!out.empty() && static_cast<int>(out.size()) == operand_rank) out.erase(out.begin());
+            if (rank == 1)
+                return convolution_transpose(w, x, dims_arg(strides), bools_arg(auto_padding), out,
+                                             dims_arg(dilation), n);
+            // CNTK's reduction_rank=0: an operand without a channel axis and a kernel of its rank (one map
+            // out, its axis of 1 kept as in convolution).
+            CTK_CHECK(w.shape_known() && x.shape_known() && w.rank() == x.rank(), NotImplementedError,
+                      "convolution_transpose: reduction_rank=0 takes a kernel of the operand's rank, got ",
+                      w.to_string(), " for ", x.to_string());
+            Dims kernel{1, 1}, one_channel{1};
+            kernel.insert(kernel.end(), w.shape().begin(), w.shape().end());
+            one_channel.insert(one_channel.end(), x.shape().begin(), x.shape().end());
+            return convolution_transpose(reshape(w, kernel), reshape(x, one_channel), dims_arg(strides),
+                                         bools_arg(auto_padding), out, dims_arg(dilation), n);
         },
         arg("convolution_map"), arg("operand"), arg("strides") = py::make_tuple(1),
         arg("sharing") = py::make_tuple(true), arg("auto_padding") = py::make_tuple(true),
-        arg("output_shape") = py::none(), arg("dilation") = py::make_tuple(1), name);
+        arg("output_shape") = py::none(), arg("dilation") = py::make_tuple(1), arg("reduction_rank") = 1,
+        arg("max_temp_mem_size_in_samples") = 0, name);
     py::enum_<PoolingType>(m, "PoolingType")
         .value("MAX", PoolingType::max)
         .value("AVERAGE", PoolingType::average);

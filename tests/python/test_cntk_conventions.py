@@ -236,3 +236,17 @@ def test_cntk_py_dictionary_holds_python_values():
     config['cacheIndex'] = True
     config['traceLevel'] = 2
     assert config['cacheIndex'] is True and config['traceLevel'] == 2
+
+
+def test_convolution_transpose_without_a_reduction_axis_and_with_a_full_output_shape():
+    a = C.input_variable((3, 3))
+    w = np.arange(4, dtype=np.float32).reshape(2, 2)
+    y = C.convolution_transpose(w, a, auto_padding=[False], reduction_rank=0)
+    got = y.eval({a: np.arange(9, dtype=np.float32).reshape(1, 3, 3)})
+    np.testing.assert_array_equal(got, [[[[0, 0, 1, 2], [0, 5, 11, 11], [6, 23, 29, 23], [12, 32, 37, 24]]]])
+    # output_shape as CNTK's tests give it, the channel axis included
+    y = C.convolution_transpose(w, a, auto_padding=[True], strides=2, output_shape=(1, 5, 6), reduction_rank=0)
+    assert y.shape == (1, 5, 6)
+    x = C.input_variable((1, 3, 3))
+    y = C.convolution_transpose(w.reshape(1, 1, 2, 2), x, auto_padding=[True], strides=2, output_shape=(1, 5, 6))
+    assert y.shape == (1, 5, 6)
