@@ -2,7 +2,9 @@
 // (queries, eval/forward/backward/grad with the GIL released, clone, __call__), initializers and the
 // variable factories (input_variable, parameter, constant, placeholder, combine, as_block). NDArrayView and
 // Value are in value.cpp.
+#include <algorithm>
 #include <optional>
+#include <set>
 
 #include "convert.h"
 #include "ctk/model.h"
@@ -85,9 +87,36 @@ py::object values_out(const ValueMap& values, const std::vector<Variable>& order
     return out;
 }
 
+// The outputs asked of f: its own by default; any others must be computed in its graph (CNTK's
+// ValueError for a variable of another graph, which ctk would otherwise compute from the arguments).
 std::vector<Variable> outputs_arg(const py::object& outputs, const FunctionPtr& f) {
     if (outputs.is_none()) return f->outputs();
-    return to_variables(outputs);
+    std::vector<Variable> asked = to_variables(outputs);
+    const std::vector<Variable> own = f->outputs();
+    std::vector<Variable> others;
+    for (const Variable& v : asked)
+        if (std::find(own.begin(), own.end(), v) == own.end()) others.push_back(v);
+    if (others.empty()) return asked;
+    std::set<const Function*> seen;
+    std::vector<FunctionPtr> stack;
+    for (const Variable& v : own)
+        if (FunctionPtr o = v.owner()) stack.push_back(o);
+    const std::vector<Variable> leaves = f->inputs();
+    while (!stack.empty()) {
+        FunctionPtr g = stack.back();
+        stack.pop_back();
+        if (!seen.insert(g.get()).second) continue;
+        for (const Variable& in : g->inputs())
+            if (FunctionPtr o = in.owner()) stack.push_back(o);
+    }
+    for (const Variable& v : others) {
+        const FunctionPtr o = v.owner();
+        const bool in_graph =
+            o ? seen.count(o.get()) != 0 : std::find(leaves.begin(), leaves.end(), v) != leaves.end();
+        CTK_CHECK(in_graph, ValueError, "the output ", v.to_string(),
+                  " is not computed by this Function's graph");
+    }
+    return asked;
 }
 
 py::object eval(const FunctionPtr& f, const py::object& arguments, const py::object& outputs, bool as_numpy,

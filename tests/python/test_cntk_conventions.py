@@ -250,3 +250,15 @@ def test_convolution_transpose_without_a_reduction_axis_and_with_a_full_output_s
     x = C.input_variable((1, 3, 3))
     y = C.convolution_transpose(w.reshape(1, 1, 2, 2), x, auto_padding=[True], strides=2, output_shape=(1, 5, 6))
     assert y.shape == (1, 5, 6)
+
+
+def test_forward_refuses_an_output_of_another_graph():
+    x, y = C.input_variable(2), C.input_variable(2)
+    s, t = x + 2, x * y
+    data = {x: [[2., 1.]], y: [[4., 6.]]}
+    with pytest.raises(ValueError, match='not computed by'):
+        t.forward(data, s.outputs)
+    inner = C.plus(x, y)
+    f = C.square(inner)
+    _, got = f.forward(data, [inner.output])  # an intermediate output of the graph is fine
+    np.testing.assert_array_equal(got[inner.output], [[6., 7.]])
