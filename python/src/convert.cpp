@@ -413,6 +413,13 @@ std::optional<std::vector<bool>> continuation_flags(const py::handle& arguments)
     return continues;
 }
 
+// CNTK: seq_starts go with NumPy data; a Value already holds its sequences' layout.
+void refuse_flags_on_values(const py::handle& data) {
+    CTK_CHECK(!py::isinstance<Value>(data), ValueError,
+              "seq_starts cannot be given with a Value: it holds its own sequence layout (Value.create's "
+              "seq_starts sets it)");
+}
+
 void apply_continuation(const Variable& var, Value& value, const std::vector<bool>& continues) {
     if (!value.has_layout()) return;
     CTK_CHECK(value.layout()->num_sequences() == static_cast<int64_t>(continues.size()), ValueError,
@@ -426,7 +433,10 @@ ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f) {
     ValueMap map;
     if (arguments.is_none()) return map;
     if (const auto continues = continuation_flags(arguments)) {
-        ValueMap inner = argument_map(py::reinterpret_borrow<py::tuple>(arguments)[0], f);
+        const py::object data = py::reinterpret_borrow<py::tuple>(arguments)[0];
+        if (py::isinstance<py::dict>(data))
+            for (auto item : py::reinterpret_borrow<py::dict>(data)) refuse_flags_on_values(item.second);
+        ValueMap inner = argument_map(data, f);
         for (auto& [var, value] : inner) apply_continuation(var, value, *continues);
         return inner;
     }
@@ -449,6 +459,7 @@ ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f) {
             }
             // Per argument too: {x: (data, seq_starts)}.
             if (const auto continues = continuation_flags(item.second)) {
+                refuse_flags_on_values(py::reinterpret_borrow<py::tuple>(item.second)[0]);
                 Value value = value_for(var, py::reinterpret_borrow<py::tuple>(item.second)[0]);
                 apply_continuation(var, value, *continues);
                 map[var] = std::move(value);

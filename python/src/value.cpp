@@ -161,6 +161,7 @@ void bind_values(py::module_& m) {
         .def_static("one_hot", &one_hot_value, py::arg("batch"), py::arg("num_classes"),
                     py::arg("dtype") = py::none(), py::arg("device") = py::none())
         .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.shape().dims()); })
+        .def("__len__", [](const Value& v) { return v.shape()[0]; })  // CNTK: the number of sequences
         .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.dtype()); })
         .def_property_readonly("data", [](const Value& v) { return v.data(); })
         .def_property_readonly("is_sparse", &Value::is_one_hot)

@@ -262,3 +262,14 @@ def test_forward_refuses_an_output_of_another_graph():
     f = C.square(inner)
     _, got = f.forward(data, [inner.output])  # an intermediate output of the graph is fine
     np.testing.assert_array_equal(got[inner.output], [[6., 7.]])
+
+
+def test_seq_starts_are_refused_with_value_objects():
+    x = C.input_variable(10, is_sparse=True)
+    z = C.times(x, np.eye(10, dtype=np.float32))
+    batch = C.Value.one_hot([[2, 5], [0, 1, 6]], num_classes=10)
+    assert len(batch) == 2
+    with pytest.raises(ValueError, match='seq_starts'):
+        z.eval(({x: batch}, len(batch) * [True]))
+    with pytest.raises(ValueError, match='seq_starts'):
+        z.eval({x: (batch, len(batch) * [True])})
