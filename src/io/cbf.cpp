@@ -24,6 +24,10 @@
 namespace ctk {
 namespace {
 
+// Sparse entries that are not one-hot are held densely: at most this many values (1 GiB of float32) for
+// the sequences of one chunk, whose dims come from the file.
+constexpr uint64_t kMaxDenseSparseValues = uint64_t(1) << 28;
+
 constexpr uint64_t kMagic = 0x636e746b5f62696eULL;  // "cntk_bin" read as a big-endian string
 constexpr uint32_t kVersion = 1;
 
@@ -192,9 +196,10 @@ public:
         const size_t n = static_cast<size_t>(k.sequences);
         b.take(4 * n);  // the samples per sequence: the sizes below decide
         std::vector<std::vector<SequenceData>> out(n, std::vector<SequenceData>(streams_.size()));
+        uint64_t dense_budget = kMaxDenseSparseValues;
         for (size_t i = 0; i < streams_.size(); ++i)
             for (size_t s = 0; s < n; ++s)
-                out[s][i] = streams_[i].sparse ? sparse(b, streams_[i]) : dense(b, streams_[i]);
+                out[s][i] = streams_[i].sparse ? sparse(b, streams_[i], dense_budget) : dense(b, streams_[i]);
         CTK_CHECK(b.left() == 0, IOError, b.where(), " has ", b.left(), " bytes past its last sequence");
         return out;
     }
@@ -236,7 +241,7 @@ private:
 
     // CSC with samples as columns: the values, their rows, the entries per sample. A sequence whose
     // samples each hold at most one entry of value 1 (or 0) comes as one-hot indices (-1: none).
-    static SequenceData sparse(Bytes& b, const CbfStreamHeader& s) {
+    static SequenceData sparse(Bytes& b, const CbfStreamHeader& s, uint64_t& dense_budget) {
         const uint32_t n = b.get<uint32_t>();
         const int32_t nnz = b.get<int32_t>();
         CTK_CHECK(nnz >= 0 && uint64_t(nnz) * ((s.f64 ? 8 : 4) + 4) + uint64_t(n) * 4 <= b.left(), IOError,
@@ -269,8 +274,13 @@ private:
                 p[i] = per_sample[i] == 1 && value[k] == 1.0f ? row[k] : -1;
             return out;
         }
-        CTK_CHECK(uint64_t(n) * uint64_t(s.dim) <= (uint64_t(1) << 31), IOError, b.where(), ": stream '",
-                  s.name, "' has ", n, " samples of dim ", s.dim, ", too many to hold densely");
+        // The dim comes from the file: a few entries in a huge dim must not make the reader allocate
+        // gigabytes (libFuzzer found a 6 KB file asking for 2.5 GB here), nor its sequences together.
+        CTK_CHECK(uint64_t(n) * uint64_t(s.dim) <= dense_budget, IOError, b.where(), ": stream '", s.name,
+                  "' has ", n, " samples of dim ", s.dim,
+                  " with entries other than one-hot ones: more than the ", kMaxDenseSparseValues,
+                  " values ctk holds densely for one chunk");
+        dense_budget -= uint64_t(n) * uint64_t(s.dim);
         out.data = Tensor::zeros(Shape{int64_t(n), s.dim});
         float* d = out.data.data<float>();
         for (size_t i = 0, k = 0; i < n; ++i)

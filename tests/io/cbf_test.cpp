@@ -198,5 +198,27 @@ TEST(CbfDeserializer, BrokenFilesNameTheFile) {
               std::string::npos);
 }
 
+TEST(CbfDeserializer, AHugeSparseDimIsRefusedBeforeItIsHeldDensely) {
+    // Entries that are not one-hot are held densely: a header announcing a huge dim (the dim is the file's)
+    // for three samples would ask for gigabytes. The file names the stream and the limit instead.
+    TempDir dir;
+    test::write_file(dir.file("in.ctf"), "0 |s 1:2 3:0.5\n0 |s 0:1.5\n0 |s 2:3\n");
+    convert_ctf_to_cbf(dir.file("in.ctf"), dir.file("ok.bin"), {{"s", "s", true, 4}});
+    std::string bytes = test::read_bytes(dir.file("ok.bin"));
+    std::string entry("\x01\x01\x00\x00\x00s\x00\x04\x00\x00\x00", 11);  // sparse, name "s", f32, dim 4
+    const size_t at = bytes.rfind(entry);
+    ASSERT_NE(at, std::string::npos);
+    const uint32_t huge = uint32_t(1) << 28;
+    std::memcpy(&bytes[at + 7], &huge, 4);
+    test::write_file(dir.file("huge.bin"), bytes);
+    auto d = cbf_deserializer(dir.file("huge.bin"));
+    const std::string e = error_of<IOError>([&] { d->read_chunk(0); });
+    EXPECT_NE(e.find("stream 's'"), std::string::npos) << e;
+    EXPECT_NE(e.find("holds densely"), std::string::npos) << e;
+    // The same file at its own dim reads.
+    auto ok = cbf_deserializer(dir.file("ok.bin"));
+    EXPECT_EQ(ok->read_chunk(0).size(), 1u);
+}
+
 }  // namespace
 }  // namespace ctk
