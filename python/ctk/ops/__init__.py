@@ -102,8 +102,8 @@ def softplus(x, steepness=1, name=''):
     return _ctk.element_divide(_ctk.softplus(_ctk.element_times(x, s)), s, name=name)
 
 
-# CNTK 2.x kept the delays in cntk.ops too ("TODO: do these belong into .sequence?"), and a star import of
-# cntk.ops handed scripts the `sequence` module (its ops/__init__ had no __all__).
+# CNTK 2.x also kept the delays at the top of cntk.ops, and a star import of cntk.ops handed scripts the
+# `sequence` module (its ops package had no __all__).
 past_value = sequence.past_value
 future_value = sequence.future_value
 __all__ += ['past_value', 'future_value', 'sequence']
