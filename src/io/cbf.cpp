@@ -24,9 +24,10 @@
 namespace ctk {
 namespace {
 
-// Sparse entries that are not one-hot are held densely: at most this many values (1 GiB of float32) for
-// the sequences of one chunk, whose dims come from the file.
-constexpr uint64_t kMaxDenseSparseValues = uint64_t(1) << 28;
+// Sparse entries that are not one-hot are held densely: at most this many values (256 MiB of float32)
+// for the sequences of one chunk, whose dims come from the file (the bound the model readers put on
+// values built from a file's sizes).
+constexpr uint64_t kMaxDenseSparseValues = uint64_t(1) << 26;
 
 constexpr uint64_t kMagic = 0x636e746b5f62696eULL;  // "cntk_bin" read as a big-endian string
 constexpr uint32_t kVersion = 1;
