@@ -258,7 +258,8 @@ FunctionPtr LayerNormalization(double initial_scale, double initial_bias, std::o
                                const std::string& name) {
     const double epsilon = option(epsilon_arg, &LayerDefaults::epsilon, 1e-5);
     // One scale and one bias per feature, their shape inferred from the input (CNTK's _INFERRED).
-    Variable scale = parameter(Dims{kInferredDim}, constant_initializer(initial_scale), DataType::f32, "scale");
+    Variable scale =
+        parameter(Dims{kInferredDim}, constant_initializer(initial_scale), DataType::f32, "scale");
     Variable bias = parameter(Dims{kInferredDim}, constant_initializer(initial_bias), DataType::f32, "bias");
     return make_layer("LayerNormalization", name, [=](const Variable& x) {
         FunctionPtr x0 = minus(x, reduce_mean(x));
