@@ -421,13 +421,17 @@ void refuse_flags_on_values(const py::handle& data) {
 }
 
 void apply_continuation(const Variable& var, Value& value, const std::vector<bool>& continues) {
-    if (!value.has_layout()) return;
-    CTK_CHECK(value.layout()->num_sequences() == static_cast<int64_t>(continues.size()), ValueError,
-              "seq_starts: ", continues.size(), " flags for ", value.layout()->num_sequences(),
-              " sequences of ", var.to_string());
-    value = value.with_layout(std::make_shared<SequenceLayout>(value.layout()->lengths(), continues));
+    if (value.has_layout()) value = with_continuation(value, continues, var.to_string());
 }
 }  // namespace
+
+Value with_continuation(const Value& value, const std::vector<bool>& continues, const std::string& what) {
+    CTK_CHECK(value.has_layout(), ValueError, "seq_starts: ", what, " has no sequences");
+    CTK_CHECK(value.layout()->num_sequences() == static_cast<int64_t>(continues.size()), ValueError,
+              "seq_starts: ", continues.size(), " flags for ", value.layout()->num_sequences(),
+              " sequences of ", what);
+    return value.with_layout(std::make_shared<SequenceLayout>(value.layout()->lengths(), continues));
+}
 
 ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f) {
     ValueMap map;

@@ -61,6 +61,9 @@ py::object numpy_from_value(const Variable& var, const Value& value);
 
 // {Variable: data} (or, for a Function `f` with one argument, the data alone) -> ValueMap.
 ValueMap argument_map(const py::handle& arguments, const FunctionPtr& f);
+// `value` with CNTK's seq_starts applied: continues[i] marks sequence i as going on from the previous
+// minibatch (ValueError naming `what` when the counts differ or it has no sequences).
+Value with_continuation(const Value& value, const std::vector<bool>& continues, const std::string& what);
 // A Variable from a Python object: a Variable, a Function with one output, a number or an array (a
 // constant, as CNTK's sanitize_input).
 Variable to_variable(const py::handle& obj, DataType dtype_hint = DataType::f32);

@@ -8,14 +8,11 @@ namespace {
 
 // CNTK's seq_starts: one flag per sequence, False where a sequence goes on from the previous minibatch
 // (the value's layout keeps it: past_value reads the previous minibatch's frames there).
-Value with_seq_starts(Value v, const py::object& seq_starts) {
+Value with_seq_starts(const Value& v, const py::object& seq_starts) {
     if (seq_starts.is_none()) return v;
-    CTK_CHECK(v.has_layout(), ValueError, "seq_starts: the data has no sequences");
     std::vector<bool> continues;
     for (const py::handle& b : seq_starts) continues.push_back(!b.cast<bool>());
-    CTK_CHECK(static_cast<int64_t>(continues.size()) == v.layout()->num_sequences(), ValueError,
-              "seq_starts: ", continues.size(), " flags for ", v.layout()->num_sequences(), " sequences");
-    return v.with_layout(std::make_shared<SequenceLayout>(v.layout()->lengths(), continues));
+    return with_continuation(v, continues, "the data");
 }
 
 // CNTK's Value.one_hot: `batch` is a list of sequences, each a list of class indices (a bare index is a

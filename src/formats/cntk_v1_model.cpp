@@ -20,6 +20,7 @@ namespace {
 using detail::cntk_v1::ColDims;
 using detail::cntk_v1::Network;
 using detail::cntk_v1::Node;
+using detail::cntk_v1::numel;
 using detail::cntk_v1::row_major;
 
 // The most values the reader builds from the file's shapes rather than its bytes (RowStack's broadcast
@@ -29,11 +30,6 @@ constexpr int64_t kMaxBroadcastValues = int64_t(1) << 26;
 template <typename T>
 std::vector<T> reversed(const std::vector<T>& v) {
     return std::vector<T>(v.rbegin(), v.rend());
-}
-int64_t numel(const Dims& d) {
-    int64_t n = 1;
-    for (int64_t v : d) n *= v;
-    return n;
 }
 
 class GraphBuilder {

@@ -13,12 +13,6 @@
 namespace ctk::detail::cntk_v1 {
 namespace {
 
-int64_t numel(const Dims& d) {
-    int64_t n = 1;
-    for (int64_t v : d) n *= v;
-    return n;
-}
-
 class NodeMapper {
 public:
     NodeMapper(const Network& net, const Node& n, const std::vector<Variable>& vars)

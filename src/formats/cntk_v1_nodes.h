@@ -21,6 +21,12 @@ void check_arity(const Network& net, const Node& n, size_t lo, size_t hi);
 inline Dims row_major(const ColDims& d) {
     return Dims(d.rbegin(), d.rend());
 }
+// The values of a (known) shape.
+inline int64_t numel(const Dims& d) {
+    int64_t n = 1;
+    for (int64_t v : d) n *= v;
+    return n;
+}
 // A v1 axis (1-based, column-major, over the sample) as ctk's static axis (0-based, row-major).
 int row_major_axis(const Network& net, const Node& n, const Variable& x, int32_t v1_axis);
 
