@@ -4,17 +4,14 @@ script.py``): the Communicator's static queries, WorkerDescriptor, and the data-
 and never touches MPI.
 
 A worker whose script raises an uncaught exception stops the whole job (MPI_Abort, naming the worker),
-so that the others never wait forever for it; CNTK's rule stays: call Communicator.finalize() only when
-training ended well (ctk also finalizes at exit when a script forgets it)."""
-import atexit as _atexit
+so that the others never wait forever for it, and so does one that leaves with a non-zero exit status
+(sys.exit(1)); CNTK's rule stays: call Communicator.finalize() only when training ended well (ctk also
+finalizes at exit when a script that ends well forgets it)."""
 import sys as _sys
 import traceback as _traceback
 
 from ._ctk import distributed as _d
 from ._ctk.distributed import WorkerDescriptor, DistributedLearner  # noqa: F401
-
-_finalized = False
-
 
 class Communicator:
     """CNTK's Communicator: the workers of the job (MPI_COMM_WORLD)."""
@@ -51,8 +48,6 @@ class Communicator:
     @staticmethod
     def finalize():
         """Ends MPI for this worker; every worker must call it, and only after training ended well."""
-        global _finalized
-        _finalized = True
         _d._finalize()
 
 
@@ -97,14 +92,9 @@ def _stop_job_on_uncaught_exception():
         _d._abort('uncaught %s on worker %d of %d' % (why, rank, count), 1)
 
     _sys.excepthook = hook
-
-    def finalize_at_exit():
-        # Only a script that ends normally gets here (an uncaught exception aborted above), and only if
-        # it initialised MPI and did not finalize it itself.
-        if not _finalized:
-            _d._finalize()
-
-    _atexit.register(finalize_at_exit)
+    # A script that leaves without Communicator.finalize() is finalized at exit, or, when it leaves with a
+    # non-zero status (sys.exit(1)), stops the job: both in the library's exit handler, which sees the
+    # status.
 
 
 if _d._launched_worker()[2]:  # started by mpiexec, even as its only worker

@@ -360,6 +360,24 @@ private:
 std::mutex g_world_mutex;
 std::shared_ptr<Communicator> g_world;
 
+#ifdef CTK_HAVE_MPI
+// Runs inside exit(), after Python's own shutdown, with the status the process leaves with. A worker
+// leaving well that forgot Communicator.finalize() is finalized here; one leaving with a non-zero status
+// (sys.exit(1), exit(1) in C++) stops the job, since the other workers may be waiting for it in a
+// collective and MPI_Finalize would then wait for them forever.
+void leave_job_at_exit(int status, void*) {
+    if (g_finalized) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    if (status != 0)
+        Communicator::abort(
+            "it is leaving with exit status " + std::to_string(status) + " before Communicator.finalize()",
+            status);
+    Communicator::finalize();
+}
+#endif
+
 }  // namespace
 
 bool Communicator::launched_distributed() {
@@ -380,6 +398,8 @@ std::shared_ptr<Communicator> Communicator::world() {
     if (!initialized) {
         int provided = 0;
         check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "initialisation");
+        // (An MPI someone else started, mpi4py's say, is theirs to finalize.)
+        on_exit(leave_job_at_exit, nullptr);
     }
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -1,8 +1,10 @@
 // A distributed training job that fails on purpose, for fault_test.sh: `kill` (worker 1 dies by SIGKILL
 // mid-training), `raise` (worker 0 throws out of main while the others wait in a barrier, CNTK's
-// finalize_test) or `ok`. The job must end, not hang, and mpiexec must name the worker.
+// finalize_test), `exit` (worker 0 calls exit(2) mid-training, without finalize) or `ok`. The job must end,
+// not hang, and mpiexec must name the worker.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "ctk/distributed/learners.h"
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
             if (comm->rank() == 0) throw std::runtime_error("worker 0 fails on purpose");
             comm->barrier();  // waits for a worker that is gone
         }
+        if (mode == "exit" && comm->rank() == 0 && step == 50) std::exit(2);
         t.train_minibatch({{x, Value(Tensor::full(Shape{3, 4}, 0.1))}});
         if (mode == "ok" && step == 20) break;
     }

@@ -18,6 +18,7 @@ run() {  # mode, then the pattern the output must contain
 }
 run kill "rank 1"
 run raise "rank 0|worker 0 fails"
+run exit "worker 0 of 2 stops the job: it is leaving with exit status 2"
 out=$(timeout 120 "$mpiexec" --allow-run-as-root --oversubscribe -n 2 "$program" ok 2>&1) || { echo "$out"; echo "FAIL: ok run"; exit 1; }
 [[ $(grep -c finished <<<"$out") -eq 2 ]] || { echo "$out"; echo "FAIL: both workers should finish"; exit 1; }
 echo "fault tests passed"

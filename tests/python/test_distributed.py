@@ -165,6 +165,48 @@ def test_a_worker_that_raises_stops_the_job(tmp_path):
     assert 'passed the barrier' not in out.stdout
 
 
+EXIT_TEST = '''
+import sys
+from cntk.train.distributed import Communicator
+if Communicator.rank() == 0:
+    sys.exit(int(sys.argv[1]))  # leaves without finalize()
+Communicator().barrier()
+print("worker %d passed the barrier" % Communicator.rank())
+Communicator.finalize()
+'''
+
+
+@with_mpi
+def test_a_worker_that_exits_with_an_error_status_stops_the_job(tmp_path):
+    # sys.exit(3) on worker 0 while worker 1 waits in a barrier: finalizing at exit would wait for worker 1
+    # forever; the job must end, naming the worker and its status.
+    script = tmp_path / 'exit_test.py'
+    script.write_text(EXIT_TEST)
+    start = time.time()
+    out = mpiexec([str(script), '3'], cwd=str(tmp_path), timeout=120)
+    assert out.returncode != 0, out.stdout
+    assert time.time() - start < 60
+    assert 'worker 0 of 2 stops the job: it is leaving with exit status 3' in out.stdout
+    assert 'passed the barrier' not in out.stdout
+
+
+FORGETFUL = '''
+from cntk.train.distributed import Communicator
+Communicator().barrier()
+print("worker %d done" % Communicator.rank())
+'''
+
+
+@with_mpi
+def test_a_job_that_ends_well_without_finalize_is_finalized_at_exit(tmp_path):
+    script = tmp_path / 'forgetful.py'
+    script.write_text(FORGETFUL)
+    out = mpiexec([str(script)], cwd=str(tmp_path), timeout=120)
+    assert out.returncode == 0, out.stdout
+    assert 'worker 0 done' in out.stdout and 'worker 1 done' in out.stdout
+    assert 'stops the job' not in out.stdout and 'exiting improperly' not in out.stdout
+
+
 MANUAL_LOOP = '''
 import numpy as np
 import cntk as C
