@@ -32,7 +32,7 @@ BELOW = {
 # The layer of each public header directly in include/ctk/ (one in include/ctk/<layer>/ is of that layer);
 # ctk.h, the umbrella, is above them all.
 PUBLIC = {
-    "core": ["atomic_file", "build_info", "cuda", "device", "device_info", "dictionary", "dtype", "error", "memory_plan",
+    "core": ["atomic_file", "build_info", "cuda", "device", "device_info", "launcher", "dictionary", "dtype", "error", "memory_plan",
              "op_profile", "parallel", "rng", "shape", "shared_library", "storage", "tensor"],
     "kernels": ["cell_program", "kernel_table", "op", "ops"],
     "graph": ["axis", "function", "graph_ops", "initializer", "mixed_precision", "primitive_op", "program",

@@ -8,8 +8,7 @@ scripts/install_deps.sh
 jobs=${CTK_JOBS:-$(nproc)}
 
 echo "== release build (warnings are errors) =="
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTK_WARNINGS_AS_ERRORS=ON -DCTK_BUILD_PYTHON=ON >/dev/null
-cmake --build build -j "$jobs"
+CTK_JOBS=$jobs scripts/build.sh build
 ctest --test-dir build -j "$jobs" --output-on-failure
 
 # The sanitizer build leaves the CUDA backend and MPI out: it tests the CPU-only, one-worker

@@ -34,14 +34,20 @@ std::vector<Device> all_devices();
 // Whether `device` exists here (the CPU and its logical devices always; CUDA:n when n < device_count()).
 bool device_available(Device device);
 
-// "cpu", "gpu" (GPU 0), "gpu:N", or "auto" (GPU 0 when there is one, else the CPU). ValueError for other
-// text and DeviceError for a GPU this machine lacks (saying why), both naming `what` (an option's name).
+// "cpu", "gpu" (GPU 0), "gpu:N", or "auto" (GPU 0 when there is one, else the CPU). In a job started by
+// mpiexec, "gpu" and "auto" mean the GPU gpu_of_worker() gives the worker, so that the workers on one
+// machine spread over its GPUs. ValueError for other text and DeviceError for a GPU this machine lacks
+// (saying why), both naming `what` (an option's name).
 Device parse_device(const std::string& spec, const std::string& what = "device");
+// The GPU of the worker with this local rank (its place among the job's workers on this machine):
+// local_rank modulo the number of GPUs (0 without GPUs).
+int gpu_of_worker(int64_t local_rank, int gpu_count);
 
 // The device that graph evaluation, training and new parameter values use when the call names none
 // (CNTK's DeviceDescriptor::UseDefaultDevice). Process-wide, as in CNTK. Initially the CPU, or what the
-// environment variable CTK_DEFAULT_DEVICE says: cpu, gpu, gpu:N, or auto (GPU 0 when there is one: CNTK
-// picked a GPU by itself). A value that names no GPU here throws DeviceError on first use.
+// environment variable CTK_DEFAULT_DEVICE says: cpu, gpu, gpu:N, or auto (GPU 0 when there is one, each
+// worker's own GPU under mpiexec: CNTK picked a GPU by itself). A value that names no GPU here throws
+// DeviceError on first use.
 Device default_device();
 // Makes `device` the default; false (and no change) when it is not available.
 bool try_set_default_device(Device device);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "ctk/launcher.h"
 #include "ctk/tensor.h"
 
 namespace ctk {
@@ -73,15 +74,6 @@ Initializer initial_values(const Tensor& values);
 void set_fixed_random_seed(uint64_t seed);
 uint64_t next_random_seed();
 
-// This process's place in a distributed job, as its launcher announced it (OpenMPI's
-// OMPI_COMM_WORLD_RANK/SIZE, else PMI_RANK/PMI_SIZE): rank 0 of 1 outside one. Read from the
-// environment, so that seeds drawn before any communicator exists already know the worker.
-struct LaunchedWorker {
-    int64_t rank = 0;
-    int64_t count = 1;
-    bool by_launcher = false;  // started by mpiexec (even as its only worker)
-};
-LaunchedWorker launched_worker();
 // The seed of a random op (dropout, random sampling) created without one: CNTK's worker-specific rule
 // count * next_random_seed() + rank, so that workers draw different masks while parameter initialisers
 // (next_random_seed() alone) start every worker from the same values. Equal to next_random_seed() in

@@ -7,6 +7,7 @@
 
 #include "ctk/cuda.h"
 #include "ctk/error.h"
+#include "ctk/launcher.h"
 
 namespace ctk {
 
@@ -46,12 +47,20 @@ std::atomic<int64_t>& default_device_code() {
 
 }  // namespace
 
+int gpu_of_worker(int64_t local_rank, int gpu_count) {
+    return gpu_count > 0 ? static_cast<int>(local_rank % gpu_count) : 0;
+}
+
 Device parse_device(const std::string& spec, const std::string& what) {
     if (spec == "cpu") return Device::cpu();
-    if (spec == "auto") return cuda::device_count() > 0 ? Device::cuda(0) : Device::cpu();
+    // Unnumbered, each worker of a job takes its own GPU of the machine (CNTK's default device did too).
+    const int64_t local_rank = launched_worker().local_rank;
+    if (spec == "auto")
+        return cuda::device_count() > 0 ? Device::cuda(gpu_of_worker(local_rank, cuda::device_count()))
+                                        : Device::cpu();
     int index = -1;
     if (spec == "gpu") {
-        index = 0;
+        index = gpu_of_worker(local_rank, cuda::device_count());
     } else if (spec.rfind("gpu:", 0) == 0 && spec.size() > 4 && spec.size() < 10 &&
                spec.find_first_not_of("0123456789", 4) == std::string::npos) {
         index = std::stoi(spec.substr(4));

@@ -85,30 +85,6 @@ uint64_t next_random_seed() {
     return g_seed_base.load() * 1000003ull + g_seed_counter++;
 }
 
-LaunchedWorker launched_worker() {
-    auto read = [](const char* name) -> int64_t {
-        const char* v = std::getenv(name);
-        if (!v || !*v) return -1;
-        char* end = nullptr;
-        const long long n = std::strtoll(v, &end, 10);
-        CTK_CHECK(*end == '\0' && n >= 0, ValueError, "the launcher set ", name, "='", v,
-                  "', which is not a worker number");
-        return n;
-    };
-    LaunchedWorker w;
-    for (auto [rank, count] :
-         {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, std::pair{"PMI_RANK", "PMI_SIZE"}}) {
-        const int64_t r = read(rank), n = read(count);
-        if (r < 0 || n < 1) continue;
-        CTK_CHECK(r < n, ValueError, "the launcher says this is worker ", r, " of ", n);
-        w.rank = r;
-        w.count = n;
-        w.by_launcher = true;
-        break;
-    }
-    return w;
-}
-
 uint64_t next_worker_random_seed() {
     static const LaunchedWorker worker = launched_worker();
     return static_cast<uint64_t>(worker.count) * next_random_seed() + static_cast<uint64_t>(worker.rank);

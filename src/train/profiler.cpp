@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "ctk/error.h"
+#include "ctk/launcher.h"
 #include "ctk/op_profile.h"
 #include "train/step_profile.h"
 
@@ -64,8 +65,7 @@ std::string stop_profiler() {
     int64_t steps = 0;
     for (const OpProfileEntry& e : op_profile())
         if (e.label == step_label) steps = e.calls;
-    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-    if (!rank) rank = std::getenv("PMI_RANK");
+    const std::string rank = std::to_string(launched_worker().rank);
     char stamp[32];
     const std::time_t now = std::time(nullptr);
     std::tm local{};
@@ -76,7 +76,7 @@ std::string stop_profiler() {
     fs::create_directories(s.dir, ec);
     CTK_CHECK(!ec, IOError, "stop_profiler: cannot create the folder '", s.dir, "': ", ec.message());
     // Two sessions stopped within one second get two files.
-    const std::string base = std::string(stamp) + "_summary_" + (rank ? rank : "0");
+    const std::string base = std::string(stamp) + "_summary_" + rank;
     fs::path path = fs::path(s.dir) / (base + ".txt");
     for (int k = 2; fs::exists(path); ++k) path = fs::path(s.dir) / (base + "_" + std::to_string(k) + ".txt");
     const fs::path tmp = path.string() + ".tmp";
@@ -91,7 +91,7 @@ std::string stop_profiler() {
     {
         std::ofstream out(tmp);
         CTK_CHECK(out.good(), IOError, "stop_profiler: cannot write '", tmp.string(), "'");
-        out << "ctk op profile, " << stamp << ", rank " << (rank ? rank : "0") << ": "
+        out << "ctk op profile, " << stamp << ", rank " << rank << ": "
             << (steps > 0 ? "per training step, over " + std::to_string(steps) + " steps"
                           : std::string("totals (no training step was profiled)"))
             << "\n"

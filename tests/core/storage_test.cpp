@@ -5,10 +5,13 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ctk/cuda.h"
+#include "ctk/device.h"
 #include "ctk/error.h"
+#include "ctk/launcher.h"
 #include "ctk/ops.h"
 #include "ctk/tensor.h"
 
@@ -218,6 +221,50 @@ TEST(Devices, NamesDefaultAndParsing) {
     } catch (const ctk::DeviceError& e) {
         EXPECT_NE(std::string(e.what()).find("CPU:1"), std::string::npos) << e.what();
     }
+}
+
+// The workers of a job on one machine spread over its GPUs; the launcher's variables say which worker
+// this is (OpenMPI's, else PMI's, with MPICH's local rank).
+TEST(Device, EachWorkerOfAJobTakesItsOwnGpu) {
+    EXPECT_EQ(ctk::gpu_of_worker(0, 4), 0);
+    EXPECT_EQ(ctk::gpu_of_worker(3, 4), 3);
+    EXPECT_EQ(ctk::gpu_of_worker(5, 4), 1);  // more workers than GPUs: they share, in turn
+    EXPECT_EQ(ctk::gpu_of_worker(2, 0), 0);
+    const char* names[] = {
+        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
+        "MPI_LOCALRANKID"};
+    std::vector<std::pair<std::string, std::string>> saved;
+    for (const char* n : names)
+        if (const char* v = std::getenv(n)) saved.emplace_back(n, v);
+    for (const char* n : names) unsetenv(n);
+    ctk::LaunchedWorker w = ctk::launched_worker();
+    EXPECT_FALSE(w.by_launcher);
+    EXPECT_EQ(w.rank, 0);
+    EXPECT_EQ(w.count, 1);
+    EXPECT_EQ(w.local_rank, 0);
+    setenv("OMPI_COMM_WORLD_RANK", "5", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+    w = ctk::launched_worker();
+    EXPECT_TRUE(w.by_launcher);
+    EXPECT_EQ(w.rank, 5);
+    EXPECT_EQ(w.count, 8);
+    EXPECT_EQ(w.local_rank, 1);
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    EXPECT_EQ(ctk::launched_worker().local_rank, 5);  // no local rank announced: the rank
+    for (const char* n : names) unsetenv(n);
+    setenv("PMI_RANK", "2", 1);
+    setenv("PMI_SIZE", "4", 1);
+    setenv("MPI_LOCALRANKID", "0", 1);
+    w = ctk::launched_worker();
+    EXPECT_EQ(w.rank, 2);
+    EXPECT_EQ(w.local_rank, 0);
+    setenv("PMI_RANK", "4", 1);
+    EXPECT_THROW(ctk::launched_worker(), ctk::ValueError);  // worker 4 of 4
+    setenv("PMI_RANK", "x", 1);
+    EXPECT_THROW(ctk::launched_worker(), ctk::ValueError);
+    for (const char* n : names) unsetenv(n);
+    for (const auto& [n, v] : saved) setenv(n.c_str(), v.c_str(), 1);
 }
 
 // Byte counts are checked before anything is asked of an allocator: 2^62 float32 elements wrapped to 0
