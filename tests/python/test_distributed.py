@@ -256,3 +256,65 @@ def test_hand_written_loop_over_partitions_trains_as_one_process(tmp_path):
     assert ref.startswith('8 steps, 20 samples, '), ref
     np.testing.assert_allclose([float(v) for v in lines[0].split(', ')[2].split()],
                                [float(v) for v in ref.split(', ')[2].split()], rtol=1e-5, atol=1e-6)
+
+
+RESIZED = '''
+import sys
+import numpy as np
+import cntk as C
+from cntk.train.distributed import Communicator, data_parallel_distributed_learner
+phase, folder = sys.argv[1], sys.argv[2]
+rank, workers = Communicator.rank(), Communicator.num_workers()
+C.set_fixed_random_seed(3)
+x = C.input_variable(5, dtype=np.float64)
+y = C.input_variable(3, dtype=np.float64)
+W1 = C.parameter((5, 7), dtype=np.float64, init=C.glorot_uniform())
+W2 = C.parameter((7, 3), dtype=np.float64, init=C.glorot_uniform())
+b = C.parameter(3, dtype=np.float64, init=0.1)
+z = C.times(C.tanh(C.times(x, W1)), W2) + b
+loss = C.cross_entropy_with_softmax(z, y)
+learner = data_parallel_distributed_learner(
+    C.momentum_sgd(z.parameters, C.learning_parameter_schedule(0.05), C.momentum_schedule(0.9)))
+trainer = C.Trainer(z, (loss, C.classification_error(z, y)), [learner])
+def step(s):  # the job's minibatch s (12 samples), of which this worker takes rows rank, rank + workers, ...
+    g = np.random.RandomState(100 + s)
+    X, Y = g.randn(12, 5), np.eye(3)[g.randint(0, 3, 12)]
+    trainer.train_minibatch({x: X[rank::workers], y: Y[rank::workers]})
+if phase == 'write':
+    for s in range(4):
+        step(s)
+    trainer.save_checkpoint(folder + '/model')
+    for s in range(4, 8):
+        step(s)
+else:
+    trainer.restore_from_checkpoint(folder + '/model')
+    assert learner.total_number_of_samples_seen == 48, learner.total_number_of_samples_seen
+    for s in range(4, 8):
+        step(s)
+np.save('%s/%s_%d.npy' % (folder, phase, rank), np.concatenate([p.value.ravel() for p in z.parameters]))
+Communicator.finalize()
+'''
+
+
+@with_mpi
+def test_a_checkpoint_restored_on_another_number_of_workers_continues_the_run(tmp_path):
+    # N workers train as one process on the job's minibatches, so a checkpoint of two workers continues on
+    # three, or in one plain process, as the two would have gone on (float64: only the sums' order differs).
+    script = tmp_path / 'resized.py'
+    script.write_text(RESIZED)
+    out = mpiexec([str(script), 'write', str(tmp_path)], cwd=str(tmp_path))
+    assert out.returncode == 0, out.stdout
+    env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism='none',
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([MPIEXEC, '--allow-run-as-root', '--oversubscribe', '-n', '3', sys.executable,
+                          str(script), 'three', str(tmp_path)], cwd=str(tmp_path), env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    assert out.returncode == 0, out.stdout
+    out = subprocess.run([sys.executable, str(script), 'one', str(tmp_path)], cwd=str(tmp_path), env=env,
+                         text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    assert out.returncode == 0, out.stdout
+    written = np.load(str(tmp_path / 'write_0.npy'))
+    np.testing.assert_array_equal(np.load(str(tmp_path / 'write_1.npy')), written)
+    for name in ('three_0', 'three_1', 'three_2', 'one_0'):
+        np.testing.assert_allclose(np.load(str(tmp_path / (name + '.npy'))), written, rtol=1e-10, atol=1e-12,
+                                   err_msg=name)
