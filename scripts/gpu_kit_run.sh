@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine (the device tool, with `carry: ["gpukit"]`): unpacks gpukit/kit.tar.xz (made by
 # scripts/gpu_kit.sh), then `ctk info`, every GPU test binary, the MNIST examples on the GPU against the
-# CPU, and/or the GPU benchmarks against the machine's PyTorch.
-# Usage: bash scripts/gpu_kit_run.sh [tests|examples|bench|all]... [-- extra compare.py args...]
-#   (the phases run in the order given; all = tests, examples, bench; profile is asked for by name)
+# CPU, the MPI/NCCL test, and/or the GPU benchmarks against the machine's PyTorch.
+# Usage: bash scripts/gpu_kit_run.sh [tests|distributed|examples|bench|all]... [-- extra compare.py args...]
+#   (the phases run in the order given; all = tests, distributed, examples, bench; profile is asked for
+#   by name)
 #   CTK_KIT_SECONDS   the whole run's budget (default 540): every step gets at most what is left, so the
 #                     logs of what finished come back even when the device tool's limit is near
 #   CTK_KIT_TESTS     which test binaries (default: all seven); CTK_KIT_FILTER a --gtest_filter for them
@@ -19,7 +20,7 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do phases+=("$1"); shift; done
 [ ${#phases[@]} -eq 0 ] && phases=(all)
 expanded=()
 for p in "${phases[@]}"; do
-    if [ "$p" = all ]; then expanded+=(tests examples bench); else expanded+=("$p"); fi
+    if [ "$p" = all ]; then expanded+=(tests distributed examples bench); else expanded+=("$p"); fi
 done
 phases=("${expanded[@]}")
 # compare.py's rounds unless the extra arguments name them: 3 keeps the six bench runs inside the budget.
@@ -131,10 +132,35 @@ examples() {
             tee -a "$summary"
     fi
 }
+distributed() {
+    # NCCL, bootstrapped through MPI: one worker per GPU sums GPU tensors where they are (the ctest
+    # distributed_mpi_gpu), then the whole MPI test with two workers. The kit's OpenMPI is found through
+    # OPAL_PREFIX.
+    [ -x "$KIT/ompi/bin/mpiexec" ] || { echo "distributed: the kit has no OpenMPI" | tee -a "$summary"; return; }
+    local gpus
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') || gpus=0
+    run_mpi() {  # workers, then test arguments
+        local n=$1
+        shift
+        start=$SECONDS
+        OPAL_PREFIX=$KIT/ompi OMPI_MCA_mca_base_component_show_load_errors=0 PMIX_MCA_pcompress_base_silence_warning=1 \
+            OMPI_MCA_btl_vader_single_copy_mechanism=none PATH=$KIT/ompi/bin:$PATH \
+            capped 180 "$KIT/ompi/bin/mpiexec" --allow-run-as-root --oversubscribe -n "$n" \
+            "$KIT/distributed_mpi_test" --gtest_brief=1 "$@" >/tmp/ctk-gpukit-mpi.log 2>&1
+        rc=$?
+        { echo "== mpiexec -n $n distributed_mpi_test $* (exit $rc)"; cat /tmp/ctk-gpukit-mpi.log; } >>"$OUT/tests.log"
+        echo "mpiexec -n $n distributed_mpi_test $*: exit $rc, $((SECONDS - start)) s, $(grep -E '^\[ *(PASSED|FAILED|SKIPPED) *\] [0-9]+ test' /tmp/ctk-gpukit-mpi.log | sort -u | tr -s ' ' | tr '\n' ' ')" |
+            tee -a "$summary"
+    }
+    run_mpi 1 --gtest_filter='Mpi.GpuTensors*'
+    [ "$gpus" -gt 1 ] && run_mpi "$gpus" --gtest_filter='Mpi.GpuTensors*'
+    run_mpi 2
+}
 for phase in "${phases[@]}"; do
     case $phase in
-        tests | examples | bench | profile) "$phase" "$@" ;;
-        *) echo "gpu_kit_run: unknown phase '$phase' (tests, examples, bench, profile, all)" | tee -a "$summary" ;;
+        tests | examples | bench | profile | distributed) "$phase" "$@" ;;
+        *) echo "gpu_kit_run: unknown phase '$phase' (tests, examples, bench, profile, distributed, all)" |
+               tee -a "$summary" ;;
     esac
 done
 echo "done after $SECONDS s" | tee -a "$summary"
