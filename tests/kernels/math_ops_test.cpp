@@ -123,6 +123,33 @@ TEST(Reduce, IndependentOfThreadCount) {
     EXPECT_EQ(reduce_mean(x, {0}).to_vector<float>(), one_cols);
 }
 
+// Few long columns (a bias gradient in channels-last order: [N*H*W, C]) are cut into runs of rows that
+// the threads share: the sums match float64 and repeat to the bit at any thread count.
+TEST(Reduce, LongColumnsAreSharedByTheThreads) {
+    for (const Shape& shape : {Shape{50021, 37}, Shape{2, 9001, 300}, Shape{1, 70000, 1024}}) {
+        SCOPED_TRACE(shape.to_string());
+        Tensor x = Tensor::empty(shape);
+        Generator(7).normal(x);
+        const int axis = shape.rank() - 2;
+        ScopedNumThreads restore(1);
+        const auto one = reduce_sum(x, {axis}).to_vector<float>();
+        const auto one_max = reduce_max(x, {axis}).to_vector<float>();
+        set_num_threads(2);
+        EXPECT_EQ(reduce_sum(x, {axis}).to_vector<float>(), one);
+        EXPECT_EQ(reduce_max(x, {axis}).to_vector<float>(), one_max);
+        // The reference: a plain loop in float64 over [outer, r, inner].
+        const auto v = x.to_vector<float>();
+        const int64_t inner = shape[shape.rank() - 1], r = shape[axis], outer = x.numel() / (r * inner);
+        ASSERT_EQ(one.size(), static_cast<size_t>(outer * inner));
+        for (int64_t a = 0; a < outer; ++a)
+            for (int64_t j = 0; j < inner; ++j) {
+                double sum = 0;
+                for (int64_t i = 0; i < r; ++i) sum += v[static_cast<size_t>((a * r + i) * inner + j)];
+                EXPECT_NEAR(one[static_cast<size_t>(a * inner + j)], sum, 1e-4 * (1 + std::fabs(sum)));
+            }
+    }
+}
+
 TEST(Softmax, StableAndChecked) {
     auto y = softmax(vec({1000, 1000})).to_vector<float>();
     EXPECT_FLOAT_EQ(y[0], 0.5f);

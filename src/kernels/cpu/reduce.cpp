@@ -3,8 +3,10 @@
 // inner kept block; other patterns are permuted to [K, R] first. Accumulation is in double, and
 // long rows are cut into fixed chunks whose partial results combine in a fixed order, so results do not
 // depend on the thread count.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/vector_math.h"
@@ -143,28 +145,61 @@ void reduce_rows(const T* x, T* out, int64_t rows, int64_t r, const ReduceKind& 
     });
 }
 
-// out[a, j] = reduce over i of x[a, i, j] for contiguous x of shape [outer, r, inner].
+// out[a, j] = reduce over i of x[a, i, j] for contiguous x of shape [outer, r, inner]. Tasks are blocks of
+// columns; when there are few of them (a bias gradient: [1, N*H*W, C] in channels-last memory order),
+// the rows are cut as well, into runs of a fixed length whose partial results combine in order, so that
+// every thread works and the result does not depend on the thread count.
 template <Acc A, typename T>
 void reduce_columns(const T* x, T* out, int64_t outer, int64_t r, int64_t inner, const ReduceKind& k) {
     constexpr int64_t kCols = 256;  // columns per task: the accumulators stay in L1
-    int64_t col_blocks = (inner + kCols - 1) / kCols;
-    parallel_for(
-        0, outer * col_blocks, std::max<int64_t>(1, kChunk / std::max<int64_t>(r * kCols, 1)),
-        [&](int64_t b, int64_t e) {
-            double acc[kCols];
-            for (int64_t t = b; t < e; ++t) {
-                int64_t a = t / col_blocks, j0 = (t % col_blocks) * kCols, nj = std::min(kCols, inner - j0);
-                for (int64_t j = 0; j < nj; ++j) acc[j] = k.init;
-                const T* base = x + a * r * inner + j0;
-                for (int64_t i = 0; i < r; ++i) {
-                    const T* row = base + i * inner;
-                    for (int64_t j = 0; j < nj; ++j)
-                        acc[j] = step<A>(acc[j], static_cast<double>(load(row[j])));
-                }
-                for (int64_t j = 0; j < nj; ++j)
-                    out[a * inner + j0 + j] = store<T>(static_cast<compute_t<T>>(finish(k, acc[j], r)));
-            }
-        });
+    constexpr int64_t kFewTasks = 64, kMaxRuns = 32;
+    const int64_t col_blocks = (inner + kCols - 1) / kCols, tasks = outer * col_blocks;
+    const int64_t width = std::min(inner, kCols);  // of a task's accumulators
+    // At least kChunk values a run, at most kMaxRuns runs: a function of the shape alone.
+    const int64_t runs = tasks < kFewTasks ? std::clamp<int64_t>(r * width / kChunk, 1, kMaxRuns) : 1;
+    const int64_t run_rows = (r + runs - 1) / runs;
+    // Reduces rows [i0, i1) of task t into out_acc (nj columns, starting from init); the accumulators
+    // themselves live on the stack, where the compiler keeps them out of memory.
+    auto reduce_run = [&](int64_t t, int64_t i0, int64_t i1, double* out_acc) {
+        const int64_t a = t / col_blocks, j0 = (t % col_blocks) * kCols, nj = std::min(kCols, inner - j0);
+        double acc[kCols];
+        for (int64_t j = 0; j < nj; ++j) acc[j] = k.init;
+        const T* base = x + a * r * inner + j0;
+        for (int64_t i = i0; i < i1; ++i) {
+            const T* row = base + i * inner;
+            for (int64_t j = 0; j < nj; ++j) acc[j] = step<A>(acc[j], static_cast<double>(load(row[j])));
+        }
+        std::copy(acc, acc + nj, out_acc);
+    };
+    auto write = [&](int64_t t, const double* acc) {
+        const int64_t a = t / col_blocks, j0 = (t % col_blocks) * kCols, nj = std::min(kCols, inner - j0);
+        for (int64_t j = 0; j < nj; ++j)
+            out[a * inner + j0 + j] = store<T>(static_cast<compute_t<T>>(finish(k, acc[j], r)));
+    };
+    if (runs <= 1) {
+        parallel_for(0, tasks, std::max<int64_t>(1, kChunk / std::max<int64_t>(r * kCols, 1)),
+                     [&](int64_t b, int64_t e) {
+                         double acc[kCols];
+                         for (int64_t t = b; t < e; ++t) {
+                             reduce_run(t, 0, r, acc);
+                             write(t, acc);
+                         }
+                     });
+        return;
+    }
+    std::vector<double> partial(static_cast<size_t>(tasks * runs * width));
+    parallel_for(0, tasks * runs, 1, [&](int64_t b, int64_t e) {
+        for (int64_t q = b; q < e; ++q) {
+            const int64_t t = q / runs, i0 = (q % runs) * run_rows;
+            reduce_run(t, i0, std::min(r, i0 + run_rows), partial.data() + q * width);
+        }
+    });
+    for (int64_t t = 0; t < tasks; ++t) {
+        double* acc = partial.data() + t * runs * width;
+        for (int64_t q = 1; q < runs; ++q)
+            for (int64_t j = 0; j < width; ++j) acc[j] = combine<A>(acc[j], acc[q * width + j]);
+        write(t, acc);
+    }
 }
 
 // Brings x to a contiguous [outer, r, inner] form; returns false if it had to permute to [outer, r].
