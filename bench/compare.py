@@ -272,9 +272,16 @@ def run_torch_worker(case, threads, args):
 
 # ---- the ctk side ----------------------------------------------------------------------------------
 
+CTK_OPENBLAS_CORE = None  # --ctk-openblas-core: the core ctk's OpenBLAS is told, to stand for another CPU
+
+
 def ctk_environment():
-    """The environment of every ctk_bench process: this one's without OPENBLAS_CORETYPE (see above)."""
-    return {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    """The environment of every ctk_bench process: this one's without OPENBLAS_CORETYPE (see above), or
+    with --ctk-openblas-core's."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    if CTK_OPENBLAS_CORE:
+        env["OPENBLAS_CORETYPE"] = CTK_OPENBLAS_CORE
+    return env
 
 
 def run_ctk(case, threads, args):
@@ -570,6 +577,9 @@ def main():
     parser.add_argument("--torch-subprocess", action="store_true",
                         help="run each torch round in a fresh interpreter (as ctk's), so torch's timing does "
                              "not depend on the allocator state earlier cases left behind")
+    parser.add_argument("--ctk-openblas-core", default=None,
+                        help="OPENBLAS_CORETYPE for ctk_bench too, to stand for another CPU (e.g. Haswell with "
+                             "ONEDNN_MAX_CPU_ISA=AVX2 and CTK_GEMM=openblas: an AVX2 machine)")
     parser.add_argument("--list", action="store_true", help="print the cases and exit")
     parser.add_argument("--torch-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -577,6 +587,8 @@ def main():
         return torch_worker(args)
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
+    global CTK_OPENBLAS_CORE
+    CTK_OPENBLAS_CORE = args.ctk_openblas_core
     try:
         thread_counts = [int(t) for t in args.threads.split(",") if t.strip()]
     except ValueError:

@@ -117,15 +117,21 @@ TEST(CpuInfo, BothFitOnAvx512SendsLargeProductsToOnednn) {
               CpuGemm::openblas);
 }
 
-TEST(CpuInfo, KnownCoreOnAvx2KeepsOpenblas) {
+TEST(CpuInfo, KnownCoreOnAvx2SharesAsOnAvx512) {
+    // Both fit an AVX2 CPU: oneDNN from 2^20, OpenBLAS below (bench/gemm_shapes.py at the AVX2 level).
     for (const auto& [cpu, core, isa] :
          {std::tuple{avx2_cpu(), "Haswell", "avx2"}, std::tuple{avx2_cpu(), "Zen", "avx2"}}) {
         const GemmChoice c = choose_cpu_gemm(cpu, libraries(core, isa), CpuGemm::automatic);
-        EXPECT_EQ(c.library, CpuGemm::openblas) << core;
+        EXPECT_EQ(c.library, CpuGemm::onednn) << core;
+        EXPECT_EQ(c.min_work, kOnednnGemmMinWorkBothFit) << core;
+        EXPECT_TRUE(has(c.reason, "both fit")) << c.reason;
         const CpuVerdict v = check_cpu_gemm(cpu, libraries(core, isa), CpuGemm::automatic);
         EXPECT_FALSE(v.below_machine) << core;
         EXPECT_TRUE(v.fix.empty()) << v.fix;
     }
+    // oneDNN held below AVX2: OpenBLAS keeps everything.
+    EXPECT_EQ(choose_cpu_gemm(avx2_cpu(), libraries("Haswell", "avx"), CpuGemm::automatic).library,
+              CpuGemm::openblas);
 }
 
 TEST(CpuInfo, UnknownCoreIsTrusted) {
@@ -198,7 +204,7 @@ TEST(CpuInfo, ReportNamesEveryFact) {
                              "bf16: native (AVX512_BF16)", "verdict: ", "fix: start programs"})
         EXPECT_TRUE(has(r, part)) << part << "\n" << r;
     const std::string ok = format_cpu_report(avx2_cpu(), libraries("Haswell", "avx2"), CpuGemm::automatic, 1);
-    EXPECT_TRUE(has(ok, "f32 GEMM: OpenBLAS (auto)")) << ok;
+    EXPECT_TRUE(has(ok, "f32 GEMM: oneDNN from 1048576 multiply-adds, OpenBLAS below (auto)")) << ok;
     EXPECT_TRUE(has(ok, "bf16: emulated")) << ok;
     EXPECT_FALSE(has(ok, "fix:")) << ok;
 }

@@ -68,8 +68,9 @@ struct GemmChoice {
 
 // The route: a forced library when `requested` names one; otherwise, by the levels of the CPU and the
 // libraries: oneDNN from 32^3 when OpenBLAS's kernels are below the CPU and oneDNN's are not; on
-// AVX-512 CPUs where both fit, oneDNN from 2^20 (its sgemm measured 5-20 % faster there, 2x at
-// 32x1024x256); OpenBLAS otherwise, and for a core ctk's table does not know (a newer OpenBLAS).
+// AVX-512 and AVX2 CPUs where both fit, oneDNN from 2^20 (its sgemm measured 5-20 % faster on AVX-512,
+// 2x at 32x1024x256, and ahead on most products at the AVX2 level too: docs/ctk_info.md); OpenBLAS
+// otherwise, and for a core ctk's table does not know (a newer OpenBLAS).
 // Deterministic: the same facts give the same route (no timing), so results never depend on load.
 GemmChoice choose_cpu_gemm(const CpuIsa& cpu, const MathLibraries& libraries, CpuGemm requested);
 

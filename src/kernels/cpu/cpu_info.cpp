@@ -153,7 +153,7 @@ GemmChoice choose_cpu_gemm(const CpuIsa& cpu, const MathLibraries& libraries, Cp
     if (blas == IsaLevel::unknown)
         return {CpuGemm::openblas, 0,
                 concat("OpenBLAS's core '", libraries.openblas_core, "' is newer than ctk's table: trusted")};
-    if (blas >= machine && machine == IsaLevel::avx512 && dnn >= machine)
+    if (blas >= machine && machine >= IsaLevel::avx2 && dnn >= machine)
         return {CpuGemm::onednn, kOnednnGemmMinWorkBothFit,
                 concat(openblas_kernels(libraries), " and oneDNN's ", libraries.onednn_isa,
                        " code both fit this CPU; oneDNN's sgemm is the faster from 2^20 multiply-adds")};
