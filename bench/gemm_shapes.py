@@ -10,6 +10,7 @@ To stand for another CPU, hold the libraries to its level before they load, e.g.
 import argparse
 import ctypes
 import ctypes.util
+import os
 import statistics
 import time
 
@@ -63,9 +64,8 @@ def main():
     parser.add_argument("--min-time", type=float, default=0.3)
     args = parser.parse_args()
     blas, dnnl, gomp = load()
-    print("OpenBLAS core %s; oneDNN %s" % (blas.openblas_get_corename().decode(),
-                                          "held by ONEDNN_MAX_CPU_ISA" if "ONEDNN_MAX_CPU_ISA" in __import__("os").environ
-                                          else "at the CPU's ISA"))
+    held = "held to " + os.environ["ONEDNN_MAX_CPU_ISA"] if "ONEDNN_MAX_CPU_ISA" in os.environ else "at the CPU's ISA"
+    print("OpenBLAS core %s; oneDNN %s" % (blas.openblas_get_corename().decode(), held))
     print("%-24s %-28s %4s %9s %9s  %s" % ("m x n x k", "", "thr", "oneDNN", "OpenBLAS", "faster"))
     rng = np.random.default_rng(0)
     for m, n, k, ta, tb, what in SHAPES:

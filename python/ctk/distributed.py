@@ -13,6 +13,7 @@ import traceback as _traceback
 from ._ctk import distributed as _d
 from ._ctk.distributed import WorkerDescriptor, DistributedLearner  # noqa: F401
 
+
 class Communicator:
     """CNTK's Communicator: the workers of the job (MPI_COMM_WORLD)."""
 

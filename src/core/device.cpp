@@ -54,13 +54,11 @@ int gpu_of_worker(int64_t local_rank, int gpu_count) {
 Device parse_device(const std::string& spec, const std::string& what) {
     if (spec == "cpu") return Device::cpu();
     // Unnumbered, each worker of a job takes its own GPU of the machine (CNTK's default device did too).
-    const int64_t local_rank = launched_worker().local_rank;
-    if (spec == "auto")
-        return cuda::device_count() > 0 ? Device::cuda(gpu_of_worker(local_rank, cuda::device_count()))
-                                        : Device::cpu();
+    auto workers_gpu = [] { return gpu_of_worker(launched_worker().local_rank, cuda::device_count()); };
+    if (spec == "auto") return cuda::device_count() > 0 ? Device::cuda(workers_gpu()) : Device::cpu();
     int index = -1;
     if (spec == "gpu") {
-        index = gpu_of_worker(local_rank, cuda::device_count());
+        index = workers_gpu();
     } else if (spec.rfind("gpu:", 0) == 0 && spec.size() > 4 && spec.size() < 10 &&
                spec.find_first_not_of("0123456789", 4) == std::string::npos) {
         index = std::stoi(spec.substr(4));

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace {
@@ -119,6 +122,18 @@ TEST(VectorMath, MaxSumArgmaxMatchTheScalarRules) {
     }
     EXPECT_TRUE(std::string(vm::isa()) == "avx512f" || std::string(vm::isa()) == "avx2" ||
                 std::string(vm::isa()) == "sse2");
+}
+
+// The kernels' branch-free bf16 store rounds as BFloat16(float) does (to nearest even, NaN kept quiet
+// with its sign): every upper half of a float with the lower halves that decide the rounding.
+TEST(Bf16Store, RoundsAsTheConstructor) {
+    for (uint32_t hi = 0; hi <= 0xffffu; ++hi)
+        for (uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xc000u, 0xffffu}) {
+            const uint32_t u = (hi << 16) | lo;
+            float f;
+            std::memcpy(&f, &u, 4);
+            ASSERT_EQ(ctk::cpu::store<ctk::BFloat16>(f).bits, ctk::BFloat16(f).bits) << std::hex << u;
+        }
 }
 
 }  // namespace

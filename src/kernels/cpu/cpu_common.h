@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "core/strided_loop.h"
@@ -23,10 +25,19 @@ inline compute_t<T> load(T v) {
 }
 template <typename T>
 inline T store(compute_t<T> v) {
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+    if constexpr (std::is_same_v<T, BFloat16>) {
+        // BFloat16(v)'s rounding written without a branch (both results, then a select), so that loops
+        // storing bf16 vectorise.
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet_nan = (u >> 16) | 0x40u;
+        return BFloat16::from_bits(
+            static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded));
+    } else if constexpr (std::is_same_v<T, Half>) {
         return T(v);
-    else
+    } else {
         return v;
+    }
 }
 
 // The logistic function without overflow for large |x| (the element-wise kernels and the fused
