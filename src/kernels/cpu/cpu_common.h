@@ -12,6 +12,10 @@
 
 namespace ctk::cpu {
 
+// One clone of a function per ISA, the widest the CPU has chosen at load time (loops over plain arrays
+// that the compiler vectorises for each).
+#define CTK_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
 // 16-bit floats are computed in float; everything else in its own type.
 template <typename T>
 using compute_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;

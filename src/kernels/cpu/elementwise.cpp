@@ -6,6 +6,7 @@
 
 #include "ctk/parallel.h"
 #include "kernels/cntk_math.h"
+#include "kernels/cpu/bf16_loops.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/vector_math.h"
 
@@ -15,6 +16,33 @@ namespace {
 
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+
+// True when every tensor has `first`'s shape and the same dense memory order (all row-major, or all
+// channels-last with the same strides): the elements can then be walked as one flat array.
+bool same_dense_layout(const Tensor& first, std::initializer_list<const Tensor*> others) {
+    const bool row_major = first.is_contiguous(), channels_last = is_channels_last(first);
+    if (!row_major && !channels_last) return false;
+    for (const Tensor* t : others) {
+        if (t->shape() != first.shape() || t->strides() != first.strides()) return false;
+        if (!(row_major ? t->is_contiguous() : is_channels_last(*t))) return false;
+    }
+    return true;
+}
+
+// Runs a dense bf16 loop (bf16_loops.h) over out and its operands, in parallel pieces.
+const uint16_t* bits(const Tensor& t) {
+    return static_cast<const uint16_t*>(t.raw_data());
+}
+void dense_bf16(const Tensor& out, void (*loop)(uint16_t*, const uint16_t*, int64_t), const Tensor& x) {
+    uint16_t* o = static_cast<uint16_t*>(out.raw_data());
+    parallel_for(0, out.numel(), 1 << 14, [&](int64_t b, int64_t e) { loop(o + b, bits(x) + b, e - b); });
+}
+void dense_bf16(const Tensor& out, void (*loop)(uint16_t*, const uint16_t*, const uint16_t*, int64_t),
+                const Tensor& x, const Tensor& y) {
+    uint16_t* o = static_cast<uint16_t*>(out.raw_data());
+    parallel_for(0, out.numel(), 1 << 14,
+                 [&](int64_t b, int64_t e) { loop(o + b, bits(x) + b, bits(y) + b, e - b); });
+}
 
 // Applies f over a 2-operand (out, in) plan.
 template <typename T, typename F>
@@ -57,6 +85,9 @@ void unary_kernel(const KernelCall& call) {
                          [&](int64_t b, int64_t e) { vector_fn(o + b, in + b, e - b); });
             return;
         }
+    }
+    if constexpr (std::is_same_v<T, BFloat16>) {
+        if (call.op == OpKind::relu && same_dense_layout(out, {&x})) return dense_bf16(out, bf16::relu, x);
     }
     const ScalarAttrs& s = call.attr<ScalarAttrs>();
     const C alpha = static_cast<C>(s.alpha), beta = static_cast<C>(s.beta);
@@ -171,6 +202,11 @@ template <typename T>
 void unary_backward_kernel(const KernelCall& call) {
     using C = compute_t<T>;
     const auto& a = call.attr<UnaryGradAttrs>();
+    if constexpr (std::is_same_v<T, BFloat16>) {
+        const Tensor &y = call.inputs[1], &dy = call.inputs[2], &dx = call.outputs[0];
+        if (a.fn == OpKind::relu && same_dense_layout(dx, {&y, &dy}))
+            return dense_bf16(dx, bf16::relu_grad, y, dy);
+    }
     const C alpha = static_cast<C>(a.scalars.alpha), beta = static_cast<C>(a.scalars.beta);
     const C one(1), zero(0);
     switch (a.fn) {
@@ -280,6 +316,10 @@ void binary_kernel(const KernelCall& call) {
     using C = compute_t<T>;
     const Tensor &a = call.inputs[0], &b = call.inputs[1];
     const Tensor& out = call.outputs[0];
+    if constexpr (std::is_same_v<T, BFloat16>) {
+        if (call.op == OpKind::plus && same_dense_layout(out, {&a, &b}))
+            return dense_bf16(out, bf16::add, a, b);
+    }
     const C one(1), zero(0);
     switch (call.op) {
         case OpKind::plus:

@@ -13,14 +13,13 @@
 #include <cstring>
 
 #include "ctk/parallel.h"
+#include "kernels/cpu/cpu_common.h"
 
 namespace ctk::cpu {
 
 namespace {
 
 constexpr int kLanes = 16;
-
-#define CTK_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 // 16 floats as one value: one zmm register with AVX-512, two ymm or four xmm on the other clones.
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
@@ -88,7 +87,6 @@ CTK_VECTOR_CLONES void plane_input_gradient(const float* x, const float* dy, flo
     for (int64_t i = 0; i < n; ++i) dx[i] = k * dy[i] - c * (x[i] - mean) - d;
 }
 
-#undef CTK_VECTOR_CLONES
 #undef CTK_LOAD
 #undef CTK_TOTAL
 
