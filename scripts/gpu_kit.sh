@@ -26,11 +26,15 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 for b in "${binaries[@]}"; do cp "$BUILD/$b" "$stage/"; done
 strip --strip-unneeded "$stage"/*
-# Every library the binaries load, except glibc's, the C++ runtime (the image's are newer) and CUDA's
-# (the machine's driver and toolkit, or PyTorch's wheels, provide cuDNN; cudart and cuBLAS are static).
-for b in "$stage"/*; do ldd "$b"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libz)\.so|/usr/local/cuda' |
-    while read -r lib; do cp -L "$lib" "$stage/"; done
+# Copies every library FILE... loads into the stage, except glibc's, the C++ runtime (the image's are
+# newer) and CUDA's (the machine's driver and toolkit, or PyTorch's wheels, provide cuDNN; cudart and
+# cuBLAS are static).
+copy_libraries() {
+    for f in "$@"; do ldd "$f"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
+        grep -Ev '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libz)\.so|/usr/local/cuda' |
+        while read -r lib; do cp -L "$lib" "$stage/"; done
+}
+copy_libraries "$stage"/*
 # OpenMPI for the distributed GPU test (NCCL bootstraps through MPI): Debian's mpiexec, its components
 # and help texts under ompi/, found there through OPAL_PREFIX (gpu_kit_run.sh), with the libraries they
 # load. Components for fabrics a one-machine run does not use (UCX, libfabric, verbs, PSM) and OpenSHMEM
@@ -45,10 +49,7 @@ if [ -d "$ompi_components" ] && [ -x /usr/bin/orterun ]; then
         ldd "$c" | grep -Eq 'lib(ucp|uct|ucs|fabric|ibverbs|psm|psm2|psm_infinipath|oshmem|nl-3)\.so' ||
             cp "$c" "$ompi/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/"
     done
-    for f in "$ompi"/bin/mpiexec "$ompi"/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so; do ldd "$f"; done |
-        awk '$3 ~ /^\// {print $3}' | sort -u |
-        grep -Ev '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libz)\.so' |
-        while read -r lib; do [ -e "$stage/$(basename "$lib")" ] || cp -L "$lib" "$stage/"; done
+    copy_libraries "$ompi"/bin/mpiexec "$ompi"/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so
 fi
 # OpenCV's image codecs link GDAL, GDCM (DICOM) and OpenEXR for formats the GPU checks never read, and
 # those bring about 100 libraries (ICU, HDF5, x265, ...: over 100 MB) that would take the kit past the

@@ -92,12 +92,16 @@ def write_ctf(path, rows, seed):
                                                     ' '.join(map(str, pixels))))
 
 
-def mpiexec(args, cwd, timeout=300):
-    env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism='none',
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    return subprocess.run([MPIEXEC, '--allow-run-as-root', '--oversubscribe', '-n', '2', sys.executable] + args,
-                          cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=timeout)
+def job_environment():
+    return dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism='none',
+                PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
+
+def mpiexec(args, cwd, timeout=300, workers=2):
+    """This Python running args under mpiexec with `workers` workers; or alone when workers is None."""
+    launcher = [] if workers is None else [MPIEXEC, '--allow-run-as-root', '--oversubscribe', '-n', str(workers)]
+    return subprocess.run(launcher + [sys.executable] + args, cwd=cwd, env=job_environment(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope='module')
@@ -140,35 +144,12 @@ def test_restarted_job_continues_from_its_checkpoint(mnist_dir, tmp_path):
     assert len(epochs) == 2, second.stdout
 
 
-FINALIZE_TEST = '''
-import sys, time
-from cntk.train.distributed import Communicator
-if Communicator.rank() == 0:
-    raise RuntimeError("worker 0 fails before finalize")
-Communicator().barrier()
-print("worker %d passed the barrier" % Communicator.rank())
-Communicator.finalize()
-'''
-
-
-@with_mpi
-def test_a_worker_that_raises_stops_the_job(tmp_path):
-    # CNTK's finalize_test: worker 0 raises, worker 1 waits in a barrier; the job must end (no hang).
-    script = tmp_path / 'finalize_test.py'
-    script.write_text(FINALIZE_TEST)
-    start = time.time()
-    out = mpiexec([str(script)], cwd=str(tmp_path), timeout=120)
-    assert out.returncode != 0, out.stdout
-    assert time.time() - start < 60
-    assert 'worker 0 fails before finalize' in out.stdout
-    assert 'worker 0 of 2' in out.stdout  # ctk names the worker that stopped the job
-    assert 'passed the barrier' not in out.stdout
-
-
-EXIT_TEST = '''
+FAILING_WORKER = '''
 import sys
 from cntk.train.distributed import Communicator
 if Communicator.rank() == 0:
+    if sys.argv[1] == 'raise':
+        raise RuntimeError("worker 0 fails before finalize")
     sys.exit(int(sys.argv[1]))  # leaves without finalize()
 Communicator().barrier()
 print("worker %d passed the barrier" % Communicator.rank())
@@ -176,18 +157,33 @@ Communicator.finalize()
 '''
 
 
-@with_mpi
-def test_a_worker_that_exits_with_an_error_status_stops_the_job(tmp_path):
-    # sys.exit(3) on worker 0 while worker 1 waits in a barrier: finalizing at exit would wait for worker 1
-    # forever; the job must end, naming the worker and its status.
-    script = tmp_path / 'exit_test.py'
-    script.write_text(EXIT_TEST)
+def job_whose_worker_zero_fails(tmp_path, how):
+    """Worker 0 fails (`raise`, or sys.exit with the status given) while worker 1 waits in a barrier: the
+    job must end, within 60 s and with a non-zero status, and worker 1 never passes the barrier."""
+    script = tmp_path / 'failing_worker.py'
+    script.write_text(FAILING_WORKER)
     start = time.time()
-    out = mpiexec([str(script), '3'], cwd=str(tmp_path), timeout=120)
+    out = mpiexec([str(script), how], cwd=str(tmp_path), timeout=120)
     assert out.returncode != 0, out.stdout
     assert time.time() - start < 60
-    assert 'worker 0 of 2 stops the job: it is leaving with exit status 3' in out.stdout
     assert 'passed the barrier' not in out.stdout
+    return out
+
+
+@with_mpi
+def test_a_worker_that_raises_stops_the_job(tmp_path):
+    # CNTK's finalize_test: worker 0 raises, worker 1 waits in a barrier; the job must end (no hang).
+    out = job_whose_worker_zero_fails(tmp_path, 'raise')
+    assert 'worker 0 fails before finalize' in out.stdout
+    assert 'worker 0 of 2' in out.stdout  # ctk names the worker that stopped the job
+
+
+@with_mpi
+def test_a_worker_that_exits_with_an_error_status_stops_the_job(tmp_path):
+    # sys.exit(3) on worker 0: finalizing at exit would wait for worker 1 forever; the job must end,
+    # naming the worker and its status.
+    out = job_whose_worker_zero_fails(tmp_path, '3')
+    assert 'worker 0 of 2 stops the job: it is leaving with exit status 3' in out.stdout
 
 
 FORGETFUL = '''
@@ -248,9 +244,7 @@ def test_hand_written_loop_over_partitions_trains_as_one_process(tmp_path):
     assert lines[0] == lines[1]
     assert lines[0].startswith('8 steps, 20 samples, '), lines[0]
     # One process on the same minibatches gets the same parameters.
-    single = subprocess.run([sys.executable, str(script), 'single'], cwd=str(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    single = mpiexec([str(script), 'single'], cwd=str(tmp_path), workers=None)
     assert single.returncode == 0, single.stdout
     ref = (tmp_path / 'single0.txt').read_text()
     assert ref.startswith('8 steps, 20 samples, '), ref
@@ -304,14 +298,9 @@ def test_a_checkpoint_restored_on_another_number_of_workers_continues_the_run(tm
     script.write_text(RESIZED)
     out = mpiexec([str(script), 'write', str(tmp_path)], cwd=str(tmp_path))
     assert out.returncode == 0, out.stdout
-    env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism='none',
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    out = subprocess.run([MPIEXEC, '--allow-run-as-root', '--oversubscribe', '-n', '3', sys.executable,
-                          str(script), 'three', str(tmp_path)], cwd=str(tmp_path), env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    out = mpiexec([str(script), 'three', str(tmp_path)], cwd=str(tmp_path), workers=3)
     assert out.returncode == 0, out.stdout
-    out = subprocess.run([sys.executable, str(script), 'one', str(tmp_path)], cwd=str(tmp_path), env=env,
-                         text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    out = mpiexec([str(script), 'one', str(tmp_path)], cwd=str(tmp_path), workers=None)
     assert out.returncode == 0, out.stdout
     written = np.load(str(tmp_path / 'write_0.npy'))
     np.testing.assert_array_equal(np.load(str(tmp_path / 'write_1.npy')), written)

@@ -74,11 +74,7 @@ void unary_kernel(const KernelCall& call) {
                                : call.op == OpKind::tanh    ? vmath::tanh
                                : call.op == OpKind::sigmoid ? vmath::sigmoid
                                                             : nullptr;
-        // Both row-major, or both channels-last: the same dense memory order, read as one array.
-        const bool same_dense =
-            (out.is_contiguous() && x.is_contiguous()) ||
-            (is_channels_last(out) && is_channels_last(x) && out.strides() == x.strides());
-        if (vector_fn != nullptr && same_dense && x.shape() == out.shape()) {
+        if (vector_fn != nullptr && same_dense_layout(out, {&x})) {
             const float* in = x.data<float>();
             float* o = out.data<float>();
             parallel_for(0, out.numel(), 1 << 14,
