@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 #include <unordered_map>
 
@@ -132,7 +133,11 @@ private:
     void build_index() {
         std::FILE* f = std::fopen(path_.c_str(), "rb");
         CTK_CHECK(f, IOError, "cannot open CTF file '", path_, "': ", std::strerror(errno));
-        std::vector<char> buf(size_t(4) << 20);
+        // 4 MiB, or the file and its last byte when smaller: opening a small file zero-fills no megabytes.
+        std::error_code size_error;
+        const uintmax_t file_bytes = std::filesystem::file_size(path_, size_error);
+        const size_t capacity = size_t(4) << 20;
+        std::vector<char> buf(size_error ? capacity : std::min<size_t>(capacity, size_t(file_bytes) + 1));
         size_t begin = 0, have = 0;
         int64_t buf_offset = 0;  // file offset of buf[0]
         bool eof = false;

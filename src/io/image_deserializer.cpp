@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <memory>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -422,7 +423,9 @@ private:
 
     // The line offsets, grouped into chunks of about chunk_bytes.
     void index_lines(int64_t chunk_bytes) {
-        std::vector<char> block(1 << 20);
+        // Not zero-filled: pread fills what is read, and a small file touches few pages.
+        const size_t block_bytes = size_t(1) << 20;
+        const auto block = std::make_unique_for_overwrite<char[]>(block_bytes);
         uint64_t offset = 0, line_begin = 0;
         auto add = [&](uint64_t end) {
             if (lines_.empty() ||
@@ -431,7 +434,7 @@ private:
             lines_.push_back({line_begin, end});
         };
         for (;;) {
-            const ssize_t n = ::pread(fd_, block.data(), block.size(), static_cast<off_t>(offset));
+            const ssize_t n = ::pread(fd_, block.get(), block_bytes, static_cast<off_t>(offset));
             CTK_CHECK(n >= 0, IOError, who_, ": cannot read '", config_.map_file,
                       "': ", std::strerror(errno));
             if (n == 0) break;

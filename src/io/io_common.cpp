@@ -27,7 +27,8 @@ public:
         f_ = gzopen(path.c_str(), "rb");
         CTK_CHECK(f_ != nullptr, IOError, "cannot open '", path,
                   "': ", errno ? std::strerror(errno) : "zlib could not allocate its state");
-        gzbuffer(f_, 1 << 20);
+        // zlib's buffer (1 MiB for speed on large files; a small file gets a small one).
+        gzbuffer(f_, static_cast<unsigned>(std::clamp<uint64_t>(file_bytes_ + 1, 8u << 10, 1u << 20)));
     }
     ~GzReader() { gzclose(f_); }
     GzReader(const GzReader&) = delete;
