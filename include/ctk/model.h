@@ -40,6 +40,11 @@ void save_cntk_dictionary(const Dictionary& d, const std::string& path);
 std::string cntk_dictionary_bytes(const Dictionary& d);
 Dictionary cntk_dictionary_from_bytes(const std::string& bytes, const std::string& source);
 
+// CNTK's Function.attributes: a primitive Function's attributes with the names and types CNTK's v2 model
+// format gives them (in load_cntk_dictionary's types); an op CNTK did not have shows ctk's own
+// (`ctkOp`, `ctkAttributes`). ValueError for a composite or block.
+Dictionary cntk_v2_attributes(const Function& f);
+
 // ---- the individual formats (load_model/save_model dispatch to these) ----
 FunctionPtr load_cntk_v2_model(const std::string& path);
 void save_cntk_v2_model(const FunctionPtr& model, const std::string& path);

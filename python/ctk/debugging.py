@@ -131,6 +131,13 @@ def debug_model(model, in_stream=sys.stdin, out_stream=sys.stdout, exit_func=sys
                               'outputs with combine([...]).eval() or Function.forward/backward instead')
 
 
+def save_as_legacy_model(root_op, filename):
+    """CNTK's writer of the legacy (v1, cntk.exe/BrainScript) model format. ctk reads v1 models but does
+    not write them: nothing ctk runs needs the legacy format, so this raises."""
+    raise NotImplementedError('save_as_legacy_model: ctk reads CNTK v1 models but does not write them; '
+                              'save with Function.save (CNTK v2) or format=ModelFormat.ONNX')
+
+
 # CNTK's module path cntk.debugging.profiler holds the profiler functions.
 profiler = sys.modules[__name__]
 
@@ -138,4 +145,4 @@ __all__ = ['force_deterministic_algorithms', 'deterministic_algorithms_forced', 
            'enable_profiler', 'disable_profiler', 'stop_profiler', 'set_computation_network_trace_level',
            'set_checked_mode', 'get_checked_mode', 'set_computation_network_track_gap_nans',
            'get_computation_network_track_gap_nans', 'set_node_timing', 'print_node_timing', 'dump_signature',
-           'dump_function', 'debug_model']
+           'dump_function', 'debug_model', 'save_as_legacy_model']

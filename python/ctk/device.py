@@ -39,7 +39,10 @@ def use_default_device():
 
 def try_set_default_device(new_default_device, acquire_device_lock=False):
     """Makes `new_default_device` the default; False when it is not available. ctk never locks a GPU for
-    one process, so acquire_device_lock changes nothing."""
+    one process, so acquire_device_lock changes nothing for a GPU; a CPU cannot be locked, so asking for
+    its lock returns False and leaves the default as it was (CNTK's answer)."""
+    if acquire_device_lock and new_default_device.type() == DeviceKind.CPU:
+        return False
     return _ctk._try_set_default_device(new_default_device)
 
 

@@ -311,6 +311,51 @@ def _getitem(self, key):
     return x
 
 
+# CNTK's Function.attributes: shapes as tuples in Python's axis order, the per-axis flags autoPadding and
+# sharing in Python's axis order too, and an axis as (ordering, 'static' or 'dynamic', index or name).
+_SHAPE_ATTRIBUTES = frozenset(['newShape', 'strides', 'dilation', 'lowerPad', 'upperPad', 'outputShape',
+                               'kernelShape', 'poolingWindowShape', 'unpoolingWindowShape', 'paddingHead',
+                               'paddingFoot', 'roiOutputShape'])
+_PER_AXIS_FLAGS = frozenset(['autoPadding', 'sharing'])
+_FIRST_SPECIAL_AXIS_INDEX = 2147483647 - 4  # CNTK's sentinels for dynamic, all-static and all axes
+
+
+def _attribute_value(key, v, rank):
+    if isinstance(v, dict) and 'static_axis_idx' in v:
+        ordering = 'ordered' if v.get('is_ordered_dynamic_axis', True) else 'unordered'
+        index = v['static_axis_idx']
+        if index < _FIRST_SPECIAL_AXIS_INDEX:
+            # A static axis counted from the end (ctk writes them so) as CNTK counts it, from the start.
+            return (ordering, 'static', index + rank if index < 0 and rank else index)
+        return (ordering, 'dynamic', v.get('name', ''))
+    if isinstance(v, list):
+        if key in _SHAPE_ATTRIBUTES:
+            return tuple(v)
+        if key in _PER_AXIS_FLAGS:
+            return list(reversed(v))
+        return [_attribute_value(None, item, rank) for item in v]
+    if isinstance(v, dict):
+        return {k: _attribute_value(k, item, rank) for k, item in v.items()}
+    return v
+
+
+def _attributes(self):
+    """The attributes of a primitive Function, with CNTK's names (CNTK's Function.attributes); axes are
+    CNTK's static axis indices of the first operand (column-major: Python's last axis is 0)."""
+    inputs = self.inputs
+    rank = len(inputs[0].shape) if inputs else 0
+    return {k: _attribute_value(k, v, rank) for k, v in self._cntk_v2_attributes().items()}
+
+
+def _variable_array(self, dtype=None):
+    """np.asarray(parameter or constant): its value (CNTK's Parameter and Constant convert so)."""
+    if not (self.is_parameter or self.is_constant):
+        raise TypeError('%s has no value of its own: only parameters and constants convert to arrays; '
+                        'evaluate the variable instead' % (self,))
+    value = np.asarray(self.value)
+    return value if dtype is None else value.astype(dtype)
+
+
 def _graph_search():
     from . import logging
     return logging
@@ -336,3 +381,9 @@ def install():
     Function.find_by_name = lambda self, name, depth=0: _graph_search().find_by_name(self, name, depth)
     Variable.type = property(variable_type)
     Variable._Type = VariableType
+    Variable.__array__ = _variable_array
+    # `array * variable` builds a graph node (the variable's reflected operator) instead of NumPy
+    # converting the variable: NumPy defers to operands of a higher array priority.
+    Variable.__array_priority__ = 100
+    Function.__array_priority__ = 100
+    Function.attributes = property(_attributes)

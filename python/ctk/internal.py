@@ -132,9 +132,13 @@ def sanitize_axis_list(axes):
 
 
 def sanitize_dynamic_axes(axes):
-    if axes is None:
-        return [_ctk.Axis.default_batch_axis()]
-    return list(axes) if isinstance(axes, (list, tuple)) else [axes]
+    """CNTK's helper: the axes as a tuple in CNTK's C++ order (reversed), each checked to be an Axis."""
+    if not isinstance(axes, (list, tuple)):
+        axes = [axes]
+    for axis in axes:
+        if not isinstance(axis, _ctk.Axis):
+            raise TypeError('type Axis expected, got %s' % type(axis).__name__)
+    return tuple(reversed(axes))
 
 
 def sanitize_permutation(perm):
@@ -168,12 +172,22 @@ def _value_as_sequence_or_array(val, var):
 
 
 def get_data_type(*args):
-    """np.float64 if any argument (a Variable, Function or array) is float64, else np.float32."""
+    """CNTK's rule for the type of an operation on `args`: the graph nodes' type when there is one (float64
+    if any is), else the data's (float64 if any array or NumPy number is), else None (placeholders and
+    untyped data only)."""
+    node_types, data_types = set(), set()
     for a in args:
-        dtype = getattr(a, 'dtype', None)
-        if dtype is not None and np.dtype(dtype) == np.float64:
-            return np.float64
-    return np.float32
+        if isinstance(a, (_ctk.Variable, _ctk.Function)):
+            if isinstance(a, _ctk.Variable) and a.is_placeholder:
+                continue
+            node_types.add(np.dtype(a.dtype))
+        elif a is not None:  # data: float64 arrays and numbers stay float64, anything else is float32
+            dtype = getattr(a, 'dtype', None)
+            data_types.add(np.dtype(np.float64 if dtype == np.float64 else np.float32))
+    for types in (node_types, data_types):
+        if types:
+            return np.float64 if np.dtype(np.float64) in types else np.float32
+    return None
 
 
 def get_python_function_arguments(f):

@@ -28,7 +28,10 @@ class UnitType(enum.Enum):
 
 
 def training_parameter_schedule(schedule, unit=UnitType.minibatch, epoch_size=None):
-    """CNTK's deprecated training_parameter_schedule: per-minibatch (default) or per-sample values."""
+    """CNTK's deprecated training_parameter_schedule: per-minibatch (default) or per-sample values; the
+    unit is a UnitType or its name."""
+    if isinstance(unit, str) and unit in UnitType.__members__:
+        unit = UnitType[unit]
     if unit not in (UnitType.sample, UnitType.minibatch):
         raise ValueError('training_parameter_schedule: unit %r is not UnitType.sample or UnitType.minibatch'
                          % (unit,))

@@ -373,6 +373,9 @@ Variable to_variable(const py::handle& obj, DataType dtype_hint) {
     if (py::isinstance<py::array>(obj) || py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
         return constant(tensor_from_numpy(obj, dtype_hint));
     }
+    // A NumPy scalar (np.float32(2) * x) is a number, of the operand's type as Python's numbers are.
+    if (py::isinstance(obj, py::module_::import("numpy").attr("generic")) && py::hasattr(obj, "__float__"))
+        return constant(obj.attr("__float__")().cast<double>(), dtype_hint);
     CTK_THROW(TypeError, "expected a Variable, a Function, a number or an array, got ",
               std::string(py::str(py::type::of(obj).attr("__name__"))));
 }

@@ -8,6 +8,7 @@
 
 #include "convert.h"
 #include "ctk/model.h"
+#include "user_io.h"
 
 namespace ctk::python {
 
@@ -274,7 +275,9 @@ void bind_graph(py::module_& m) {
         .def_property_readonly("dtype", [](const Variable& v) { return numpy_dtype(v.dtype()); })
         .def_property_readonly("name", &Variable::name)
         .def_property_readonly("uid", &Variable::uid)
-        .def_property_readonly("dynamic_axes", [](const Variable& v) { return v.dynamic_axes(); })
+        // A tuple, as CNTK's.
+        .def_property_readonly("dynamic_axes",
+                               [](const Variable& v) { return py::tuple(py::cast(v.dynamic_axes())); })
         .def_property_readonly("is_input", &Variable::is_input)
         .def_property_readonly("_shape_known", &Variable::shape_known)
         .def_property_readonly("is_output", &Variable::is_output)
@@ -347,7 +350,11 @@ void bind_graph(py::module_& m) {
         .def_property_readonly("placeholders", &Function::placeholders)
         .def_property_readonly("shape", [](const Function& f) { return shape_tuple(f.output().shape()); })
         .def_property_readonly("dtype", [](const Function& f) { return numpy_dtype(f.output().dtype()); })
-        .def_property_readonly("dynamic_axes", [](const Function& f) { return f.output().dynamic_axes(); })
+        .def_property_readonly(
+            "dynamic_axes", [](const Function& f) { return py::tuple(py::cast(f.output().dynamic_axes())); })
+        // The attributes as CNTK's v2 format has them (Function.attributes converts them as CNTK's did).
+        .def("_cntk_v2_attributes",
+             [](const Function& f) { return dictionary_to_python(cntk_v2_attributes(f)); })
         // CNTK: the primitive at the root of a composite (its first output's owner); itself otherwise.
         .def_property_readonly("root_function",
                                [](const FunctionPtr& f) {

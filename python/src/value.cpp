@@ -15,6 +15,9 @@ Value with_seq_starts(const Value& v, const py::object& seq_starts) {
     return with_continuation(v, continues, "the data");
 }
 
+// CNTK's Value.ONE_HOT_SKIP: an index that makes an all-zero sample.
+const int64_t kOneHotSkip = -1;
+
 // CNTK's Value.one_hot: `batch` is a list of sequences, each a list of class indices (a bare index is a
 // sequence of one). The Value keeps the indices (CNTK's sparse form): times() gathers rows from them.
 Value one_hot_value(const py::object& batch, const py::object& num_classes, const py::object& dtype,
@@ -28,16 +31,27 @@ Value one_hot_value(const py::object& batch, const py::object& num_classes, cons
     const DataType dt = dtype.is_none() ? DataType::f32 : dtype_from_python(dtype);
     std::vector<std::vector<int64_t>> seqs;
     std::vector<int64_t> lengths;
+    const py::object numpy_integer = py::module_::import("numpy").attr("integer");
     for (const py::handle& seq : batch) {
         std::vector<int64_t> idx;
-        if (py::isinstance<py::int_>(seq)) {
-            idx.push_back(seq.cast<int64_t>());
+        // A class index is an integer (Python's or NumPy's); Value.ONE_HOT_SKIP (-1) is an all-zero sample.
+        auto is_integer = [&numpy_integer](const py::handle& k) {
+            return py::isinstance<py::int_>(k) || py::isinstance(k, numpy_integer);
+        };
+        auto index = [&](const py::handle& k) {
+            CTK_CHECK(is_integer(k), ValueError, "Value.one_hot: sequence ", seqs.size(), " holds ",
+                      std::string(py::repr(k)), ", which is not an integer class index");
+            return py::int_(py::reinterpret_borrow<py::object>(k)).cast<int64_t>();
+        };
+        if (is_integer(seq)) {
+            idx.push_back(index(seq));
         } else {
-            for (const py::handle& k : seq) idx.push_back(k.cast<int64_t>());
+            for (const py::handle& k : seq) idx.push_back(index(k));
         }
         for (size_t j = 0; j < idx.size(); ++j)
-            CTK_CHECK(idx[j] >= 0 && idx[j] < c, ValueError, "Value.one_hot: index ", idx[j], " at position ",
-                      j, " of sequence ", seqs.size(), " is outside [0, ", c, ")");
+            CTK_CHECK(idx[j] >= -1 && idx[j] < c, ValueError, "Value.one_hot: index ", idx[j],
+                      " at position ", j, " of sequence ", seqs.size(), " is outside [0, ", c,
+                      ") (-1: Value.ONE_HOT_SKIP)");
         lengths.push_back(static_cast<int64_t>(idx.size()));
         seqs.push_back(std::move(idx));
     }
@@ -101,7 +115,44 @@ void bind_values(py::module_& m) {
         .def_property_readonly("shape", [](const Tensor& t) { return shape_tuple(t.shape().dims()); })
         .def_property_readonly("dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); })
         .def_property_readonly("is_sparse", [](const Tensor&) { return false; })
+        // ctk's views are never read-only: read_only=True is accepted and not enforced.
+        .def_property_readonly("is_read_only", [](const Tensor&) { return false; })
         .def_property_readonly("device", &Tensor::device)
+        // CNTK's AsShape: the same data under another shape of as many elements.
+        .def(
+            "as_shape",
+            [](const Tensor& t, const py::object& shape) {
+                const Dims dims = dims_arg(shape);
+                CTK_CHECK(Shape(dims).numel() == t.numel(), ValueError,
+                          "NDArrayView.as_shape: ", t.shape().to_string(), " has ", t.numel(), " elements, ",
+                          Shape(dims).to_string(), " holds ", Shape(dims).numel());
+                return t.reshape(dims);
+            },
+            py::arg("shape"))
+        // CNTK's SliceView: `extent` from `start_offset` along the trailing axes; the leading axes that
+        // `extent` leaves out are indexed at their offset and dropped (CNTK's higher column-major axes).
+        .def(
+            "slice_view",
+            [](const Tensor& t, const py::object& start_offset, const py::object& extent, bool) {
+                const Dims start = dims_arg(start_offset), size = dims_arg(extent);
+                const int rank = t.rank();
+                CTK_CHECK(static_cast<int>(start.size()) == rank && static_cast<int>(size.size()) <= rank,
+                          ValueError, "NDArrayView.slice_view: ", start.size(), " offsets and ", size.size(),
+                          " extents for a view of rank ", rank);
+                const int dropped = rank - static_cast<int>(size.size());
+                Tensor out = t;
+                for (int a = 0; a < rank; ++a) {
+                    const int64_t n = a < dropped ? 1 : size[static_cast<size_t>(a - dropped)];
+                    CTK_CHECK(start[static_cast<size_t>(a)] >= 0 && n >= 0 &&
+                                  start[static_cast<size_t>(a)] + n <= t.shape()[a],
+                              ValueError, "NDArrayView.slice_view: [", start[static_cast<size_t>(a)], ", ",
+                              start[static_cast<size_t>(a)] + n, ") is outside axis ", a, " of ",
+                              t.shape().to_string());
+                    out = out.slice(a, start[static_cast<size_t>(a)], start[static_cast<size_t>(a)] + n);
+                }
+                return out.reshape(size);
+            },
+            py::arg("start_offset"), py::arg("extent"), py::arg("read_only") = true)
         .def("asarray", [](const Tensor& t) { return numpy_from_tensor(t); })
         .def("to_ndarray", [](const Tensor& t) { return numpy_from_tensor(t); })
         .def("__repr__", [](const Tensor& t) { return "NDArrayView(" + t.to_string() + ")"; });
@@ -155,6 +206,7 @@ void bind_values(py::module_& m) {
             },
             py::arg("var"), py::arg("data"), py::arg("seq_starts") = py::none(),
             py::arg("device") = py::none(), py::arg("read_only") = false)
+        .def_readonly_static("ONE_HOT_SKIP", &kOneHotSkip)
         .def_static("one_hot", &one_hot_value, py::arg("batch"), py::arg("num_classes"),
                     py::arg("dtype") = py::none(), py::arg("device") = py::none())
         .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.shape().dims()); })
@@ -162,6 +214,7 @@ void bind_values(py::module_& m) {
         .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.dtype()); })
         .def_property_readonly("data", [](const Value& v) { return v.data(); })
         .def_property_readonly("is_sparse", &Value::is_one_hot)
+        .def_property_readonly("is_read_only", [](const Value&) { return false; })  // as NDArrayView's
         .def_property_readonly("device", &Value::device)
         // CNTK's MaskKind per frame: 2 where a sequence starts, 1 at its other frames (and at the first
         // frame of a sequence that goes on from the previous minibatch), 0 at padding.

@@ -320,6 +320,7 @@ FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r
             const Dims dilation = r.shape("dilation", Dims{1});
             if (transpose) {
                 Dims out = r.shape("outputShape", Dims{});
+                if (Shape(out).numel() == 0) out.clear();  // CNTK 2.7 wrote [0] for "not given"
                 if (!out.empty() && out.size() == static_cast<size_t>(in[1].rank())) out.erase(out.begin());
                 return make(PrimitiveOp::convolution_transpose, std::move(in),
                             Attributes{{"strides", strides},

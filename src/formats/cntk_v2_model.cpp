@@ -555,6 +555,12 @@ FunctionPtr deserialize_cntk_v2_model(const std::string& bytes, const std::strin
     return formats::cntk_v2_model_from_dictionary(formats::parse_cntk_dictionary(bytes, source), source);
 }
 
+Dictionary cntk_v2_attributes(const Function& f) {
+    CTK_CHECK(f.is_primitive(), ValueError, "attributes: '", f.name(), "' is a ",
+              f.is_block() ? "block" : "composite", "; its primitives have attributes");
+    return formats::from_cntk_proto(formats::save_op(f).attributes, "'" + f.uid() + "' attributes");
+}
+
 void save_cntk_v2_model(const FunctionPtr& model, const std::string& path) {
     if (!model) throw ValueError("save_model: null Function");
     formats::write_cntk_dictionary_file(formats::cntk_v2_model_dictionary(model), path);

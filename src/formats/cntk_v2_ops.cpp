@@ -333,10 +333,14 @@ SavedOp save_op(const Function& f) {
             attr("dilation", dv_shape(dilation));
             attr("transpose", dv_bool(transpose));
             attr("maxTempMemSizeInSamples", dv_size_t(0));
+            // CNTK 2.7 also wrote the kernel's shape, `sequential` and an output shape of [0] when none
+            // was given (its Function.attributes shows them).
+            attr("kernelShape", dv_shape(in[0].shape()));
+            attr("sequential", dv_bool(false));
             if (transpose) {
                 const Dims& given = a.get<Dims>("outputShape");
                 if (given.empty()) {
-                    attr("outputShape", dv_unknown_shape());
+                    attr("outputShape", dv_shape(Dims{0}));
                 } else {
                     Dims full{in[0].shape()[1]};
                     full.insert(full.end(), given.begin(), given.end());
@@ -344,6 +348,7 @@ SavedOp save_op(const Function& f) {
                 }
                 attr("groups", dv_size_t(1));
             } else {
+                attr("outputShape", dv_shape(Dims{0}));
                 attr("groups", dv_size_t(static_cast<uint64_t>(a.get<int64_t>("groups"))));
             }
             return s;

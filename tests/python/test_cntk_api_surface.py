@@ -1,0 +1,145 @@
+# CNTK 2.7's smaller API surface that its own tests and scripts use: Function.attributes with CNTK's keys,
+# NumPy conversions of parameters, NDArrayView views, one-hot skips, axis tuples, CNTK's data-type rule.
+import numpy as np
+import pytest
+
+import cntk as C
+from cntk.internal import get_data_type, sanitize_dynamic_axes
+
+
+def _kernel():
+    return C.constant(value=np.array([2, -1, -1, 2], np.float32).reshape(1, 2, 2))
+
+
+@pytest.mark.parametrize('transpose', [False, True])
+def test_convolution_attributes_have_cntks_names_and_python_axis_order(transpose):
+    x = C.input_variable((1, 5, 5))
+    op = C.convolution_transpose if transpose else C.convolution
+    a = op(_kernel(), x, auto_padding=[False, True]).root_function.attributes
+    # auto_padding [False, True] is extended over the leading axes, as CNTK does.
+    assert a['autoPadding'] == [False, False, True]
+    assert a['sharing'] == [True, True, True]
+    assert a['strides'] == (1, 1, 1) and a['dilation'] == (1, 1, 1)
+    assert a['lowerPad'] == (0, 0, 0) and a['upperPad'] == (0, 0, 0)
+    assert a['outputShape'] == (0,)  # CNTK 2.7's "no output shape given"
+    assert a['transpose'] is transpose and a['sequential'] is False
+    assert a['groups'] == 1 and a['maxTempMemSizeInSamples'] == 0
+    assert a['kernelShape'][-2:] == (2, 2)
+
+
+def test_slice_and_reduction_attributes_name_cntks_static_axis():
+    x = C.input_variable((2, 3))
+    # Python's axis 0 of a rank-2 operand is CNTK's static axis 1 (column-major).
+    assert C.slice(x, 0, 1, 2).root_function.attributes == {
+        'axis': ('ordered', 'static', 1), 'beginIndex': 1, 'endIndex': 2, 'sliceStrides': 1}
+    a = C.reduce_sum(x, 1).root_function.attributes
+    assert a['axis'] == ('ordered', 'static', 0) and a['reductionOpName'] == 'Sum'
+
+
+def test_dropout_attributes_hold_its_rate_and_seed():
+    a = C.dropout(C.input_variable(3), dropout_rate=0.5, seed=42).root_function.attributes
+    assert a == {'dropoutRate': 0.5, 'rngSeed': 42, 'rngOffset': 0}
+
+
+def test_a_composite_has_no_attributes_of_its_own():
+    x = C.input_variable(2)
+    f = C.combine([C.plus(x, x), C.abs(x)])
+    with pytest.raises(ValueError, match='composite'):
+        f._cntk_v2_attributes()
+
+
+def test_a_saved_transposed_convolution_without_output_shape_loads(tmp_path):
+    x = C.input_variable((1, 5, 5))
+    f = C.convolution_transpose(_kernel(), x)
+    path = str(tmp_path / 'deconv.model')
+    f.save(path)
+    data = np.random.RandomState(0).rand(1, 1, 5, 5).astype(np.float32)
+    np.testing.assert_allclose(C.load_model(path).eval(data), f.eval({x: data}), rtol=1e-6)
+
+
+def test_parameters_and_constants_convert_to_numpy_arrays():
+    p = C.parameter((2, 3), init=1.5)
+    np.testing.assert_array_equal(np.asarray(p), np.full((2, 3), 1.5, np.float32))
+    assert np.asarray(C.constant([1., 2.]), dtype=np.float64).dtype == np.float64
+    with pytest.raises(TypeError, match='only parameters and constants'):
+        np.asarray(C.input_variable(2))
+
+
+def test_an_array_on_the_left_of_an_operator_builds_a_graph_node():
+    x = C.input_variable(2)
+    for f in (np.array([1., 2.], np.float32) * x, np.float32(3) * x, np.array([1., 2.], np.float32) + x):
+        assert isinstance(f, C.Function)
+    np.testing.assert_allclose((np.array([1., 2.], np.float32) * x).eval({x: [[3., 4.]]}), [[3., 8.]])
+    np.testing.assert_allclose((np.float32(3) - x).eval({x: [[1., 2.]]}), [[2., 1.]])
+
+
+def test_ndarrayview_as_shape_and_slice_view():
+    v = C.NDArrayView.from_dense(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert not v.is_read_only and not C.Value(batch=v).is_read_only
+    np.testing.assert_array_equal(v.as_shape((3, 2)).asarray(), np.arange(6).reshape(3, 2))
+    with pytest.raises(ValueError, match='elements'):
+        v.as_shape((4,))
+    # The extent covers the trailing axes; the leading axis is indexed at its offset and dropped.
+    np.testing.assert_array_equal(v.slice_view((1, 1), (2,)).asarray(), [4., 5.])
+    np.testing.assert_array_equal(v.slice_view((0, 1), (2, 2)).asarray(), [[1., 2.], [4., 5.]])
+    with pytest.raises(ValueError, match='outside'):
+        v.slice_view((1, 2), (2,))
+
+
+def test_one_hot_skip_is_an_all_zero_sample_and_float_indices_are_refused():
+    x = C.sequence.input_variable(3)
+    a = C.Value.one_hot([[0, 1, C.Value.ONE_HOT_SKIP]], 3)
+    np.testing.assert_array_equal((x * 1).eval({x: a}), [[[1, 0, 0], [0, 1, 0], [0, 0, 0]]])
+    np.testing.assert_array_equal(C.Value.one_hot([[np.int64(2)]], 3).asarray(), [[[0, 0, 1]]])
+    with pytest.raises(ValueError, match='not an integer'):
+        C.Value.one_hot([[1.0, 2.0], [3.]], 4)
+
+
+def test_dynamic_axes_are_tuples_and_sanitize_reverses_them():
+    i = C.sequence.input_variable((1, 3))
+    assert str(i.dynamic_axes) == "(Axis('defaultBatchAxis'), Axis('defaultDynamicAxis'))"
+    assert isinstance((i + 1).dynamic_axes, tuple)
+    axes = [C.Axis.default_batch_axis(), C.Axis.default_dynamic_axis()]
+    assert sanitize_dynamic_axes(axes) == tuple(reversed(C.Axis.default_input_variable_dynamic_axes()))
+    assert sanitize_dynamic_axes(C.Axis.default_dynamic_axis()) == (C.Axis.default_dynamic_axis(),)
+    with pytest.raises(TypeError):
+        sanitize_dynamic_axes(['not an axis'])
+
+
+def test_get_data_type_prefers_graph_nodes_then_data():
+    p32 = C.parameter(init=np.asarray(2, np.float32))
+    p64 = C.parameter(init=np.asarray(2, np.float64))
+    ph = C.placeholder(shape=2)
+    n32, n64 = np.asarray(1, np.float32), np.asarray(1, np.float64)
+    assert get_data_type(p32, n64) == np.float32 and get_data_type(p64, ph, n64) == np.float64
+    assert get_data_type(n32, n64) == np.float64 and get_data_type(ph, n32) == np.float32
+    assert get_data_type(ph, ph) is None
+    assert get_data_type(1) == np.float32 and get_data_type(np.int64(1)) == np.float32
+
+
+def test_training_parameter_schedule_takes_the_unit_by_name():
+    assert C.training_parameter_schedule(0.01, unit='sample').minibatch_size == 1
+    C.training_parameter_schedule(0.01, unit='minibatch')
+    for bad in ('not_supported', 5):
+        with pytest.raises(ValueError):
+            C.training_parameter_schedule(0.01, unit=bad)
+
+
+def test_a_cpu_cannot_be_locked_as_the_default_device():
+    cpu = C.cpu()
+    assert not C.try_set_default_device(cpu, True)
+    assert C.try_set_default_device(cpu)
+    assert C.use_default_device() == cpu
+
+
+def test_save_as_legacy_model_says_why_it_is_not_there(tmp_path):
+    from cntk.debugging import save_as_legacy_model
+    with pytest.raises(NotImplementedError, match='reads CNTK v1 models but does not write'):
+        save_as_legacy_model(C.abs(C.input_variable(2)), str(tmp_path / 'm.legacy'))
+
+
+def test_cntk_py_exports_value_and_the_default_init_scale():
+    from cntk.cntk_py import Value, NDArrayView
+    ndav = NDArrayView.from_dense(np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(Value(batch=ndav).asarray(), np.ones((2, 3)))
+    assert C.initializer.DefaultParamInitScale == 1
