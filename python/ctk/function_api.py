@@ -265,6 +265,15 @@ def _rshift(self, other):
     return other(self)
 
 
+def _take(ops, x, axis, n, i):
+    """Element i of `axis` (of size n, or None when not known yet), the axis kept with one element."""
+    if n is not None and not -n <= i < n:
+        raise IndexError('index %d is out of range for axis %d of size %d' % (i, axis, n))
+    if n is not None and i < 0:
+        i += n
+    return ops.slice(x, axis, i, 0 if i == -1 else i + 1)
+
+
 def _getitem(self, key):
     """CNTK's x[...]: NumPy-style indexing of the static axes as slices (an integer keeps its axis, with
     one element, as CNTK's did): x[1:3], x[..., 0], x[0, ::2]. Indices after an ellipsis count from the
@@ -300,14 +309,13 @@ def _getitem(self, key):
                     continue
             x = ops.slice(x, axis, start, stop, [step] if step != 1 else None)
         elif isinstance(k, (int, np.integer)):
-            i = int(k)
-            if n is not None and not -n <= i < n:
-                raise IndexError('index %d is out of range for axis %d of size %d' % (i, axis, n))
-            if n is not None and i < 0:
-                i += n
-            x = ops.slice(x, axis, i, 0 if i == -1 else i + 1)
+            x = _take(ops, x, axis, n, int(k))
+        elif isinstance(k, list) and k and all(isinstance(i, (int, np.integer)) for i in k):
+            # A list of indices takes those elements, in order, keeping the axis (CNTK spliced them).
+            x = ops.splice([_take(ops, x, axis, n, int(i)) for i in k], axis=axis)
         else:
-            raise IndexError('only integers, slices and ... index a CNTK Variable, got %r' % (k,))
+            raise IndexError('only integers, slices, lists of integers and ... index a CNTK Variable, got %r'
+                             % (k,))
     return x
 
 

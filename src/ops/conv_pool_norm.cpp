@@ -257,8 +257,8 @@ Dims pooled_dims(const Dims& x, const PoolAttrs& p) {
 // A window given for every axis of the sample whose channel entry (or stride) is not 1 pools across
 // channels too (CNTK's pooling window covers the channel axis): the sample [C, spatial...] is pooled as
 // [1, C, spatial...], the channel axis one more spatial axis.
-bool pools_channels(const Attributes& a, int rank) {
-    const Dims& w = a.get<Dims>("poolingWindowShape");
+bool pools_channels(const Attributes& a, int rank, const char* window_key = "poolingWindowShape") {
+    const Dims& w = a.get<Dims>(window_key);
     const Dims& st = a.get<Dims>("strides");
     return (static_cast<int>(w.size()) == rank && w[0] != 1) ||
            (static_cast<int>(st.size()) == rank && st[0] != 1);
@@ -342,8 +342,12 @@ std::vector<OutputSpec> infer_unpool(InferContext& c) {
               ": only max unpooling exists (CNTK's MAX_UNPOOLING)");
     CTK_CHECK(x.rank() >= 2, ShapeError, c.where, ": pooling_input ", x.to_string(),
               " needs [channels, spatial...]");
+    const bool across = pools_channels(c.attrs, x.rank(), "unpoolingWindowShape");
     const Dims pooled = infer_with_free_dims(x.shape(), c.where, [&](const Dims& probe) {
-        return pooled_dims(probe, unpool_attrs(c.attrs, probe, c.where));
+        if (!across) return pooled_dims(probe, unpool_attrs(c.attrs, probe, c.where));
+        const Dims p = with_unit_channel(probe);
+        const Dims o = pooled_dims(p, unpool_attrs(c.attrs, p, c.where));
+        return Dims(o.begin() + 1, o.end());
     });
     bool fits = u.shape().size() == pooled.size();
     for (size_t i = 0; fits && i < pooled.size(); ++i)
@@ -354,16 +358,41 @@ std::vector<OutputSpec> infer_unpool(InferContext& c) {
               " and pooling_input ", x.to_string(), " must have the same dynamic axes");
     return {{x.shape(), common_dtype(c.inputs, c.where), x.dynamic_axes()}};
 }
+// Unpooling's tensors folded as pooling folds its input: [N, C, spatial...], or [N, 1, C, spatial...] when
+// the window covers the channel axis; `p` is the window over that sample.
+struct UnpoolInput {
+    Tensor x;
+    PoolAttrs p;
+    bool across;
+};
+Tensor with_unit_channel_axis(const Tensor& folded) {
+    Dims d{folded.dim(0), 1};
+    d.insert(d.end(), folded.shape().dims().begin() + 1, folded.shape().dims().end());
+    return folded.reshape(d);
+}
+UnpoolInput unpool_input(const Tensor& x, int dyn, const Attributes& a, const std::string& where) {
+    Dims sample = sample_dims(x, dyn);
+    const bool across = pools_channels(a, static_cast<int>(sample.size()), "unpoolingWindowShape");
+    Tensor f = fold_dynamic(x, dyn);
+    if (across) {
+        sample = with_unit_channel(sample);
+        f = with_unit_channel_axis(f);
+    }
+    return {f, unpool_attrs(a, sample, where), across};
+}
 void forward_unpool(ForwardContext& c) {
     const Tensor &u = c.inputs[0].data(), &x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
-    const PoolAttrs p = unpool_attrs(c.attrs, sample_dims(x, dyn), c.where);
-    const Tensor xf = fold_dynamic(x, dyn), uf = fold_dynamic(u, c.dyn_rank(0));
-    PoolResult r = pooling(xf, p, true);
+    const UnpoolInput in = unpool_input(x, dyn, c.attrs, c.where);
+    Tensor uf = fold_dynamic(u, c.dyn_rank(0));
+    if (in.across) uf = with_unit_channel_axis(uf);
+    PoolResult r = pooling(in.x, in.p, true);
     CTK_CHECK(uf.shape() == r.y.shape(), ShapeError, c.where, ": the operand's data ", u.shape().to_string(),
               " does not match pooling_input's data ", x.shape().to_string(), " pooled to ",
               r.y.shape().to_string());
-    c.outputs.push_back(Value(unfold_dynamic(pooling_backward(uf, xf, r.workspace, p), x, dyn)));
+    const Tensor scattered = pooling_backward(uf, in.x, r.workspace, in.p);
+    c.outputs.push_back(
+        Value(unfold_dynamic(scattered.reshape(fold_dynamic(x, dyn).shape().dims()), x, dyn)));
 }
 // The adjoint of the scatter: per window, g at the first maximum of x in it (max pooling's choice), for
 // g and x [N, C, spatial...]. It scans the window's offsets over strided views of x padded with -inf
@@ -414,8 +443,10 @@ void backward_unpool(BackwardContext& c) {
     if (!c.needs[0]) return;
     const Tensor &u = c.inputs[0].data(), &x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
-    const PoolAttrs p = unpool_attrs(c.attrs, sample_dims(x, dyn), c.where);
-    Tensor du = gather_at_window_max(fold_dynamic(c.output_grads[0], dyn), fold_dynamic(x, dyn), p);
+    const UnpoolInput in = unpool_input(x, dyn, c.attrs, c.where);
+    Tensor g = fold_dynamic(c.output_grads[0], dyn);
+    if (in.across) g = with_unit_channel_axis(g);
+    Tensor du = gather_at_window_max(g, in.x, in.p);
     c.input_grads[0] = du.reshape(u.shape().dims());
 }
 

@@ -478,10 +478,13 @@ FunctionPtr classification_error(const Variable& output, const Variable& target,
             if (output.dynamic_axes().empty())
                 return detail::make_op(PrimitiveOp::classification_error, {output, target},
                                        Attributes{{"axis", axis}, {"topN", top_n}}, name);
+            // The error keeps the sample's rank, as CNTK's [1 x 1] result for a [1 x N] sample.
             const FunctionPtr flat_output = reshape(output, {-1}), flat_target = reshape(target, {-1});
-            return detail::make_op(PrimitiveOp::classification_error,
-                                   {flat_output->output(), flat_target->output()},
-                                   Attributes{{"axis", Axis(-1)}, {"topN", top_n}}, name);
+            const FunctionPtr error = detail::make_op(PrimitiveOp::classification_error,
+                                                      {flat_output->output(), flat_target->output()},
+                                                      Attributes{{"axis", Axis(-1)}, {"topN", top_n}}, "");
+            return reshape(error, Dims(static_cast<size_t>(output.rank()), 1), std::nullopt, std::nullopt,
+                           name);
         }
         const FunctionPtr each = detail::make_op(PrimitiveOp::classification_error, {output, target},
                                                  Attributes{{"axis", axis}, {"topN", top_n}}, "");

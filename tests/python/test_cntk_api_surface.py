@@ -143,3 +143,47 @@ def test_cntk_py_exports_value_and_the_default_init_scale():
     ndav = NDArrayView.from_dense(np.ones((2, 3), np.float32))
     np.testing.assert_array_equal(Value(batch=ndav).asarray(), np.ones((2, 3)))
     assert C.initializer.DefaultParamInitScale == 1
+
+
+def test_classification_error_keeps_the_rank_of_a_matrix_sample():
+    o, t = C.input_variable((1, 4)), C.input_variable((1, 4))
+    f = C.classification_error(o, t)
+    assert f.shape == (1, 1)  # CNTK's [1 x 1] for a [1 x 4] sample
+    got = f.eval({o: [[[1., 2., 3., 4.]]], t: [[[0., 0., 0., 1.]]]})
+    np.testing.assert_array_equal(got, [[[0.]]])
+    assert C.classification_error(C.input_variable(4), C.input_variable(4)).shape == (1,)
+
+
+def test_a_list_of_indices_takes_those_elements_in_order():
+    x = C.input_variable((2, 3), needs_gradient=True)
+    d = np.array([[[1, 2, 3], [-4, 5, 6]]], np.float32)
+    np.testing.assert_array_equal(x[0, [1, 2]].eval({x: d}), [[[2, 3]]])
+    np.testing.assert_array_equal(x[:, [2, 0]].eval({x: d}), [[[3, 1], [6, -4]]])
+    np.testing.assert_array_equal(x[..., [-1]].eval({x: d}), [[[3], [6]]])
+    np.testing.assert_array_equal(x[0, [1, 2]].grad({x: d}, [x]), [[[0, 1, 1], [0, 0, 0]]])
+    with pytest.raises(IndexError, match='out of range'):
+        x[0, [1, 3]]
+
+
+def test_max_unpooling_of_a_window_across_channels_on_sequences():
+    # The window (2, 2, 1) covers the channel axis (2 channels): CNTK pools them together.
+    a = C.sequence.input_variable((2, 4, 3), needs_gradient=True)
+    window = (2, 2, 1)
+    p = C.pooling(a, C.MAX_POOLING, window, window, [False])
+    u = C.unpooling(p, a, C.MAX_UNPOOLING, window, window, [False])
+    assert p.shape == (1, 2, 3) and u.shape == (2, 4, 3)
+    v = np.random.RandomState(1).permutation(48).astype(np.float32).reshape(1, 2, 2, 4, 3)  # 2 frames
+    want = np.zeros_like(v)
+    for f in range(2):
+        for j in range(2):
+            for k in range(3):
+                cells = v[0, f, :, 2 * j:2 * j + 2, k]  # both channels, two rows, one column
+                c, r = np.unravel_index(np.argmax(cells), cells.shape)
+                want[0, f, c, 2 * j + r, k] = cells[c, r]
+    got = u.eval({a: v})
+    np.testing.assert_array_equal(np.asarray(got[0]), want[0])
+    # The gradient with respect to the pooled operand: 1 per window (its maximum is unique).
+    pooled = C.sequence.input_variable((1, 2, 3), needs_gradient=True, sequence_axis=a.dynamic_axes[1])
+    q = C.unpooling(pooled, a, C.MAX_UNPOOLING, window, window, [False])
+    g = q.grad({a: v, pooled: np.ones((1, 2, 1, 2, 3), np.float32)}, [pooled])
+    np.testing.assert_array_equal(np.asarray(g).reshape(-1), np.ones(12))
