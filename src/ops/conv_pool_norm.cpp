@@ -644,37 +644,37 @@ FunctionPtr convolution(const Variable& w_in, const Variable& x, const Dims& str
                         const std::vector<bool>& auto_padding, const Dims& dilation, int64_t groups,
                         const std::string& name) {
     const Variable w = with_channel_axes(w_in, x, false);
-    return detail::FunctionAccess::make_primitive(PrimitiveOp::convolution, {w, x},
-                                                  Attributes{{"strides", strides},
-                                                             {"autoPadding", as_dims(auto_padding)},
-                                                             {"dilation", dilation},
-                                                             {"groups", groups}},
-                                                  name);
+    return detail::make_op(PrimitiveOp::convolution, {w, x},
+                           Attributes{{"strides", strides},
+                                      {"autoPadding", as_dims(auto_padding)},
+                                      {"dilation", dilation},
+                                      {"groups", groups}},
+                           name);
 }
 
 FunctionPtr convolution_transpose(const Variable& w_in, const Variable& x, const Dims& strides,
                                   const std::vector<bool>& auto_padding, const Dims& output_shape,
                                   const Dims& dilation, const std::string& name) {
     const Variable w = with_channel_axes(w_in, x, true);
-    return detail::FunctionAccess::make_primitive(PrimitiveOp::convolution_transpose, {w, x},
-                                                  Attributes{{"strides", strides},
-                                                             {"autoPadding", as_dims(auto_padding)},
-                                                             {"outputShape", output_shape},
-                                                             {"dilation", dilation}},
-                                                  name);
+    return detail::make_op(PrimitiveOp::convolution_transpose, {w, x},
+                           Attributes{{"strides", strides},
+                                      {"autoPadding", as_dims(auto_padding)},
+                                      {"outputShape", output_shape},
+                                      {"dilation", dilation}},
+                           name);
 }
 
 FunctionPtr pooling(const Variable& x, PoolingType type, const Dims& window_shape, const Dims& strides,
                     const std::vector<bool>& auto_padding, bool ceil_out_dim, bool include_pad,
                     const std::string& name) {
-    return detail::FunctionAccess::make_primitive(PrimitiveOp::pooling, {x},
-                                                  Attributes{{"poolingType", int64_t(type)},
-                                                             {"poolingWindowShape", window_shape},
-                                                             {"strides", strides},
-                                                             {"autoPadding", as_dims(auto_padding)},
-                                                             {"ceilOutDim", ceil_out_dim},
-                                                             {"includePad", include_pad}},
-                                                  name);
+    return detail::make_op(PrimitiveOp::pooling, {x},
+                           Attributes{{"poolingType", int64_t(type)},
+                                      {"poolingWindowShape", window_shape},
+                                      {"strides", strides},
+                                      {"autoPadding", as_dims(auto_padding)},
+                                      {"ceilOutDim", ceil_out_dim},
+                                      {"includePad", include_pad}},
+                           name);
 }
 
 FunctionPtr unpooling(const Variable& operand, const Variable& pooling_input, PoolingType unpooling_type,
@@ -684,12 +684,12 @@ FunctionPtr unpooling(const Variable& operand, const Variable& pooling_input, Po
               "': only max unpooling exists (CNTK's MAX_UNPOOLING)");
     CTK_CHECK(!unpooling_window_shape.empty(), ValueError, "unpooling '", name,
               "': empty unpooling_window_shape");
-    return detail::FunctionAccess::make_primitive(PrimitiveOp::unpooling, {operand, pooling_input},
-                                                  Attributes{{"poolingType", int64_t(unpooling_type)},
-                                                             {"unpoolingWindowShape", unpooling_window_shape},
-                                                             {"strides", strides},
-                                                             {"autoPadding", as_dims(auto_padding)}},
-                                                  name);
+    return detail::make_op(PrimitiveOp::unpooling, {operand, pooling_input},
+                           Attributes{{"poolingType", int64_t(unpooling_type)},
+                                      {"unpoolingWindowShape", unpooling_window_shape},
+                                      {"strides", strides},
+                                      {"autoPadding", as_dims(auto_padding)}},
+                           name);
 }
 
 FunctionPtr batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,
@@ -708,9 +708,9 @@ FunctionPtr batch_normalization(const Variable& x, const Variable& scale, const 
         scale.set_regularization_enabled(false);
         bias.set_regularization_enabled(false);
     }
-    return detail::FunctionAccess::make_primitive(PrimitiveOp::batch_normalization,
-                                                  {x, scale, bias, running_mean, running_var, running_count},
-                                                  std::move(attrs), name);
+    return detail::make_op(PrimitiveOp::batch_normalization,
+                           {x, scale, bias, running_mean, running_var, running_count}, std::move(attrs),
+                           name);
 }
 
 }  // namespace ctk

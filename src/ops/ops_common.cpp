@@ -30,6 +30,43 @@ std::vector<Axis> merge_dynamic_axes(const std::vector<Variable>& inputs, const 
     return first ? first->dynamic_axes() : std::vector<Axis>{};
 }
 
+namespace {
+// The operands with each Constant whose type differs from the one type of the other floating-point
+// operands converted to it; nullopt when there is nothing to convert.
+std::optional<std::vector<Variable>> constants_converted(const std::vector<Variable>& inputs) {
+    std::optional<DataType> target;
+    for (const Variable& v : inputs) {
+        if (v.is_constant() || !is_floating(v.dtype())) continue;
+        if (target && *target != v.dtype()) return std::nullopt;  // the graph itself mixes types
+        target = v.dtype();
+    }
+    if (!target) return std::nullopt;
+    std::vector<Variable> out = inputs;
+    bool changed = false;
+    for (Variable& v : out) {
+        if (!v.is_constant() || v.dtype() == *target) continue;
+        v = constant(v.value().to(*target), v.name());
+        changed = true;
+    }
+    if (!changed) return std::nullopt;
+    return out;
+}
+}  // namespace
+
+FunctionPtr make_op(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs, const std::string& name) {
+    try {
+        return FunctionAccess::make_primitive(op, inputs, attrs, name);
+    } catch (const TypeError&) {
+        const auto converted = constants_converted(inputs);
+        if (!converted) throw;
+        try {
+            return FunctionAccess::make_primitive(op, *converted, std::move(attrs), name);
+        } catch (const Error&) {
+        }
+        throw;
+    }
+}
+
 DataType common_dtype(const std::vector<Variable>& inputs, const std::string& where) {
     DataType d = inputs.at(0).dtype();
     for (const Variable& v : inputs)

@@ -46,11 +46,10 @@ Tensor unfold_dynamic(const Tensor& data, const Tensor& like, int dyn);
 // The product of d[begin, end).
 int64_t product(const Dims& d, size_t begin, size_t end);
 
-// Builds the primitive Function of an op constructor (shape inference runs here).
-inline FunctionPtr make_op(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs,
-                           const std::string& name) {
-    return FunctionAccess::make_primitive(op, std::move(inputs), std::move(attrs), name);
-}
+// Builds the primitive Function of an op constructor (shape inference runs here). An op that refuses
+// operands of different types is built again with its Constant operands converted to the type of the
+// other operands, as CNTK converted them (Constant::CloneAs); its first error stands if that fails too.
+FunctionPtr make_op(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs, const std::string& name);
 
 // A sequence value's layout: its own, or (data without one: every sequence full length) one made in
 // `holder`.

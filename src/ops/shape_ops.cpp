@@ -68,7 +68,10 @@ std::vector<OutputSpec> infer_reshape(InferContext& c) {
     CTK_CHECK(b >= 0 && b <= e && e <= rank, ValueError, c.where, ": axes [", begin, ", ", end,
               ") do not fit ", x.to_string());
     Dims shape = c.attrs.get<Dims>("newShape");
-    const int64_t have = product(xs, static_cast<size_t>(b), static_cast<size_t>(e));
+    // Free dims (set per minibatch) in the reshaped axes: the count is known only at run time, so an
+    // inferred target dim stays free and forward_reshape resolves both (CNTK's FreeDimension).
+    const bool free = std::any_of(xs.begin() + b, xs.begin() + e, [](int64_t d) { return d == kFreeDim; });
+    const int64_t have = free ? 0 : product(xs, static_cast<size_t>(b), static_cast<size_t>(e));
     int inferred = -1;
     int64_t known = 1;
     for (size_t i = 0; i < shape.size(); ++i) {
@@ -83,22 +86,73 @@ std::vector<OutputSpec> infer_reshape(InferContext& c) {
                       static_shape_string(shape), " has more elements than a 64-bit count can hold");
         }
     }
-    if (inferred >= 0) {
-        CTK_CHECK(known > 0 && have % known == 0, ShapeError, c.where, ": cannot reshape ", x.to_string(),
+    if (free) {
+        CTK_CHECK(inferred < 0 || known > 0, ShapeError, c.where, ": cannot reshape ", x.to_string(),
                   " into ", static_shape_string(shape));
-        shape[static_cast<size_t>(inferred)] = have / known;
+        if (inferred >= 0) shape[static_cast<size_t>(inferred)] = kFreeDim;
+    } else {
+        if (inferred >= 0) {
+            CTK_CHECK(known > 0 && have % known == 0, ShapeError, c.where, ": cannot reshape ", x.to_string(),
+                      " into ", static_shape_string(shape));
+            shape[static_cast<size_t>(inferred)] = have / known;
+        }
+        CTK_CHECK(product(shape, 0, shape.size()) == have, ShapeError, c.where, ": cannot reshape ",
+                  x.to_string(), " (", have, " elements in the reshaped axes) into ",
+                  static_shape_string(shape));
     }
-    CTK_CHECK(product(shape, 0, shape.size()) == have, ShapeError, c.where, ": cannot reshape ",
-              x.to_string(), " (", have, " elements in the reshaped axes) into ", static_shape_string(shape));
     Dims out(xs.begin(), xs.begin() + b);
     out.insert(out.end(), shape.begin(), shape.end());
     out.insert(out.end(), xs.begin() + e, xs.end());
     c.attrs.set("resolvedShape", out);
     return {{out, x.dtype(), x.dynamic_axes()}};
 }
+// The output sample for the data's own sample `xs` when the variable's had free dims: those outside the
+// reshaped axes are the data's, a free target dim takes what the others leave of the data's count.
+Dims resolve_free_reshape(const Attributes& a, const Dims& xs, const Dims& resolved,
+                          const std::string& where) {
+    const int rank = static_cast<int>(xs.size());
+    const int64_t begin = a.get_or<int64_t>("beginAxis", 0), end = a.get_or<int64_t>("endAxis", rank);
+    const size_t b = static_cast<size_t>(begin < 0 ? begin + rank : begin);
+    const size_t e = static_cast<size_t>(end < 0 ? end + rank : end);
+    const size_t n = resolved.size() - b - (xs.size() - e);  // target dims
+    Dims out(resolved);
+    for (size_t i = 0; i < b; ++i) out[i] = xs[i];
+    for (size_t i = e; i < xs.size(); ++i) out[b + n + (i - e)] = xs[i];
+    const int64_t have = product(xs, b, e);
+    int64_t known = 1;
+    size_t free_at = out.size();
+    for (size_t i = b; i < b + n; ++i) {
+        if (out[i] == kFreeDim) {
+            free_at = i;
+        } else {
+            known *= out[i];
+        }
+    }
+    if (free_at < out.size()) {
+        CTK_CHECK(known > 0 && have % known == 0, ShapeError, where, ": cannot reshape data of ",
+                  dims_to_string(xs), " (", have, " elements in the reshaped axes) into ",
+                  static_shape_string(Dims(resolved.begin() + static_cast<int64_t>(b),
+                                           resolved.begin() + static_cast<int64_t>(b + n))));
+        out[free_at] = have / known;
+    }
+    CTK_CHECK(known * (free_at < out.size() ? out[free_at] : 1) == have, ShapeError, where,
+              ": cannot reshape data of ", dims_to_string(xs), " (", have,
+              " elements in the reshaped axes) into ",
+              dims_to_string(
+                  Dims(out.begin() + static_cast<int64_t>(b), out.begin() + static_cast<int64_t>(b + n))));
+    return out;
+}
 void forward_reshape(ForwardContext& c) {
     const Tensor& x = c.inputs[0].data();
-    c.outputs.push_back(Value(x.reshape(with_dynamic(x, c.dyn_rank(0), c.attrs.get<Dims>("resolvedShape")))));
+    const int dyn = c.dyn_rank(0);
+    Dims out = c.attrs.get<Dims>("resolvedShape");
+    const Dims& declared = c.input_vars[0].shape();
+    auto is_free = [](int64_t d) { return d == kFreeDim; };
+    if (std::any_of(out.begin(), out.end(), is_free) ||
+        std::any_of(declared.begin(), declared.end(), is_free))
+        out = resolve_free_reshape(c.attrs, Dims(x.shape().dims().begin() + dyn, x.shape().dims().end()), out,
+                                   c.where);
+    c.outputs.push_back(Value(x.reshape(with_dynamic(x, dyn, out))));
 }
 void backward_reshape(BackwardContext& c) {
     c.input_grads[0] = c.output_grads[0].reshape(c.inputs[0].data().shape().dims());

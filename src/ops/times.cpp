@@ -238,11 +238,10 @@ FunctionPtr times(const Variable& x, const Variable& w, int output_rank, int inf
             return transpose(y, back, name);
         }
     }
-    return detail::FunctionAccess::make_primitive(
-        PrimitiveOp::times, {x, w},
-        Attributes{{"outputRank", int64_t(output_rank)},
-                   {"inferInputRankToMap", int64_t(infer_input_rank_to_map)}},
-        name);
+    return detail::make_op(PrimitiveOp::times, {x, w},
+                           Attributes{{"outputRank", int64_t(output_rank)},
+                                      {"inferInputRankToMap", int64_t(infer_input_rank_to_map)}},
+                           name);
 }
 
 FunctionPtr times_transpose(const Variable& a, const Variable& b, const std::string& name) {
@@ -254,7 +253,7 @@ FunctionPtr times_transpose(const Variable& a, const Variable& b, const std::str
         rows.insert(rows.end() - 1, 1);
         return reduce_sum(element_times(reshape(a, rows), b), {Axis(-1)}, false, name);
     }
-    return detail::FunctionAccess::make_primitive(PrimitiveOp::transpose_times, {a, b}, {}, name);
+    return detail::make_op(PrimitiveOp::transpose_times, {a, b}, {}, name);
 }
 
 }  // namespace ctk

@@ -187,3 +187,34 @@ def test_max_unpooling_of_a_window_across_channels_on_sequences():
     q = C.unpooling(pooled, a, C.MAX_UNPOOLING, window, window, [False])
     g = q.grad({a: v, pooled: np.ones((1, 2, 1, 2, 3), np.float32)}, [pooled])
     np.testing.assert_array_equal(np.asarray(g).reshape(-1), np.ones(12))
+
+
+def test_reshape_of_free_dimensions_is_resolved_per_minibatch():
+    x = C.input_variable((C.FreeDimension, 2, 2), needs_gradient=True)
+    r = C.reshape(x, (-1,), 0, 2)
+    assert r.shape == (C.FreeDimension, 2)  # the inferred dim stays free
+    for n in (1, 3):
+        d = np.arange(n * 4, dtype=np.float32).reshape(1, n, 2, 2)
+        np.testing.assert_array_equal(r.eval({x: d}), d.reshape(1, n * 2, 2))
+    d = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2)
+    np.testing.assert_array_equal(C.reshape(x, (-1,), 1, 3).eval({x: d}), d.reshape(1, 2, 4))
+    np.testing.assert_array_equal((C.reshape(x, (-1,), 0, 2) * 3).grad({x: d}, [x]), np.full_like(d, 3))
+    a = C.input_variable((C.FreeDimension,) * 3)
+    f = C.reshape(a, (12, 2))  # a fixed target: checked against each minibatch's data
+    np.testing.assert_array_equal(f.eval({a: np.zeros((1, 3, 4, 2), np.float32)}).shape, (1, 12, 2))
+    with pytest.raises(ValueError, match=r'cannot reshape data of \[4, 5, 7\]'):
+        f.eval({a: np.zeros((1, 4, 5, 7), np.float32)})
+
+
+def test_a_constant_of_another_type_is_converted_to_the_operands_type():
+    x = C.input_variable((3, 4, 4), dtype=np.float64)
+    kernel = C.constant(1.0, (2, 3, 3, 3))  # float32
+    y = C.convolution(kernel, x, auto_padding=[False, True, True])
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y.eval({x: np.ones((1, 3, 4, 4))})[0, :, 1, 1], [27., 27.])
+    e = C.constant(np.array([[1, 2, 3], [4, 5, 6]]))  # an integer array: an int64 constant
+    i = C.input_variable(2)
+    np.testing.assert_array_equal(C.times(i, e).eval({i: [[1., 1.]]}), [[5., 7., 9.]])
+    # Two inputs of different types are the graph's own mix: still refused.
+    with pytest.raises(TypeError, match='different dtypes'):
+        C.times(C.input_variable(2), C.input_variable((2, 2), dtype=np.float64))
