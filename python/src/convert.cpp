@@ -243,7 +243,7 @@ CsrRows csr_rows(const py::handle& m, DataType dtype) {
 Value value_from_csr(const py::handle& data, DataType dtype, bool sequences, std::optional<int64_t> classes,
                      const std::string& what) {
     std::vector<CsrRows> parts;
-    if (sequences && !is_csr(data)) {
+    if (!is_csr(data)) {
         for (const py::handle& s : data) parts.push_back(csr_rows(s, dtype));
     } else {
         parts.push_back(csr_rows(data, dtype));
@@ -257,6 +257,30 @@ Value value_from_csr(const py::handle& data, DataType dtype, bool sequences, std
                   " columns for ", what);
     bool one_hot = true;
     for (const CsrRows& r : parts) one_hot = one_hot && !r.dense.defined();
+    if (!sequences && parts.size() > 1) {
+        // A list of one-row matrices without a sequence axis: one sample each (CNTK read each as a
+        // sequence of one).
+        const auto n = static_cast<int64_t>(parts.size());
+        for (int64_t i = 0; i < n; ++i)
+            CTK_CHECK(parts[static_cast<size_t>(i)].rows == 1, ValueError, "sparse data for ", what,
+                      ": matrix ", i, " of the list has ", parts[static_cast<size_t>(i)].rows,
+                      " rows; without a sequence axis each matrix is one sample");
+        std::vector<double> dense(static_cast<size_t>(n * cols), 0.0);
+        std::vector<int64_t> hot;
+        for (int64_t i = 0; i < n; ++i) {
+            const CsrRows& r = parts[static_cast<size_t>(i)];
+            if (one_hot) {
+                hot.push_back(r.hot[0]);
+            } else if (r.dense.defined()) {
+                const std::vector<double> row = r.dense.to_vector<double>();
+                std::copy(row.begin(), row.end(), dense.begin() + i * cols);
+            } else {
+                dense[static_cast<size_t>(i * cols + r.hot[0])] = 1.0;
+            }
+        }
+        if (one_hot) return Value::one_hot(Tensor::from_vector(hot, Shape{n}), cols, dtype);
+        return Value(Tensor::from_vector(dense, Shape{n, cols}).to(dtype));
+    }
     if (!sequences) {
         const CsrRows& r = parts[0];
         if (one_hot) return Value::one_hot(Tensor::from_vector(r.hot, Shape{r.rows}), r.cols, dtype);
@@ -318,6 +342,11 @@ Value value_for(const Variable& var, const py::handle& data) {
             return v.is_one_hot() ? Value::one_hot(v.one_hot_indices().select(1, 0).contiguous(),
                                                    v.num_classes(), v.dtype())
                                   : Value(v.data().select(1, 0));
+        // One sample's data (a parameter's gradient, say) for a batched variable: a batch of one, as
+        // for a NumPy array of the sample's shape.
+        if (!v.has_layout() && !v.is_one_hot() && var.has_batch_axis() && !var.has_sequence_axis() &&
+            v.data().shape().dims() == var.shape() && var.shape_known())
+            return Value(v.data().expand_dims(0));
         return v;
     }
     const DataType dtype = var.dtype();

@@ -218,3 +218,36 @@ def test_a_constant_of_another_type_is_converted_to_the_operands_type():
     # Two inputs of different types are the graph's own mix: still refused.
     with pytest.raises(TypeError, match='different dtypes'):
         C.times(C.input_variable(2), C.input_variable((2, 2), dtype=np.float64))
+
+
+class _Csr:
+    """The attributes of a SciPy CSR matrix that ctk reads (SciPy is not a test dependency)."""
+
+    def __init__(self, dense):
+        dense = np.atleast_2d(np.asarray(dense, np.float32))
+        self.shape = dense.shape
+        self.indptr, self.indices, self.data = [0], [], []
+        for row in dense:
+            cols = np.nonzero(row)[0]
+            self.indices += list(cols)
+            self.data += list(row[cols])
+            self.indptr.append(len(self.indices))
+
+
+@pytest.mark.parametrize('is_sparse', [False, True])
+def test_a_list_of_one_row_sparse_matrices_is_a_batch_of_samples(is_sparse):
+    x = C.input_variable(4, is_sparse=is_sparse)
+    rows = [[0, 1, 0, 0], [0.5, 0, 0, 2], [0, 0, 1, 0]]
+    np.testing.assert_array_equal((x * 1).eval({x: [_Csr(r) for r in rows]}), rows)
+    one_hot = [[0, 0, 1, 0], [1, 0, 0, 0]]  # every row a single 1: kept as indices
+    np.testing.assert_array_equal((x * 1).eval({x: [_Csr(r) for r in one_hot]}), one_hot)
+    with pytest.raises(ValueError, match='matrix 1 of the list has 2 rows'):
+        (x * 1).eval({x: [_Csr(rows[0]), _Csr(rows[1:])]})
+
+
+def test_one_samples_value_feeds_a_batched_input():
+    w = C.parameter((3, 1), init=2.0)
+    x = C.input_variable(1)
+    g = (C.reduce_sum(w) * x).grad({x: [[2.]]}, [w], as_numpy=False)  # a Value of w's shape, no batch axis
+    v = C.input_variable((3, 1))
+    np.testing.assert_array_equal((v * 1).eval({v: g}), [[[2.], [2.], [2.]]])  # read as a batch of one
