@@ -37,6 +37,10 @@ FunctionPtr mean(const std::vector<Variable>& operands, const std::string& name 
 // x [..., k1..kn] times W [k1..kn, o1..om] with m = output_rank. W's leading dims may be kInferredDim:
 // infer_input_rank_to_map = 0 makes them take all of x's static axes, -1 (default) takes rank(W) -
 // output_rank of them. W with x's dynamic axes is one matrix per sample (a batched product).
+// infer_input_rank_to_map = kTimesReduceSequenceAxis (CNTK's
+// TimesReduceSequenceAxisWithoutInferredInputRank): the product of each frame, summed over the sequence
+// (sequence::reduce_sum of the product).
+inline constexpr int kTimesReduceSequenceAxis = -2;
 FunctionPtr times(const Variable& x, const Variable& w, int output_rank = 1, int infer_input_rank_to_map = -1,
                   const std::string& name = "");
 // a times b^T over the last axis of each (b a matrix, or one vector per sample: dot products).

@@ -129,6 +129,9 @@ void bind_ops(py::module_& m) {
                          int32_arg(infer, "infer_input_rank_to_map"), n);
         },
         arg("left"), arg("right"), arg("output_rank") = 1, arg("infer_input_rank_to_map") = -1, name);
+    // CNTK's values of infer_input_rank_to_map.
+    m.attr("TIMES_NO_INFERRED_INPUT_RANK") = -1;
+    m.attr("TIMES_REDUCE_SEQUENCE_AXIS_WITHOUT_INFERRED_INPUT_RANK") = kTimesReduceSequenceAxis;
     m.def(
         "times_transpose",
         [](const py::object& left, const py::object& right, const std::string& n) {

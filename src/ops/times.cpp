@@ -209,6 +209,10 @@ void register_times_ops(OpTable& t) {
 
 FunctionPtr times(const Variable& x, const Variable& w, int output_rank, int infer_input_rank_to_map,
                   const std::string& name) {
+    // CNTK's TimesReduceSequenceAxisWithoutInferredInputRank: the products of the frames, summed over the
+    // sequence axis.
+    if (infer_input_rank_to_map == kTimesReduceSequenceAxis)
+        return sequence::reduce_sum(times(x, w, output_rank, -1)->output(), name);
     // CNTK also takes times(M, x) with a static M [A..., K...] and a batched x [K...]: M applied to each
     // sample, [A...]. That is x times M's transpose [K..., A...] in ctk's (data, weight) order.
     if (x.dynamic_axes().empty() && !w.dynamic_axes().empty() && x.shape_known() && w.shape_known() &&

@@ -251,3 +251,18 @@ def test_one_samples_value_feeds_a_batched_input():
     g = (C.reduce_sum(w) * x).grad({x: [[2.]]}, [w], as_numpy=False)  # a Value of w's shape, no batch axis
     v = C.input_variable((3, 1))
     np.testing.assert_array_equal((v * 1).eval({v: g}), [[[2.], [2.], [2.]]])  # read as a batch of one
+
+
+def test_times_can_sum_its_products_over_the_sequence_axis():
+    seqs = [[0, 1, 2], [3], [4, 5, 6, 7, 8, 9]]
+    right = C.sequence.input_variable(10, is_sparse=True)
+    left = C.sequence.input_variable(1)
+    f = C.times(left, right, infer_input_rank_to_map=C.TIMES_REDUCE_SEQUENCE_AXIS_WITHOUT_INFERRED_INPUT_RANK)
+    assert f.dynamic_axes == C.sequence.reduce_sum(C.times(left, right)).dynamic_axes
+    weights = [np.full((len(s), 1), k + 1, np.float32) for k, s in enumerate(seqs)]
+    got = f.eval({left: weights, right: C.Value.one_hot(seqs, 10)})
+    want = np.zeros((3, 1, 10), np.float32)
+    for k, s in enumerate(seqs):
+        want[k, 0, s] = k + 1
+    np.testing.assert_array_equal(got, want)
+    assert C.TIMES_NO_INFERRED_INPUT_RANK == -1
