@@ -27,6 +27,12 @@ std::vector<size_t> read_group(ByteReader& r, const Network& net, const char* wh
 
 }  // namespace
 
+DataType precision_dtype(const std::string& precision) {
+    if (precision == "double") return DataType::f64;
+    if (precision == "half") return DataType::f16;
+    return DataType::f32;
+}
+
 Network read_network(const std::string& path) {
     ByteReader r(read_file(path), path);
     Network net;
@@ -61,16 +67,11 @@ Network read_network(const std::string& path) {
         if (const size_t comma = n.precision.find(','); comma != std::string::npos && n.op == "Cast") {
             n.output_precision = n.precision.substr(0, comma);
             n.precision = n.precision.substr(comma + 1);
-            if (n.output_precision == "half")
-                CTK_THROW(NotImplementedError, "CNTK v1 model '", path, "': Cast node to half precision");
         }
-        if (n.precision == "half")
-            CTK_THROW(NotImplementedError, "CNTK v1 model '", path,
-                      "': a node in half precision (byte offset ", n.offset,
-                      "); ctk's v1 reader reads float and double models");
-        if (n.precision != "float" && n.precision != "double")
+        auto known = [](const std::string& p) { return p == "float" || p == "double" || p == "half"; };
+        if (!known(n.precision))
             r.fail(detail::concat("unknown precision tag '", n.precision, "'"), n.offset);
-        if (n.op == "Cast" && n.output_precision != "float" && n.output_precision != "double")
+        if (n.op == "Cast" && !known(n.output_precision))
             r.fail(detail::concat("Cast node without an output type"), n.offset);
         const size_t name_at = r.pos();
         n.name = r.wstring("node name");

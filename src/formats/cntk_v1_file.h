@@ -54,7 +54,7 @@ struct RnnStack {
 };
 
 struct Node {
-    std::string precision;         // "float" or "double"; Cast: its input's ("float" of "double,float")
+    std::string precision;  // "float", "double" or "half"; Cast: its input's ("float" of "double,float")
     std::string output_precision;  // Cast only: the output's
     std::string op, name;
     uint64_t offset = 0;  // where the node's entry starts (its precision tag)
@@ -82,6 +82,7 @@ struct Node {
         int32_t axis = 1;
         int32_t stride = 1;  // version 27+
     };
+
     std::vector<SliceAxis> slices;
     // Reshape: the replaced column-major axes [begin, end) (0: open) and their new dims
     int32_t reshape_begin = 0, reshape_end = 0;
@@ -132,5 +133,8 @@ struct Network {
 // Parses the file at `path`. Throws IOError (path and byte offset) for a truncated or corrupt file and
 // NotImplementedError (node type and name) for node types or versions whose layout ctk does not know.
 Network read_network(const std::string& path);
+
+// The element type of a precision tag ("float", "double", "half").
+DataType precision_dtype(const std::string& precision);
 
 }  // namespace ctk::detail::cntk_v1

@@ -21,6 +21,7 @@ using detail::cntk_v1::ColDims;
 using detail::cntk_v1::Network;
 using detail::cntk_v1::Node;
 using detail::cntk_v1::numel;
+using detail::cntk_v1::precision_dtype;
 using detail::cntk_v1::row_major;
 
 // The most values the reader builds from the file's shapes rather than its bytes (RowStack's broadcast
@@ -259,7 +260,7 @@ private:
                 x = placeholder(n.name + ".operand");
                 open_loops_.push_back({index, x});
             }
-            const DataType dtype = n.precision == "double" ? DataType::f64 : DataType::f32;
+            const DataType dtype = precision_dtype(n.precision);
             const Variable init = n.inputs.size() == 2 ? in(n, 1) : constant(n.initial_value, dtype);
             return op == "PastValue" ? sequence::past_value(x, init, n.time_step, n.name)
                                      : sequence::future_value(x, init, n.time_step, n.name);
@@ -323,7 +324,7 @@ private:
 
     Variable make_input(const Node& n) const {
         const Dims shape = row_major(n.dims);
-        const DataType dtype = n.precision == "double" ? DataType::f64 : DataType::f32;
+        const DataType dtype = precision_dtype(n.precision);
         const bool sparse = n.op == "SparseInputValue";
         const bool needs_gradient = n.learning_rate_multiplier != 0;
         // CNTK's internal axis names: "" or "*..." the default sequence axis, "__noSequenceAxis..." none.

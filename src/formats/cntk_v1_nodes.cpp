@@ -25,7 +25,7 @@ public:
         if (FunctionPtr f = comparison(); f) return f;
         if (op == "Pow") return pow(in(0, 2, 2), in(1), name);
         if (op == "Cast") {
-            return cast(in(0, 1, 1), n_.output_precision == "double" ? DataType::f64 : DataType::f32, name);
+            return cast(in(0, 1, 1), precision_dtype(n_.output_precision), name);
         }
         // CrossEntropy(labels, p) = -sum(labels * log p) per sample (CNTK's CrossEntropyNode; a [1]).
         if (op == "CrossEntropy") {

@@ -51,7 +51,7 @@ void read_matrix(ByteReader& r, Node& n) {
     r.marker("BMAT");
     const size_t size_at = r.pos();
     const uint64_t element_size = r.u64("matrix element size");
-    const uint64_t want = n.precision == "double" ? 8 : 4;
+    const uint64_t want = static_cast<uint64_t>(size_of(precision_dtype(n.precision)));
     if (element_size != want)
         r.fail(detail::concat("matrix element size ", element_size, " does not match precision '",
                               n.precision, "' of node '", n.name, "'"),
@@ -67,7 +67,7 @@ void read_matrix(ByteReader& r, Node& n) {
                               "' is larger than the rest of the file"),
                dims_at);
     const uint64_t count = rows * cols;
-    const DataType dtype = element_size == 8 ? DataType::f64 : DataType::f32;
+    const DataType dtype = precision_dtype(n.precision);
     Tensor t = Tensor::empty(Shape{static_cast<int64_t>(count)}, dtype);
     const char* src = r.bytes(count * element_size, "matrix values");
     if (count > 0) std::memcpy(t.raw_data(), src, count * element_size);
@@ -282,7 +282,10 @@ void read_payload(ByteReader& r, Node& n, uint64_t version) {
             r.u64("delay cols");
         }
         if (version >= 2)
-            n.initial_value = n.precision == "double" ? r.f64("initial value") : r.f32("initial value");
+            n.initial_value = n.precision == "double" ? r.f64("initial value")
+                              : n.precision == "half"
+                                  ? double(float(Half::from_bits(r.scalar<uint16_t>("initial value"))))
+                                  : r.f32("initial value");
         return;
     }
     if (op == "Dropout") {  // the rate is not saved; inference does not drop

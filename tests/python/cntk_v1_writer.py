@@ -32,14 +32,15 @@ def shape(col_major_dims):
     return u32(len(col_major_dims)) + b''.join(u32(d) for d in col_major_dims)
 
 
-def parameter(value, learning_rate_multiplier=1.0):
-    """A LearnableParameter payload for a float32 NumPy array (row-major; stored column-major)."""
-    value = np.asarray(value, np.float32)
+def parameter(value, learning_rate_multiplier=1.0, dtype=np.float32):
+    """A LearnableParameter payload for a NumPy array (row-major; stored column-major) whose values are
+    written as `dtype` (float32, or float16 for a node tagged 'half', float64 for 'double')."""
+    value = np.asarray(value, dtype)
     col = list(reversed(value.shape)) or [1]
     rows = col[0]
     cols = int(np.prod(col[1:])) if len(col) > 1 else 1
-    return (f32(learning_rate_multiplier) + shape(col) + b'd' + wstr('BMAT') + u64(4) + wstr('unnamed') + i32(0) +
-            u64(rows) + u64(cols) + np.ascontiguousarray(value).tobytes() + wstr('EMAT'))
+    return (f32(learning_rate_multiplier) + shape(col) + b'd' + wstr('BMAT') + u64(value.itemsize) +
+            wstr('unnamed') + i32(0) + u64(rows) + u64(cols) + np.ascontiguousarray(value).tobytes() + wstr('EMAT'))
 
 
 def input_value(sample_shape, version, sequence=True):

@@ -176,3 +176,34 @@ def test_reduce_elements_with_and_without_kept_dims(tmp_path):
     with pytest.raises(Exception, match="reduction 'Median'"):
         load(tmp_path, [x_node((2, 3)), ('ReduceElements', 'r', i32(1) + wstr('Median'), ['x'])], 'r',
              name='bad.dnn')
+
+
+def test_a_half_precision_model_evaluates_in_float16(tmp_path):
+    # Every node tagged 'half' (CNTK's ComputationNode<half>): parameters of 2-byte values, PastValue's
+    # initial value as a 2-byte float.
+    rng = np.random.RandomState(0)
+    w = rng.uniform(-1, 1, (3, 2)).astype(np.float16)  # NumPy's [in, out]: CNTK's column-major W [out x in] of Times(W, x)
+    b = rng.uniform(-1, 1, (2,)).astype(np.float16)
+    nodes = [('half:InputValue', 'x', input_value((3,), V), []),
+             ('half:LearnableParameter', 'W', parameter(w, dtype=np.float16), []),
+             ('half:LearnableParameter', 'b', parameter(b, dtype=np.float16), []),
+             ('half:Times', 't', u64(1) + i32(-1), ['W', 'x']),
+             ('half:Plus', 'z', b'', ['t', 'b']),
+             ('half:RectifiedLinear', 'r', b'', ['z']),
+             ('half:PastValue', 'p', i32(1) + shape([2]) + np.float16(-0.5).tobytes(), ['r'])]
+    m, x, out = load(tmp_path, nodes, 'p')
+    assert x.dtype == np.float16 and out.dtype == np.float16
+    seq = rng.uniform(-1, 1, (4, 3)).astype(np.float16)
+    relu = np.maximum(seq.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32), 0)
+    want = np.concatenate([np.full((1, 2), -0.5, np.float32), relu[:-1]])
+    got = C.combine([out]).eval({x: [seq]})[0]
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want, atol=2e-3)
+
+
+def test_a_half_precision_matrix_with_a_float_element_size_is_corrupt(tmp_path):
+    payload = parameter(np.ones((2,), np.float32))  # 4-byte values under a 'half' tag
+    path = tmp_path / 'bad.dnn'
+    path.write_bytes(network([('half:LearnableParameter', 'b', payload, [])], V, outputs=['b']))
+    with pytest.raises(IOError, match="element size 4 does not match precision 'half'"):
+        C.load_model(str(path))
