@@ -91,8 +91,11 @@ public:
         if (data.rank() == 2) {  // still encoded (see make_sequence): decoded here, for this worker only
             const uint8_t* p = data.data<uint8_t>();
             m = detail::decode_image(std::vector<uint8_t>(p, p + data.dim(1)), config_.grayscale);
-            CTK_CHECK(!m.empty(), IOError, who_, ": cannot decode ", where(chunk, index),
-                      data.dim(1) == 0 ? " (missing or empty)" : " (not an image OpenCV reads)");
+            CTK_CHECK(
+                !m.empty(), IOError, who_, ": cannot decode ", where(chunk, index),
+                data.dim(1) == 0
+                    ? " (missing or empty)"
+                    : " (not a JPEG, PNG, BMP, TIFF, WebP, PNM, Sun raster, JPEG 2000, EXR or HDR image)");
         } else {
             m = cv::Mat(int(data.dim(1)), int(data.dim(2)), CV_MAKETYPE(CV_8U, int(data.dim(3))),
                         const_cast<uint8_t*>(data.data<uint8_t>()));
@@ -171,9 +174,12 @@ protected:
         const cv::Mat m = detail::decode_image(bytes, config_.grayscale);
         if (m.empty()) {
             const int64_t n = ++errors_;
-            CTK_CHECK(n <= config_.max_errors, IOError, who_, ": cannot decode ", place,
-                      bytes.empty() ? " (missing or empty)" : " (not an image OpenCV reads)",
-                      config_.max_errors > 0 ? "; more images failed than max_errors allows" : "");
+            CTK_CHECK(
+                n <= config_.max_errors, IOError, who_, ": cannot decode ", place,
+                bytes.empty()
+                    ? " (missing or empty)"
+                    : " (not a JPEG, PNG, BMP, TIFF, WebP, PNM, Sun raster, JPEG 2000, EXR or HDR image)",
+                config_.max_errors > 0 ? "; more images failed than max_errors allows" : "");
             std::fprintf(stderr,
                          "WARNING: %s: skipping %s, which cannot be decoded (%lld of max_errors %lld)\n",
                          who_.c_str(), place.c_str(), static_cast<long long>(n),

@@ -390,8 +390,31 @@ void ImagePipeline::apply(cv::Mat image, int copy_id, std::span<TransformEngine>
     }
 }
 
+namespace {
+bool starts_with(const std::vector<uint8_t>& b, std::initializer_list<uint8_t> sig, size_t at = 0) {
+    if (b.size() < at + sig.size()) return false;
+    return std::equal(sig.begin(), sig.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
+}
+}  // namespace
+
+bool is_decodable_image_format(const std::vector<uint8_t>& b) {
+    return starts_with(b, {0xFF, 0xD8, 0xFF}) ||                                                 // JPEG
+           starts_with(b, {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A}) ||                      // PNG
+           starts_with(b, {'B', 'M'}) ||                                                         // BMP
+           starts_with(b, {'I', 'I', 0x2A, 0x00}) || starts_with(b, {'M', 'M', 0x00, 0x2A}) ||   // TIFF
+           (starts_with(b, {'R', 'I', 'F', 'F'}) && starts_with(b, {'W', 'E', 'B', 'P'}, 8)) ||  // WebP
+           (b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '7') ||  // PBM/PGM/PPM/PAM
+           starts_with(b, {0x59, 0xA6, 0x6A, 0x95}) ||                      // Sun raster
+           starts_with(b, {0x00, 0x00, 0x00, 0x0C, 'j', 'P', ' ', ' '}) ||  // JPEG 2000 (JP2)
+           starts_with(b, {0xFF, 0x4F, 0xFF, 0x51}) ||                      // JPEG 2000 codestream
+           starts_with(b, {0x76, 0x2F, 0x31, 0x01}) ||                      // OpenEXR
+           starts_with(b, {'#', '?'});                                      // Radiance HDR
+}
+
 cv::Mat decode_image(const std::vector<uint8_t>& bytes, bool grayscale) {
-    if (bytes.empty()) return {};
+    // Only the image formats listed: OpenCV hands any other bytes to every codec it was built with, and
+    // Debian's links GDCM, whose DICOM reader aborts the process on a malformed file.
+    if (bytes.empty() || !is_decodable_image_format(bytes)) return {};
     try {
         const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
         return cv::imdecode(raw, grayscale ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);

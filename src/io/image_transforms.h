@@ -67,8 +67,11 @@ private:
     mutable std::atomic<bool> mean_warned_{false};
 };
 
-// Decodes an encoded image (PNG, JPEG, BMP, ... as OpenCV reads them) into 8-bit BGR (or gray).
-// Returns an empty Mat when the bytes are not an image.
+// Whether `bytes` start as an image format the reader decodes: JPEG, PNG, BMP, TIFF, WebP, PBM/PGM/PPM/PAM,
+// Sun raster, JPEG 2000, OpenEXR or Radiance HDR (by their signatures).
+bool is_decodable_image_format(const std::vector<uint8_t>& bytes);
+// Decodes an encoded image of those formats (as OpenCV reads them) into 8-bit BGR (or gray). Returns an
+// empty Mat when the bytes are not such an image.
 cv::Mat decode_image(const std::vector<uint8_t>& bytes, bool grayscale);
 
 }  // namespace ctk::detail

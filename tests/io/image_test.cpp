@@ -16,6 +16,7 @@
 #include <random>
 
 #include "ctk/io/image.h"
+#include "io/image_transforms.h"
 #include "io/io_test_util.h"
 
 namespace ctk {
@@ -157,6 +158,28 @@ TEST(ImageDeserializer, MapFileErrorsNameTheLineAndTheImage) {
     const std::string map2 = write_map(dir, {{dir.file("a.png"), 0}, {dir.file("bad.png"), 1}}, "map2.txt");
     MinibatchSource src2(source(image_deserializer(config_for(map2, {}))));
     EXPECT_NE(error_of<IOError>([&] { src2.next_minibatch(2); }).find("bad.png"), std::string::npos);
+}
+
+TEST(ImageDeserializer, OnlyKnownImageSignaturesReachTheDecoders) {
+    // A file with DICOM's magic at byte 128 (a fuzz finding): OpenCV would pass it to GDCM, whose reader
+    // aborts the process on malformed data. It is refused as not an image, naming the file.
+    TempDir dir;
+    write_png(dir.file("a.png"), pattern(2, 2));
+    std::string dicom(128, '\0');
+    dicom += "DICM";
+    dicom += std::string(16, '\x02');
+    test::write_file(dir.file("scan.dcm"), dicom);
+    const std::string map = write_map(dir, {{dir.file("a.png"), 0}, {dir.file("scan.dcm"), 1}});
+    MinibatchSource src(source(image_deserializer(config_for(map, {}))));
+    const std::string e = error_of<IOError>([&] { src.next_minibatch(2); });
+    EXPECT_NE(e.find("scan.dcm"), std::string::npos) << e;
+    EXPECT_NE(e.find("not a JPEG, PNG"), std::string::npos) << e;
+    for (const std::string& sig :
+         {std::string("\xFF\xD8\xFF"), std::string("\x89PNG\r\n\x1A\n"), std::string("BM"),
+          std::string("II*\0", 4), std::string("RIFF\0\0\0\0WEBP", 12), std::string("P6")})
+        EXPECT_TRUE(detail::is_decodable_image_format(std::vector<uint8_t>(sig.begin(), sig.end()))) << sig;
+    EXPECT_FALSE(detail::is_decodable_image_format(std::vector<uint8_t>(dicom.begin(), dicom.end())));
+    EXPECT_FALSE(detail::is_decodable_image_format({}));
 }
 
 TEST(ImageDeserializer, MaxErrorsSkipsUnreadableImagesAndCountsThem) {
