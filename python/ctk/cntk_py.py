@@ -9,12 +9,29 @@ from ._ctk import set_fixed_random_seed, constant_initializer, Value, NDArrayVie
 from .debugging import (force_deterministic_algorithms, set_computation_network_trace_level,  # noqa: F401
                         set_checked_mode, get_checked_mode)
 from .debugging import deterministic_algorithms_forced as should_force_deterministic_algorithms  # noqa: F401
-from .logging import ProgressWriter  # noqa: F401  (CNTK's SWIG base class of progress writers)
+from .logging import ProgressWriter as _PythonProgressWriter
 from .io_config import MinibatchSourceConfig, to_dictionary, create_composite_minibatch_source  # noqa: F401
 
 # CNTK's special dimensions: inferred from the first input (InferredDimension) or free per minibatch.
 InferredDimension = -1
 FreeDimension = -3
+
+
+class ProgressWriter(_PythonProgressWriter):
+    """CNTK's SWIG base class of progress writers, constructed as CNTK's C++ ProgressWriter was: the
+    training, test and distributed-sync update frequencies and how many first updates each writes."""
+
+    def __init__(self, training_update_write_freq=0, training_first_updates_to_write=0,
+                 test_update_write_freq=0, test_first_updates_to_write=0, distributed_sync_update_write_freq=0,
+                 distributed_sync_first_updates_to_write=0):
+        super().__init__(freq=training_update_write_freq or None, first=training_first_updates_to_write,
+                         test_freq=test_update_write_freq or None, test_first=test_first_updates_to_write,
+                         distributed_freq=distributed_sync_update_write_freq or None,
+                         distributed_first=distributed_sync_first_updates_to_write)
+
+    def __disown__(self):
+        """SWIG's hand-over of the object to C++; ctk keeps a writer alive as long as its trainer."""
+        return self
 
 
 def reset_random_seed(value):

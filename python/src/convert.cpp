@@ -396,6 +396,8 @@ py::object numpy_from_value(const Variable& var, const Value& value) {
 Variable to_variable(const py::handle& obj, DataType dtype_hint) {
     if (py::isinstance<Variable>(obj)) return obj.cast<Variable>();
     if (py::isinstance<Function>(obj)) return Variable(obj.cast<FunctionPtr>());
+    // An object that stands for a graph node (a Python UserFunction instance, as CNTK's was a Function).
+    if (py::hasattr(obj, "__ctk_function__")) return to_variable(obj.attr("__ctk_function__")(), dtype_hint);
     if (py::isinstance<py::bool_>(obj) || py::isinstance<py::int_>(obj) || py::isinstance<py::float_>(obj)) {
         return constant(obj.cast<double>(), dtype_hint);
     }

@@ -101,7 +101,8 @@ public:
         if (type_caster_base<ctk::Variable>::load(src, convert)) return true;
         if (!convert || src.is_none() || isinstance<str>(src) || isinstance<bytes>(src)) return false;
         const bool data = isinstance<array>(src) || isinstance<list>(src) || isinstance<tuple>(src) ||
-                          isinstance<float_>(src) || isinstance<int_>(src) || hasattr(src, "__array__");
+                          isinstance<float_>(src) || isinstance<int_>(src) || hasattr(src, "__array__") ||
+                          hasattr(src, "__ctk_function__");
         if (!data) return false;
         try {
             constant_ = ctk::python::to_variable(src);

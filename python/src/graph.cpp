@@ -322,7 +322,10 @@ void bind_graph(py::module_& m) {
     static bool renaming_allowed = false;
     m.def(
         "_allow_renaming_functions", [](bool allow) { renaming_allowed = allow; }, py::arg("allow") = true);
-    py::class_<Function, FunctionPtr> fn(m, "Function");
+    py::class_<Function, FunctionPtr> fn(m, "Function",
+                                         "A node of the computation graph: a primitive op, a block or a "
+                                         "composite of others (CNTK's Function). With one output it acts "
+                                         "as that output Variable.");
     fn.def_property("name", &Function::name,
                     [](Function& f, const std::string& name) {
                         // CNTK allowed naming a Function once (a Function built without a name).

@@ -266,3 +266,68 @@ def test_times_can_sum_its_products_over_the_sequence_axis():
         want[k, 0, s] = k + 1
     np.testing.assert_array_equal(got, want)
     assert C.TIMES_NO_INFERRED_INPUT_RANK == -1
+
+
+class _AddOne(C.ops.functions.UserFunction):
+    def __init__(self, x, needs_gradient=True, name='add_one'):
+        super().__init__([x], name=name)
+        self.needs_gradient, self.backward_calls = needs_gradient, 0
+
+    def infer_outputs(self):
+        x = self.inputs[0]
+        return [C.output_variable(x.shape, x.dtype, x.dynamic_axes, needs_gradient=self.needs_gradient)]
+
+    def forward(self, argument, device=None, outputs_to_retain=None):
+        return None, argument + 1
+
+    def backward(self, state, root_gradients):
+        self.backward_calls += 1
+        return root_gradients
+
+
+def test_a_user_function_instance_is_an_operand_and_user_function_of_a_graph_is_its_composite():
+    x = C.input_variable(2)
+    f = x * _AddOne(x)  # CNTK's UserFunction was itself a Function
+    np.testing.assert_array_equal(f.eval({x: [[1., 2.]]}), [[2., 6.]])
+    g = C.user_function(f)
+    assert g.is_composite
+    np.testing.assert_array_equal(g.eval({x: [[1., 2.]]}), [[2., 6.]])
+
+
+def test_a_user_function_output_that_needs_no_gradient_passes_none_back():
+    x = C.input_variable(2, needs_gradient=True)
+    op = _AddOne(x, needs_gradient=False)
+    f = C.user_function(op)
+    np.testing.assert_array_equal(f.grad({x: [[1., 2.]]}, [x]), [[0., 0.]])
+    assert op.backward_calls == 0
+    op2 = _AddOne(x)
+    np.testing.assert_array_equal(C.user_function(op2).grad({x: [[1., 2.]]}, [x]), [[1., 1.]])
+    assert op2.backward_calls == 1
+
+
+def test_cntk_py_progress_writer_takes_cntks_constructor_arguments():
+    import sys
+
+    class Writer(C.cntk_py.ProgressWriter):
+        def __init__(self):
+            super().__init__(1, 0, 1, 0, sys.maxsize, 0)
+            self.values = []
+            self.__disown__()  # SWIG's hand-over, which CNTK scripts call
+
+        def write(self, key, value):
+            self.values.append((key, float(value)))
+
+    x, y = C.input_variable(1), C.input_variable(1)
+    z = C.times(x, C.parameter((1, 1), init=0.5))
+    learner = C.sgd(z.parameters, C.learning_parameter_schedule_per_sample([0.3, 0.2], epoch_size=1))
+    w = Writer()
+    trainer = C.Trainer(z, (C.squared_error(z, y), C.squared_error(z, y)), [learner], w)
+    for _ in range(3):
+        trainer.train_minibatch({x: [[2.]], y: [[1.]]})
+    assert [v for _, v in w.values][:2] == pytest.approx([0.3, 0.2])
+
+
+def test_functions_have_a_docstring_and_blocks_export_block_function():
+    assert C.plus(C.input_variable(1), 1).__doc__
+    from cntk.layers.blocks import BlockFunction
+    assert BlockFunction is C.BlockFunction

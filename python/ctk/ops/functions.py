@@ -56,9 +56,19 @@ class UserFunction:
     def backward(self, *args, **kwargs):
         raise NotImplementedError('%s has no backward' % self.op_name)
 
+    def __ctk_function__(self):
+        """A graph node running this user function: CNTK's UserFunction was itself a Function, so an
+        instance can be an operand of other ops (x * MyOp(x, y)). Each use makes its own node (a node
+        kept here would keep its graph alive through the callbacks it holds)."""
+        return user_function(self)
+
 
 def user_function(user_func):
-    """The Function that runs `user_func` (a UserFunction instance) as an op of the graph."""
+    """The Function that runs `user_func` (a UserFunction instance) as an op of the graph. A Function
+    (a graph already holding user functions) comes back as its composite, as CNTK's did."""
+    if isinstance(user_func, Function):
+        from . import as_composite
+        return as_composite(user_func)
     if not isinstance(user_func, UserFunction):
         raise TypeError('user_function expects a UserFunction instance, got %s' % type(user_func).__name__)
     uf = user_func
@@ -67,7 +77,9 @@ def user_function(user_func):
         return value.asarray() if uf.as_numpy else value
 
     def infer(inputs):
-        return [(o.shape, o.dtype, o.dynamic_axes) for o in uf.infer_outputs()]
+        outputs = uf.infer_outputs()
+        uf._outputs_need_gradient = [o.needs_gradient for o in outputs]
+        return [(o.shape, o.dtype, o.dynamic_axes) for o in outputs]
 
     def forward(values, is_training):
         args = [data(v) for v in values]
@@ -83,6 +95,9 @@ def user_function(user_func):
     possible = [i for i, v in enumerate(uf.inputs) if v.is_parameter or v.is_output or v.needs_gradient]
 
     def backward(state, values, output_grads, needs):
+        # Outputs declared with needs_gradient=False pass no gradient back: backward is not called.
+        if not any(uf._outputs_need_gradient):
+            return [None] * len(values)
         if len(output_grads) == 1:
             rg = output_grads[0]
         else:
