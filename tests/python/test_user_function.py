@@ -108,8 +108,9 @@ def test_without_backward_no_gradient_flows_and_errors_are_clear():
         C.user_function(Failing(x)).eval({x: np.zeros((1, 3), np.float32)})
     with pytest.raises(NotImplementedError, match='user function'):
         C.user_function(MySigmoid(x)).save('/tmp/ctk_user_function_model.dnn')
+    assert C.user_function(C.sigmoid(x)).is_composite  # a Function: its composite, as CNTK's
     with pytest.raises(TypeError, match='UserFunction instance'):
-        C.user_function(C.sigmoid(x))
+        C.user_function(3.0)
 
 
 def test_as_numpy_false_gets_values():
