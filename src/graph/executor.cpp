@@ -71,6 +71,36 @@ Value bind_argument(const Variable& var, const Value& value) {
     return Value(Value(data, value.layout()).masked_data(0.0), value.layout());
 }
 
+// Inputs on one sequence axis are frames of the same sequences (CNTK's rule): data of other lengths is
+// an error naming both inputs, not a silent misalignment.
+void check_shared_sequence_axes(const Plan& plan, const std::vector<Value>& values) {
+    struct Seen {
+        const Variable* var;
+        std::vector<int64_t> lengths;
+    };
+    std::vector<Seen> seen;
+    for (int s : plan.leaves) {
+        const Variable& v = plan.slot_vars[static_cast<size_t>(s)];
+        const Value& value = values[static_cast<size_t>(s)];
+        if (!v.is_input() || !v.has_sequence_axis() || !value.defined()) continue;
+        // The dims [sequences, frames, ...] without densifying one-hot data.
+        const Tensor& shape_of = value.is_one_hot() ? value.one_hot_indices() : value.data();
+        if (shape_of.rank() < 2) continue;
+        std::vector<int64_t> lengths =
+            value.layout() ? value.layout()->lengths()
+                           : std::vector<int64_t>(static_cast<size_t>(shape_of.dim(0)), shape_of.dim(1));
+        for (const Seen& other : seen) {
+            if (other.var->dynamic_axes() != v.dynamic_axes()) continue;
+            CTK_CHECK(other.lengths == lengths, ValueError, "forward: ", other.var->to_string(), " and ",
+                      v.to_string(),
+                      " share their sequence axis but their data has sequences of other lengths (",
+                      dims_to_string(other.lengths), " and ", dims_to_string(lengths),
+                      "); give one its own sequence axis (sequence_axis=...) or data of the same lengths");
+        }
+        seen.push_back({&v, std::move(lengths)});
+    }
+}
+
 int64_t bytes_of(const Value& v) {
     return v.defined() ? v.data().numel() * static_cast<int64_t>(v.data().element_size()) : 0;
 }
@@ -385,6 +415,7 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
             values[static_cast<size_t>(s)] = Value(detail::value_on(v, device));
         }
     }
+    detail::check_shared_sequence_axes(plan, values);
     std::vector<bool> is_requested(values.size(), false);
     for (int s : plan.requested) is_requested[static_cast<size_t>(s)] = true;
     int64_t live = 0;

@@ -331,3 +331,20 @@ def test_functions_have_a_docstring_and_blocks_export_block_function():
     assert C.plus(C.input_variable(1), 1).__doc__
     from cntk.layers.blocks import BlockFunction
     assert BlockFunction is C.BlockFunction
+
+
+def test_inputs_sharing_a_sequence_axis_need_sequences_of_the_same_lengths():
+    x, ones = C.sequence.input_variable(1, name='x'), C.sequence.input_variable(1, name='ones')
+    y = C.sequence.broadcast_as(C.sequence.last(ones), x)
+    four = np.arange(1, 5, dtype=np.float32).reshape(4, 1)
+    with pytest.raises(ValueError, match="Input\\('ones'.*Input\\('x'.*share their sequence axis"):
+        y.eval({x: [four], ones: [np.ones((1, 1), np.float32)]})
+    np.testing.assert_array_equal(y.eval({x: [four], ones: [four]})[0], np.full((4, 1), 4.))
+    # One-hot data is checked without being made dense; its own axis lets it be of another length.
+    labels = C.sequence.input_variable(3, is_sparse=True, sequence_axis=C.Axis('labelAxis'))
+    z = C.sequence.reduce_sum(labels) + C.sequence.reduce_sum(x)
+    assert z.eval({x: [four], labels: C.Value.one_hot([[0, 2]], 3)}).shape == (1, 3)
+    words = C.sequence.input_variable(3, is_sparse=True)  # on x's (the default) sequence axis
+    w = C.sequence.reduce_sum(words) + C.sequence.reduce_sum(x)
+    with pytest.raises(ValueError, match='share their sequence axis'):
+        w.eval({x: [four], words: C.Value.one_hot([[0, 2]], 3)})
