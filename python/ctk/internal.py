@@ -4,6 +4,8 @@ return Python objects directly, so typemap and map_if_possible pass values throu
 CNTK's rules (numbers and arrays become float32 constants, shapes become tuples, ...)."""
 import functools
 
+import warnings
+
 import numpy as np
 
 from . import _ctk
@@ -236,6 +238,10 @@ def sanitize_batch(var, batch, seq_starts=None, device=None):
         if seq_starts is not None:
             raise ValueError('sanitize_batch: seq_starts cannot be applied to a Value (its layout is fixed)')
         return batch
+    arrays = batch if isinstance(batch, (list, tuple)) else [batch]
+    if any(isinstance(a, np.ndarray) and not a.flags.c_contiguous for a in arrays):
+        # CNTK's warning: the data is copied into the Value's contiguous layout.
+        warnings.warn('sanitize_batch: data that is not C-contiguous is copied', RuntimeWarning)
     return Value.create(var, batch, seq_starts=seq_starts, device=device)
 
 

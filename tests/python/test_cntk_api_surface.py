@@ -348,3 +348,13 @@ def test_inputs_sharing_a_sequence_axis_need_sequences_of_the_same_lengths():
     w = C.sequence.reduce_sum(words) + C.sequence.reduce_sum(x)
     with pytest.raises(ValueError, match='share their sequence axis'):
         w.eval({x: [four], words: C.Value.one_hot([[0, 2]], 3)})
+
+
+def test_sanitize_batch_warns_when_it_copies_data_that_is_not_contiguous():
+    from cntk.internal import sanitize_batch
+    a1 = np.array([[1, 2], [3, 4]], np.float32)
+    var = C.sequence.input_variable((2, 2))
+    with pytest.warns(RuntimeWarning, match='not C-contiguous'):
+        b = sanitize_batch(var, [a1.T, a1.T + 4])
+    assert b.shape == (2, 1, 2, 2)
+    np.testing.assert_array_equal(b.asarray()[0, 0], a1.T)
