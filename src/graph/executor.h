@@ -55,6 +55,13 @@ struct Plan {
 
 std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs);
 
+// (bind_arguments.cpp) An argument's value checked against its variable (dynamic axes, sample shape,
+// sequence layout) and converted to its dtype; padded frames zeroed, one-hot values kept in index form.
+Value bind_argument(const Variable& var, const Value& value);
+// Inputs on one sequence axis are frames of the same sequences (CNTK's rule): a ValueError naming both
+// inputs when their bound values have sequences of other lengths.
+void check_shared_sequence_axes(const Plan& plan, const std::vector<Value>& values);
+
 // Called by backward as soon as the gradient of one of `wrt` is final (no step left to run adds to it),
 // in the order they become final; a variable no step reads gets its zero gradient at the end.
 using GradientReady = std::function<void(const Variable& wrt, const Value& gradient)>;

@@ -364,6 +364,7 @@ struct UnpoolInput {
     Tensor x;
     PoolAttrs p;
     bool across;
+    Dims folded;  // [N, C, spatial...]: the shape results go back to
 };
 Tensor with_unit_channel_axis(const Tensor& folded) {
     Dims d{folded.dim(0), 1};
@@ -374,11 +375,12 @@ UnpoolInput unpool_input(const Tensor& x, int dyn, const Attributes& a, const st
     Dims sample = sample_dims(x, dyn);
     const bool across = pools_channels(a, static_cast<int>(sample.size()), "unpoolingWindowShape");
     Tensor f = fold_dynamic(x, dyn);
+    const Dims folded = f.shape().dims();
     if (across) {
         sample = with_unit_channel(sample);
         f = with_unit_channel_axis(f);
     }
-    return {f, unpool_attrs(a, sample, where), across};
+    return {f, unpool_attrs(a, sample, where), across, folded};
 }
 void forward_unpool(ForwardContext& c) {
     const Tensor &u = c.inputs[0].data(), &x = c.inputs[1].data();
@@ -391,8 +393,7 @@ void forward_unpool(ForwardContext& c) {
               " does not match pooling_input's data ", x.shape().to_string(), " pooled to ",
               r.y.shape().to_string());
     const Tensor scattered = pooling_backward(uf, in.x, r.workspace, in.p);
-    c.outputs.push_back(
-        Value(unfold_dynamic(scattered.reshape(fold_dynamic(x, dyn).shape().dims()), x, dyn)));
+    c.outputs.push_back(Value(unfold_dynamic(scattered.reshape(in.folded), x, dyn)));
 }
 // The adjoint of the scatter: per window, g at the first maximum of x in it (max pooling's choice), for
 // g and x [N, C, spatial...]. It scans the window's offsets over strided views of x padded with -inf
