@@ -12,14 +12,14 @@
 #include <string_view>
 #include <vector>
 
-#include "ctk/build_info.h"
-#include "ctk/device_info.h"
-#include "ctk/error.h"
+#include "ctk/core/build_info.h"
+#include "ctk/core/error.h"
+#include "ctk/formats/model.h"
 #include "ctk/io.h"
 #include "ctk/io/cbf.h"
 #include "ctk/io/image.h"
 #include "ctk/kernels/cpu_info.h"
-#include "ctk/model.h"
+#include "ctk/kernels/device_info.h"
 #include "ctk/train.h"
 
 namespace {

@@ -1,39 +1,13 @@
-// The umbrella header: everything a ctk user needs.
+// The umbrella header: everything a ctk user needs, layer by layer (each layer's umbrella includes one
+// header per concept from its folder: ctk/core/, ctk/kernels/, ctk/graph/, ...; docs/architecture.md).
 #pragma once
 
-#include "ctk/axis.h"
-#include "ctk/build_info.h"
-#include "ctk/cuda.h"
-#include "ctk/device.h"
-#include "ctk/device_info.h"
-#include "ctk/dictionary.h"
-#include "ctk/distributed/communicator.h"
-#include "ctk/distributed/learners.h"
-#include "ctk/dtype.h"
-#include "ctk/error.h"
-#include "ctk/function.h"
-#include "ctk/graph_ops.h"
-#include "ctk/initializer.h"
-#include "ctk/io.h"
-#include "ctk/io/cbf.h"
-#include "ctk/io/image.h"
-#include "ctk/kernel_table.h"
-#include "ctk/layers.h"
-#include "ctk/learners.h"
-#include "ctk/memory_plan.h"
-#include "ctk/mixed_precision.h"
-#include "ctk/model.h"
-#include "ctk/op.h"
-#include "ctk/op_profile.h"
-#include "ctk/ops.h"
-#include "ctk/parallel.h"
-#include "ctk/primitive_op.h"
-#include "ctk/program.h"
-#include "ctk/rng.h"
-#include "ctk/shape.h"
-#include "ctk/storage.h"
-#include "ctk/tensor.h"
-#include "ctk/train.h"
-#include "ctk/user_function.h"
-#include "ctk/value.h"
-#include "ctk/variable.h"
+#include "ctk/core.h"         // IWYU pragma: export
+#include "ctk/distributed.h"  // IWYU pragma: export
+#include "ctk/formats.h"      // IWYU pragma: export
+#include "ctk/graph.h"        // IWYU pragma: export
+#include "ctk/io.h"           // IWYU pragma: export
+#include "ctk/kernels.h"      // IWYU pragma: export
+#include "ctk/layers.h"       // IWYU pragma: export
+#include "ctk/learners.h"     // IWYU pragma: export
+#include "ctk/train.h"        // IWYU pragma: export

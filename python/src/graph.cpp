@@ -7,7 +7,7 @@
 #include <set>
 
 #include "convert.h"
-#include "ctk/model.h"
+#include "ctk/formats/model.h"
 #include "user_io.h"
 
 namespace ctk::python {

@@ -49,7 +49,8 @@ PYBIND11_MODULE(_ctk, m) {
     // CNTK's force_deterministic_algorithms (cntk.debugging): GPU algorithms that are not bit-reproducible
     // are skipped; ctk's CPU kernels are deterministic for a given thread count already.
     m.def("_set_deterministic", &cuda::set_deterministic, py::arg("value"));
-    // Recurrent loops as one fused CPU kernel (ctk/program.h): on unless turned off, for comparing paths.
+    // Recurrent loops as one fused CPU kernel (ctk/graph/program.h): on unless turned off, for comparing
+    // paths.
     m.def("set_fused_recurrence", &set_fused_recurrence, py::arg("on"));
     m.def("fused_recurrence", &fused_recurrence);
     m.def("_deterministic", &cuda::deterministic);

@@ -9,8 +9,8 @@
 #include <vector>
 #include "c/handles.h"
 #include "ctk/c/CNTKLibraryC.h"
-#include "ctk/error.h"
-#include "ctk/model.h"
+#include "ctk/core/error.h"
+#include "ctk/formats/model.h"
 
 using namespace ctk;  // NOLINT(google-build-using-namespace): the C entry points below
 

@@ -5,12 +5,12 @@
 #include <new>
 #include <string>
 #include "c/handles.h"
-#include "ctk/build_info.h"
-#include "ctk/cuda.h"
-#include "ctk/device_info.h"
-#include "ctk/error.h"
+#include "ctk/core/build_info.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/error.h"
+#include "ctk/core/parallel.h"
 #include "ctk/kernels/cpu_info.h"
-#include "ctk/parallel.h"
+#include "ctk/kernels/device_info.h"
 
 namespace ctk::capi {
 namespace {

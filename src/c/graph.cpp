@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 #include "c/handles.h"
-#include "ctk/error.h"
-#include "ctk/graph_ops.h"
-#include "ctk/model.h"
+#include "ctk/core/error.h"
+#include "ctk/formats/model.h"
+#include "ctk/graph/graph_ops.h"
 
 using namespace ctk;        // NOLINT(google-build-using-namespace): the C entry points below
 using namespace ctk::capi;  // NOLINT(google-build-using-namespace)

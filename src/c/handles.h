@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 #include "ctk/c/ctk.h"
-#include "ctk/error.h"
-#include "ctk/function.h"
-#include "ctk/initializer.h"
+#include "ctk/core/error.h"
+#include "ctk/graph/function.h"
+#include "ctk/graph/initializer.h"
 #include "ctk/io.h"
 #include "ctk/io/image.h"
 #include "ctk/learners.h"

@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 #include "c/handles.h"
-#include "ctk/error.h"
+#include "ctk/core/error.h"
+#include "ctk/formats/model.h"
 #include "ctk/io/cbf.h"
-#include "ctk/model.h"
 
 using namespace ctk;        // NOLINT(google-build-using-namespace): the C entry points below
 using namespace ctk::capi;  // NOLINT(google-build-using-namespace)

@@ -7,9 +7,9 @@
 #include <unordered_map>
 #include <vector>
 #include "c/handles.h"
-#include "ctk/error.h"
-#include "ctk/graph_ops.h"
-#include "ctk/op.h"
+#include "ctk/core/error.h"
+#include "ctk/graph/graph_ops.h"
+#include "ctk/kernels/kernel_op_list.h"
 
 using namespace ctk;        // NOLINT(google-build-using-namespace): the C entry points below
 using namespace ctk::capi;  // NOLINT(google-build-using-namespace)

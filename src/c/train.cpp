@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 #include "c/handles.h"
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "ctk/train/progress.h"
 
 using namespace ctk;        // NOLINT(google-build-using-namespace): the C entry points below

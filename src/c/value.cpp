@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 #include "c/handles.h"
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 using namespace ctk;        // NOLINT(google-build-using-namespace): the C entry points below
 using namespace ctk::capi;  // NOLINT(google-build-using-namespace)

@@ -1,6 +1,6 @@
 // Build facts baked in by CMake (CTK_* macros, private to ctk_core; CTK_GIT_SHA from the header the
 // ctk_git_sha target rewrites when the commit changes).
-#include "ctk/build_info.h"
+#include "ctk/core/build_info.h"
 
 #include <cblas.h>
 

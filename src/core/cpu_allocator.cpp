@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ctk/error.h"
-#include "ctk/storage.h"
+#include "ctk/core/error.h"
+#include "ctk/core/storage.h"
 
 namespace ctk {
 

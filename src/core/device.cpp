@@ -1,13 +1,13 @@
-// Devices: their names, which exist here, and the process-wide default device (ctk/device.h).
-#include "ctk/device.h"
+// Devices: their names, which exist here, and the process-wide default device (ctk/core/device.h).
+#include "ctk/core/device.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <string>
 
-#include "ctk/cuda.h"
-#include "ctk/error.h"
-#include "ctk/launcher.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/error.h"
+#include "ctk/core/launcher.h"
 
 namespace ctk {
 

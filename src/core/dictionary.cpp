@@ -1,6 +1,6 @@
 // Dictionary values, and the atomic file write and whole-file read that checkpoints use (the bytes of a
 // Dictionary on disk are CNTK's protobuf framing, src/formats/cntk_dictionary.cpp).
-#include "ctk/dictionary.h"
+#include "ctk/core/dictionary.h"
 
 #include <cerrno>
 
@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "ctk/atomic_file.h"
+#include "ctk/core/atomic_file.h"
 
 namespace ctk {
 

@@ -1,32 +1,46 @@
 // DataType names and sizes, and IEEE binary16 conversions (round to nearest even, subnormals, inf, NaN).
-#include "ctk/dtype.h"
+#include "ctk/core/dtype.h"
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk {
 
 size_t size_of(DataType dtype) {
     switch (dtype) {
-        case DataType::f32: return 4;
-        case DataType::f64: return 8;
-        case DataType::f16: return 2;
-        case DataType::bf16: return 2;
-        case DataType::i32: return 4;
-        case DataType::i64: return 8;
-        case DataType::u8: return 1;
+        case DataType::f32:
+            return 4;
+        case DataType::f64:
+            return 8;
+        case DataType::f16:
+            return 2;
+        case DataType::bf16:
+            return 2;
+        case DataType::i32:
+            return 4;
+        case DataType::i64:
+            return 8;
+        case DataType::u8:
+            return 1;
     }
     return 0;
 }
 
 const char* dtype_name(DataType dtype) {
     switch (dtype) {
-        case DataType::f32: return "float32";
-        case DataType::f64: return "float64";
-        case DataType::f16: return "float16";
-        case DataType::bf16: return "bfloat16";
-        case DataType::i32: return "int32";
-        case DataType::i64: return "int64";
-        case DataType::u8: return "uint8";
+        case DataType::f32:
+            return "float32";
+        case DataType::f64:
+            return "float64";
+        case DataType::f16:
+            return "float16";
+        case DataType::bf16:
+            return "bfloat16";
+        case DataType::i32:
+            return "int32";
+        case DataType::i64:
+            return "int64";
+        case DataType::u8:
+            return "uint8";
     }
     return "?";
 }
@@ -79,9 +93,9 @@ uint16_t float_to_half_bits(float value) {
     std::memcpy(&u, &value, 4);
     uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
     uint32_t abs = u & 0x7fffffffu;
-    if (abs > 0x7f800000u) return sign | 0x7e00u;  // NaN
+    if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
     if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: infinity
-    if (abs < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
+    if (abs < 0x38800000u) {                 // below the smallest normal half (2^-14): subnormal or zero
         if (abs < 0x33000000u) return sign;  // below half of the smallest subnormal (2^-25)
         uint32_t exp = abs >> 23;
         uint32_t mant = (abs & 0x7fffffu) | 0x800000u;

@@ -1,5 +1,5 @@
 // The error hierarchy's one piece of code: keeping messages valid UTF-8.
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 #include <cstdint>
 

@@ -1,10 +1,10 @@
-// launched_worker(): the launcher's environment variables (ctk/launcher.h).
-#include "ctk/launcher.h"
+// launched_worker(): the launcher's environment variables (ctk/core/launcher.h).
+#include "ctk/core/launcher.h"
 
 #include <cstdlib>
 #include <utility>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk {
 

@@ -1,9 +1,9 @@
-// The static memory plan (ctk/memory_plan.h): a run records its allocations (size, device, when made,
+// The static memory plan (ctk/core/memory_plan.h): a run records its allocations (size, device, when made,
 // when freed); when a run missed its plan, the blocks that died within it are placed in one arena per
 // device by first fit in decreasing size (lifetimes that overlap never share bytes), and the next runs
 // take the k-th allocation at the k-th block's offset. Every block a run hands out is a lease: its
 // destructor records the free and gives the bytes back (to the arena's live set or to the allocator).
-#include "ctk/memory_plan.h"
+#include "ctk/core/memory_plan.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,9 +11,9 @@
 #include <mutex>
 
 #include "core/memory_plan_hook.h"
-#include "ctk/cuda.h"
-#include "ctk/error.h"
-#include "ctk/storage.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/error.h"
+#include "ctk/core/storage.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "ctk/device.h"
+#include "ctk/core/device.h"
 
 namespace ctk::detail {
 

@@ -1,5 +1,5 @@
-// The op profile (declared in ctk/op_profile.h).
-#include "ctk/op_profile.h"
+// The op profile (declared in ctk/core/op_profile.h).
+#include "ctk/core/op_profile.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,8 +11,8 @@
 #include <memory>
 #include <mutex>
 
-#include "ctk/cuda.h"
-#include "ctk/error.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/error.h"
 
 namespace ctk {
 

@@ -1,5 +1,5 @@
 // Thread-count control shared by ctk, oneDNN and OpenBLAS.
-#include "ctk/parallel.h"
+#include "ctk/core/parallel.h"
 
 #include <cblas.h>
 
@@ -11,7 +11,7 @@
 #include <xmmintrin.h>
 #endif
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk {
 

@@ -1,10 +1,10 @@
 // Philox4x32-10 and the Generator fills. Each element owns one counter; Box-Muller uses only its cosine
 // branch so that an element never depends on a neighbour.
-#include "ctk/rng.h"
+#include "ctk/core/rng.h"
 
 #include <cmath>
 
-#include "ctk/parallel.h"
+#include "ctk/core/parallel.h"
 
 namespace ctk {
 

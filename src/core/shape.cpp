@@ -1,9 +1,9 @@
 // Shape arithmetic and NumPy broadcasting.
-#include "ctk/shape.h"
+#include "ctk/core/shape.h"
 
 #include <algorithm>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk {
 

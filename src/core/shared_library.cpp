@@ -1,9 +1,9 @@
 // SharedLibrary: dlopen and dlsym with errors that name the library and who needed it.
-#include "ctk/shared_library.h"
+#include "ctk/core/shared_library.h"
 
 #include <dlfcn.h>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk {
 

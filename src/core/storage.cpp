@@ -1,8 +1,8 @@
 // Storage, and the choice of allocator per device (the CPU allocator is in cpu_allocator.cpp).
-#include "ctk/storage.h"
+#include "ctk/core/storage.h"
 
 #include "core/memory_plan_hook.h"
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 #if CTK_HAVE_CUDA
 #include "core/cuda/allocator.h"

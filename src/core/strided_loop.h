@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ctk/parallel.h"
-#include "ctk/shape.h"
+#include "ctk/core/parallel.h"
+#include "ctk/core/shape.h"
 
 namespace ctk::detail {
 
@@ -27,7 +27,7 @@ struct StridedPlan {
 // Visits the dims in the memory order of operand 0 (the output, for every caller: largest stride first,
 // ties in their own order), drops size-1 dims and merges dims that are contiguous with respect to each
 // other in every operand. The order matters for outputs in a permuted dense layout (channels-last
-// activations, ctk/tensor.h): their operands then coalesce into one run instead of one per pixel.
+// activations, ctk/core/tensor.h): their operands then coalesce into one run instead of one per pixel.
 template <int N>
 StridedPlan<N> make_strided_plan(const Dims& shape, const std::array<Dims, N>& byte_strides) {
     StridedPlan<N> plan;

@@ -1,5 +1,5 @@
 // Tensor views, copies (strided, broadcasting, converting) and element access.
-#include "ctk/tensor.h"
+#include "ctk/core/tensor.h"
 
 #include <algorithm>
 #include <cmath>

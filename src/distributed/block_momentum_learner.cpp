@@ -5,8 +5,8 @@
 // negotiation can deadlock.
 #include <cmath>
 
+#include "ctk/core/error.h"
 #include "ctk/distributed/learners.h"
-#include "ctk/error.h"
 
 namespace ctk::distributed {
 

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "ctk/error.h"
-#include "ctk/initializer.h"
+#include "ctk/core/error.h"
+#include "ctk/graph/initializer.h"
 
 #ifdef CTK_HAVE_MPI
 #include <mpi.h>
@@ -22,9 +22,9 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "ctk/shared_library.h"
+#include "ctk/core/shared_library.h"
 
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
 #endif
 
 namespace ctk::distributed {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "ctk/core/error.h"
 #include "ctk/distributed/learners.h"
-#include "ctk/error.h"
-#include "ctk/model.h"
+#include "ctk/formats/model.h"
 #include "distributed/gradient_buckets.h"
 #include "distributed/quantized_learner.h"
 

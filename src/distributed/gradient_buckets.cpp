@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::distributed::detail {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::distributed::detail {
 

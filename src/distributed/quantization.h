@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ctk/shape.h"
+#include "ctk/core/shape.h"
 
 namespace ctk::distributed::detail {
 

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "distributed/quantization.h"
 
 namespace ctk::distributed::detail {

@@ -11,8 +11,8 @@
 #include <limits>
 #include <mutex>
 
-#include "ctk/error.h"
-#include "ctk/model.h"
+#include "ctk/core/error.h"
+#include "ctk/formats/model.h"
 
 namespace ctk::formats {
 

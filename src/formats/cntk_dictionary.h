@@ -8,10 +8,10 @@
 #include <string>
 
 #include "cntk.pb.h"
-#include "ctk/axis.h"
-#include "ctk/dictionary.h"
-#include "ctk/function.h"
-#include "ctk/tensor.h"
+#include "ctk/core/dictionary.h"
+#include "ctk/core/tensor.h"
+#include "ctk/graph/axis.h"
+#include "ctk/graph/function.h"
 
 namespace ctk::formats {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "formats/cntk_v1_file.h"
 
 namespace ctk::detail::cntk_v1 {

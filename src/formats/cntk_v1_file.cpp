@@ -3,7 +3,7 @@
 // groups. The whole file is read once; every read is checked against its end.
 #include "formats/cntk_v1_file.h"
 
-#include "ctk/dictionary.h"
+#include "ctk/core/dictionary.h"
 #include "formats/cntk_v1_bytes.h"
 
 namespace ctk::detail::cntk_v1 {

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <set>
 
-#include "ctk/error.h"
-#include "ctk/graph_ops.h"
-#include "ctk/model.h"
-#include "ctk/ops.h"
+#include "ctk/core/error.h"
+#include "ctk/formats/model.h"
+#include "ctk/graph/graph_ops.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "formats/cntk_v1_file.h"
 #include "formats/cntk_v1_nodes.h"
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <map>
 
-#include "ctk/error.h"
-#include "ctk/graph_ops.h"
+#include "ctk/core/error.h"
+#include "ctk/graph/graph_ops.h"
 #include "formats/cntk_v1_nodes.h"
 
 namespace ctk::detail::cntk_v1 {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ctk/function.h"
+#include "ctk/graph/function.h"
 #include "formats/cntk_v1_file.h"
 
 namespace ctk::detail::cntk_v1 {

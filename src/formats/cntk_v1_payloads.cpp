@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "ctk/dictionary.h"
+#include "ctk/core/dictionary.h"
 #include "formats/cntk_v1_bytes.h"
 
 namespace ctk::detail::cntk_v1 {

@@ -7,8 +7,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ctk/error.h"
-#include "ctk/function.h"
+#include "ctk/core/error.h"
+#include "ctk/graph/function.h"
 #include "formats/cntk_dictionary.h"
 
 namespace ctk::formats::v2 {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "ctk/graph_ops.h"
-#include "ctk/ops.h"
+#include "ctk/graph/graph_ops.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "formats/cntk_v2_internal.h"
 
 namespace ctk::formats::v2 {

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ctk/graph_ops.h"
-#include "ctk/model.h"
+#include "ctk/formats/model.h"
+#include "ctk/graph/graph_ops.h"
 #include "formats/cntk_v2_internal.h"
 
 namespace ctk {

@@ -3,7 +3,7 @@
 // OptimizedRNNStack (49) read as ctk's graph form. Attribute names and types are CNTK 2.7's
 // (PrimitiveFunctionAttribute; EditDistanceError's penalties are Floats; CosDistanceWithNegativeSamples
 // takes its shift and count as scalar Constant operands).
-#include "ctk/graph_ops.h"
+#include "ctk/graph/graph_ops.h"
 #include "formats/cntk_v2_internal.h"
 
 namespace ctk::formats::v2 {

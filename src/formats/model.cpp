@@ -1,10 +1,10 @@
 // The model-file entry points: format detection and dispatch.
-#include "ctk/model.h"
+#include "ctk/formats/model.h"
 
 #include <cstring>
 #include <fstream>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk {
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "ctk/error.h"
-#include "ctk/function.h"
+#include "ctk/core/error.h"
+#include "ctk/graph/function.h"
 
 namespace ctk::detail::onnx_io {
 

@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ctk/error.h"
-#include "ctk/graph_ops.h"
-#include "ctk/ops.h"
+#include "ctk/core/error.h"
+#include "ctk/graph/graph_ops.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "formats/onnx_common.h"
 
 namespace ctk::detail::onnx_io::importer {

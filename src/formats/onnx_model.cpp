@@ -10,8 +10,8 @@
 #include <fstream>
 #include <limits>
 
-#include "ctk/error.h"
-#include "ctk/model.h"
+#include "ctk/core/error.h"
+#include "ctk/formats/model.h"
 #include "formats/onnx_common.h"
 #include "formats/onnx_tensor_file.h"
 

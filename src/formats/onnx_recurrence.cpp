@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "ctk/error.h"
-#include "ctk/graph_ops.h"
+#include "ctk/core/error.h"
+#include "ctk/graph/graph_ops.h"
 
 namespace ctk::detail::onnx_io {
 namespace {

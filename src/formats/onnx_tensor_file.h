@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "ctk/tensor.h"
+#include "ctk/core/tensor.h"
 
 namespace ctk {
 

@@ -1,5 +1,5 @@
-// Axis factories and comparisons (declared in ctk/axis.h).
-#include "ctk/axis.h"
+// Axis factories and comparisons (declared in ctk/graph/axis.h).
+#include "ctk/graph/axis.h"
 
 #include <atomic>
 

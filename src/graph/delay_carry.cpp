@@ -4,7 +4,7 @@
 // gradient flows back into that minibatch (truncated back-propagation through time, as CNTK).
 #include <algorithm>
 
-#include "ctk/ops.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "graph/executor.h"
 #include "graph/graph_internal.h"
 

@@ -9,10 +9,10 @@
 #include <map>
 #include <mutex>
 
-#include "ctk/cuda.h"
-#include "ctk/op_profile.h"
-#include "ctk/ops.h"
-#include "ctk/program.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/op_profile.h"
+#include "ctk/graph/program.h"
+#include "ctk/kernels/tensor_ops.h"
 
 namespace ctk {
 

@@ -1,11 +1,11 @@
-// Functions: construction, shape inference, graph queries and editing (declared in ctk/function.h).
+// Functions: construction, shape inference, graph queries and editing (declared in ctk/graph/function.h).
 // Execution lives in executor.cpp.
 #include <algorithm>
 #include <functional>
 #include <optional>
 #include <unordered_set>
 
-#include "ctk/graph_ops.h"
+#include "ctk/graph/graph_ops.h"
 #include "graph/executor.h"
 #include "graph/graph_internal.h"
 #include "graph/loop_inference.h"

@@ -8,8 +8,8 @@
 #include <optional>
 #include <unordered_map>
 
-#include "ctk/ops.h"
-#include "ctk/program.h"
+#include "ctk/graph/program.h"
+#include "ctk/kernels/tensor_ops.h"
 
 namespace ctk {
 

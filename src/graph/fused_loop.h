@@ -1,4 +1,4 @@
-// Internal: a recurrent loop of the plan compiled for the fused CPU cell kernel (ctk/cell_program.h).
+// Internal: a recurrent loop of the plan compiled for the fused CPU cell kernel (ctk/kernels/cell_program.h).
 // A loop made only of delays, matrix products with a fixed matrix, the element-wise ops the kernel has,
 // slices of contiguous ranges, reshapes and aliases (CNTK's LSTM, GRU and RNNStep cells in Recurrence,
 // RecurrenceFrom and Fold, optimized_rnnstack, stacked and both directions) runs as one kernel call;
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ctk/cell_program.h"
+#include "ctk/kernels/cell_program.h"
 #include "graph/executor.h"
 
 namespace ctk::detail {

@@ -1,6 +1,6 @@
 // Internal to the graph layer: the data behind a Variable, the op definitions the executor calls, and
-// the builder that makes Functions. Ops (src/ops) implement OpDefs; nothing outside src/graph and
-// src/ops includes this.
+// the builder that makes Functions. Ops (src/graph/ops) implement OpDefs; nothing outside src/graph
+// includes this.
 #pragma once
 
 #include <functional>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ctk/function.h"
+#include "ctk/graph/function.h"
 
 namespace ctk::detail {
 
@@ -95,6 +95,14 @@ constexpr uint32_t reads_input(int i) {
     return 1u << (i < 30 ? i : 30);
 }
 
+// How an op treats 16-bit operands in the autocast rewrite (ctk/graph/mixed_precision.h): `low` runs
+// in the 16-bit type (what tensor cores speed up: products, convolutions); `follow` takes 16-bit
+// operands as they come (element-wise, shape and data movement); `follow_data` lets operand 0 follow
+// while the others (statistics, indices, lengths) keep their dtype; `keep_f32` gets its f32 operands
+// back in f32 (reductions, softmax, losses: what loses accuracy in 16 bits); `any` for ops whose output
+// dtype is their attribute (cast).
+enum class Autocast : uint8_t { keep_f32, low, follow, follow_data, any };
+
 struct OpDef {
     const char* cntk_name = "";  // CNTK's op name, shown in Function::op_name
     int min_inputs = 1;
@@ -115,6 +123,7 @@ struct OpDef {
     // Why a step of this op cannot be recorded once as a CUDA Graph and replayed, after the step's name
     // ("is a random op, ..."); null: it can.
     const char* capture_refusal = nullptr;
+    Autocast autocast = Autocast::keep_f32;  // its rule in the mixed-precision rewrite
 };
 
 // A parameter's or constant's value on `device`, moved there for good when it lives elsewhere (a graph
@@ -126,7 +135,7 @@ Tensor value_on(const Variable& v, Device device);
 Tensor delay_initial_frame(const Variable& init_var, const Value& init, const Dims& frame_dims);
 Tensor delay_initial_grad(const Variable& init_var, const Value& init, const Tensor& frame_grad);
 
-// The op table (src/ops/op_table.cpp), built on first use from each family's explicit registration.
+// The op table (src/graph/ops/op_table.cpp), built on first use from each family's explicit registration.
 const OpDef& op_def(PrimitiveOp op);
 
 // Visits every Function upstream of `roots` once, operands before users (post-order); with

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "ctk/initializer.h"
-#include "ctk/rng.h"
+#include "ctk/core/rng.h"
+#include "ctk/graph/initializer.h"
 
 namespace ctk {
 

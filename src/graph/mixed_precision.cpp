@@ -1,5 +1,6 @@
-// Mixed precision: the autocast graph rewrite and dynamic loss scaling (declared in ctk/mixed_precision.h).
-#include "ctk/mixed_precision.h"
+// Mixed precision: the autocast graph rewrite and dynamic loss scaling (declared in
+// ctk/graph/mixed_precision.h).
+#include "ctk/graph/mixed_precision.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -7,85 +8,12 @@
 #include <unordered_set>
 #include <utility>
 
-#include "ctk/graph_ops.h"
+#include "ctk/graph/graph_ops.h"
 #include "graph/graph_internal.h"
 
 namespace ctk {
 
 namespace {
-
-// How an op treats 16-bit operands in the rewrite (see autocast() in the header).
-// follow_data: operand 0 follows, the rest (parameters and statistics, indices, lengths) keep their dtype.
-enum class Precision : uint8_t { low, follow, follow_data, original, any };
-
-Precision precision_of(PrimitiveOp op) {
-    switch (op) {
-        case PrimitiveOp::times:
-        case PrimitiveOp::transpose_times:
-        case PrimitiveOp::convolution:
-        case PrimitiveOp::convolution_transpose:
-            return Precision::low;
-        // Exact or well conditioned in 16 bits, and bounded or linear in their operands.
-        case PrimitiveOp::plus:
-        case PrimitiveOp::minus:
-        case PrimitiveOp::element_times:
-        case PrimitiveOp::element_max:
-        case PrimitiveOp::element_min:
-        case PrimitiveOp::negate:
-        case PrimitiveOp::abs:
-        case PrimitiveOp::relu:
-        case PrimitiveOp::sigmoid:
-        case PrimitiveOp::tanh:
-        case PrimitiveOp::elu:
-        case PrimitiveOp::selu:
-        case PrimitiveOp::leaky_relu:
-        case PrimitiveOp::param_relu:
-        case PrimitiveOp::hard_sigmoid:
-        case PrimitiveOp::softsign:
-        case PrimitiveOp::clip:
-        case PrimitiveOp::floor:
-        case PrimitiveOp::ceil:
-        case PrimitiveOp::round:
-        case PrimitiveOp::element_select:
-        case PrimitiveOp::reshape:
-        case PrimitiveOp::slice:
-        case PrimitiveOp::splice:
-        case PrimitiveOp::transpose:
-        case PrimitiveOp::pad:
-        case PrimitiveOp::stop_gradient:
-        case PrimitiveOp::pass:
-        case PrimitiveOp::pooling:
-        case PrimitiveOp::unpooling:
-        case PrimitiveOp::dropout:
-        case PrimitiveOp::crop:
-        case PrimitiveOp::constant_like:
-        case PrimitiveOp::eye_like:
-        case PrimitiveOp::straight_through:
-        case PrimitiveOp::past_value:
-        case PrimitiveOp::future_value:
-        case PrimitiveOp::sequence_first:
-        case PrimitiveOp::sequence_last:
-        case PrimitiveOp::sequence_slice:
-        case PrimitiveOp::sequence_broadcast_as:
-        case PrimitiveOp::reconcile_dynamic_axes:
-        case PrimitiveOp::to_sequence_like:
-        case PrimitiveOp::unpack_batch:
-        case PrimitiveOp::to_batch:
-            return Precision::follow;
-        // 16-bit data normalized with f32 statistics; the running averages stay f32 (as in cuDNN and oneDNN).
-        case PrimitiveOp::batch_normalization:
-        // The data follows; indices, conditions and lengths keep their dtype (a bf16 index above 256 would
-        // round to another row).
-        case PrimitiveOp::gather:
-        case PrimitiveOp::sequence_gather:
-        case PrimitiveOp::to_sequence:
-            return Precision::follow_data;
-        case PrimitiveOp::cast:  // its output dtype is its attribute
-            return Precision::any;
-        default:
-            return Precision::original;
-    }
-}
 
 class Rewriter {
 public:
@@ -163,18 +91,18 @@ private:
         const std::vector<Variable> original = g->inputs();
         std::vector<Variable> in;
         for (const Variable& v : original) in.push_back(operand(v));
-        Precision cls = precision_of(g->op());
+        detail::Autocast cls = detail::op_def(g->op()).autocast;
         for (size_t i = 0; i < in.size();
              ++i)  // sparse products stay in f32 (a block's operand may be sparse)
-            if (original[i].is_sparse() || in[i].is_sparse()) cls = Precision::original;
+            if (original[i].is_sparse() || in[i].is_sparse()) cls = detail::Autocast::keep_f32;
         auto lowerable = [&](size_t i) {
-            return original[i].dtype() == DataType::f32 && (cls != Precision::follow_data || i == 0);
+            return original[i].dtype() == DataType::f32 && (cls != detail::Autocast::follow_data || i == 0);
         };
-        bool lower = cls == Precision::low;
-        if (cls == Precision::follow || cls == Precision::follow_data)
+        bool lower = cls == detail::Autocast::low;
+        if (cls == detail::Autocast::follow || cls == detail::Autocast::follow_data)
             for (size_t i = 0; i < in.size(); ++i) lower = lower || (lowerable(i) && in[i].dtype() == low_);
         for (size_t i = 0; i < in.size(); ++i) {
-            if (!is_floating(original[i].dtype()) || cls == Precision::any) continue;
+            if (!is_floating(original[i].dtype()) || cls == detail::Autocast::any) continue;
             in[i] = cast_to(in[i], lower && lowerable(i) ? low_ : original[i].dtype());
         }
         bool same = true;  // a back edge's placeholder differs from the original operand

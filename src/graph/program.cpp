@@ -1,7 +1,7 @@
-// Program (ctk/program.h): the schedule is built once when the Program is made (errors surface then,
+// Program (ctk/graph/program.h): the schedule is built once when the Program is made (errors surface then,
 // not mid-step) and kept by its composite's plan cache; a run is the executor's forward and backward
 // inside a Scope of the Program's memory plan.
-#include "ctk/program.h"
+#include "ctk/graph/program.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,10 +1,10 @@
-// Value and SequenceLayout (declared in ctk/value.h).
-#include "ctk/value.h"
+// Value and SequenceLayout (declared in ctk/graph/value.h).
+#include "ctk/graph/value.h"
 
 #include <algorithm>
 #include <mutex>
 
-#include "ctk/ops.h"
+#include "ctk/kernels/tensor_ops.h"
 
 namespace ctk {
 

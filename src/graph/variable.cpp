@@ -1,7 +1,7 @@
-// Variables and their factories (declared in ctk/variable.h).
+// Variables and their factories (declared in ctk/graph/variable.h).
 #include <atomic>
 
-#include "ctk/function.h"
+#include "ctk/graph/function.h"
 #include "graph/graph_internal.h"
 
 namespace ctk {

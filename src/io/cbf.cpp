@@ -17,9 +17,9 @@
 #include <map>
 #include <set>
 
-#include "ctk/atomic_file.h"
-#include "ctk/dictionary.h"
-#include "ctk/error.h"
+#include "ctk/core/atomic_file.h"
+#include "ctk/core/dictionary.h"
+#include "ctk/core/error.h"
 
 namespace ctk {
 namespace {

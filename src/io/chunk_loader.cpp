@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::detail {
 

@@ -3,7 +3,7 @@
 // whole at construction and kept as bytes; chunks of 10000 records convert to floats on demand.
 #include <algorithm>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "ctk/io.h"
 #include "io/io_common.h"
 

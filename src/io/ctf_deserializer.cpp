@@ -11,7 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "ctk/io.h"
 #include "io/io_common.h"
 

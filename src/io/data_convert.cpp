@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include "ctk/dictionary.h"
-#include "ctk/error.h"
+#include "ctk/core/dictionary.h"
+#include "ctk/core/error.h"
 #include "ctk/io.h"
 #include "io/io_common.h"
 

@@ -2,7 +2,7 @@
 // bytes (60000 x 784 is 47 MB as uint8, 188 MB as float); each chunk converts its share to floats.
 #include <algorithm>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "ctk/io.h"
 #include "io/io_common.h"
 

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "ctk/dictionary.h"
-#include "ctk/error.h"
+#include "ctk/core/dictionary.h"
+#include "ctk/core/error.h"
+#include "ctk/core/parallel.h"
 #include "ctk/io/image.h"
-#include "ctk/parallel.h"
 #include "io/io_common.h"
 
 namespace ctk {

@@ -16,7 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "ctk/io/image.h"
 #include "io/image_transforms.h"
 #include "io/zip_archive.h"

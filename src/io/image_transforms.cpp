@@ -15,7 +15,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::detail {
 namespace {

@@ -10,7 +10,7 @@
 #include <initializer_list>
 #include <set>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::detail {
 

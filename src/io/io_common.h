@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "ctk/core/rng.h"
 #include "ctk/io.h"
-#include "ctk/rng.h"
 
 namespace ctk::detail {
 

@@ -9,8 +9,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "ctk/cuda.h"
-#include "ctk/error.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/error.h"
 #include "ctk/io.h"
 #include "io/chunk_loader.h"
 #include "io/io_common.h"

@@ -6,7 +6,7 @@
 #include <exception>
 #include <memory>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::detail {
 

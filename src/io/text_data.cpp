@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "ctk/io.h"
 #include "io/io_common.h"
 

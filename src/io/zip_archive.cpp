@@ -2,7 +2,7 @@
 
 #include <zip.h>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::detail {
 

@@ -1,9 +1,9 @@
-// Where the op functions allocate channels-last results (ctk/tensor.h): on the CPU in f32 and bf16, whose
-// oneDNN kernels read and write that layout. f64 (the reference kernels) and f16 results, and those on
+// Where the op functions allocate channels-last results (ctk/core/tensor.h): on the CPU in f32 and bf16,
+// whose oneDNN kernels read and write that layout. f64 (the reference kernels) and f16 results, and those on
 // other devices, are row-major. Element-wise ops, whose loops take any strides, use empty_in_layout_of.
 #pragma once
 
-#include "ctk/tensor.h"
+#include "ctk/core/tensor.h"
 
 namespace ctk::detail {
 

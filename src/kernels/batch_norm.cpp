@@ -6,8 +6,8 @@
 #include <initializer_list>
 #include <utility>
 
-#include "ctk/kernel_table.h"
-#include "ctk/ops.h"
+#include "ctk/kernels/kernel_table.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "kernels/activation_layout.h"
 
 namespace ctk {

@@ -3,9 +3,9 @@
 // kernels only ever see pads >= 0.
 #include <algorithm>
 
-#include "ctk/kernel_table.h"
 #include "ctk/kernels/cpu_info.h"
-#include "ctk/ops.h"
+#include "ctk/kernels/kernel_table.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "kernels/activation_layout.h"
 
 namespace ctk {

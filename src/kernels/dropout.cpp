@@ -1,8 +1,8 @@
 // Dropout API: rate validation, allocation, and the generator bookkeeping. The kernel draws element i
 // from the Philox counter offset + i and the generator advances by numel, the same convention as
 // Generator::bernoulli, so dropout(x, rate) equals x * bernoulli(1 - rate) / (1 - rate) at that offset.
-#include "ctk/kernel_table.h"
-#include "ctk/ops.h"
+#include "ctk/kernels/kernel_table.h"
+#include "ctk/kernels/tensor_ops.h"
 
 namespace ctk {
 

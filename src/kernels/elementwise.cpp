@@ -2,8 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "ctk/kernel_table.h"
-#include "ctk/ops.h"
+#include "ctk/kernels/kernel_table.h"
+#include "ctk/kernels/tensor_ops.h"
 
 namespace ctk {
 

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "ctk/shape.h"
+#include "ctk/core/shape.h"
 
 namespace ctk::detail {
 

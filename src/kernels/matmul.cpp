@@ -1,6 +1,6 @@
 // Matrix product API: shape rule with broadcast batch axes and optional transposes.
-#include "ctk/kernel_table.h"
-#include "ctk/ops.h"
+#include "ctk/kernels/kernel_table.h"
+#include "ctk/kernels/tensor_ops.h"
 
 namespace ctk {
 

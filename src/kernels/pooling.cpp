@@ -2,8 +2,8 @@
 // cropping for negative pads, so kernels only see pads in [0, kernel).
 #include <algorithm>
 
-#include "ctk/kernel_table.h"
-#include "ctk/ops.h"
+#include "ctk/kernels/kernel_table.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "kernels/activation_layout.h"
 
 namespace ctk {

@@ -1,8 +1,8 @@
 // Reduction op API: axis validation, output shapes, sum_to_shape.
 #include <algorithm>
 
-#include "ctk/kernel_table.h"
-#include "ctk/ops.h"
+#include "ctk/kernels/kernel_table.h"
+#include "ctk/kernels/tensor_ops.h"
 
 namespace ctk {
 

@@ -2,8 +2,8 @@
 // see validated, contiguous operands.
 #include <cmath>
 
-#include "ctk/kernel_table.h"
-#include "ctk/ops.h"
+#include "ctk/kernels/kernel_table.h"
+#include "ctk/kernels/tensor_ops.h"
 
 namespace ctk {
 

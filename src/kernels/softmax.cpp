@@ -1,6 +1,6 @@
 // Softmax family API: softmax, log_softmax, hardmax and the two backward rules, along one axis.
-#include "ctk/kernel_table.h"
-#include "ctk/ops.h"
+#include "ctk/kernels/kernel_table.h"
+#include "ctk/kernels/tensor_ops.h"
 
 namespace ctk {
 

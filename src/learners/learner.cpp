@@ -6,7 +6,7 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "ctk/rng.h"
+#include "ctk/core/rng.h"
 #include "learners/learner_impl.h"
 
 namespace ctk {

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
+#include "ctk/core/parallel.h"
 #include "ctk/learners.h"
-#include "ctk/parallel.h"
 #include "learners/update_rules.h"
 
 namespace ctk::detail {

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <sstream>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "ctk/learners.h"
 
 namespace ctk {

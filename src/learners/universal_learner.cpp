@@ -4,7 +4,7 @@
 // fixed per-minibatch rate of 1, which it only reports).
 #include <algorithm>
 
-#include "ctk/function.h"
+#include "ctk/graph/function.h"
 #include "learners/learner_impl.h"
 
 namespace ctk {

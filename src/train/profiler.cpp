@@ -9,9 +9,9 @@
 #include <fstream>
 #include <mutex>
 
-#include "ctk/error.h"
-#include "ctk/launcher.h"
-#include "ctk/op_profile.h"
+#include "ctk/core/error.h"
+#include "ctk/core/launcher.h"
+#include "ctk/core/op_profile.h"
 #include "train/step_profile.h"
 
 namespace ctk {

@@ -8,9 +8,9 @@
 #include <limits>
 #include <mutex>
 
-#include "ctk/build_info.h"
-#include "ctk/cuda.h"
-#include "ctk/device_info.h"
+#include "ctk/core/build_info.h"
+#include "ctk/core/cuda.h"
+#include "ctk/kernels/device_info.h"
 #include "ctk/train/progress.h"
 
 namespace ctk {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "ctk/core/op_profile.h"
 #include "ctk/distributed/communicator.h"
 #include "ctk/distributed/learners.h"
-#include "ctk/op_profile.h"
 #include "ctk/train/profiler.h"
 #include "ctk/train/session.h"
 

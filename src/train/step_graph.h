@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "ctk/cuda.h"
-#include "ctk/function.h"
-#include "ctk/program.h"
+#include "ctk/core/cuda.h"
+#include "ctk/graph/function.h"
+#include "ctk/graph/program.h"
 
 namespace ctk::detail {
 

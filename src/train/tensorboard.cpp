@@ -13,7 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "ctk/train/progress.h"
 
 namespace ctk {

@@ -8,13 +8,13 @@
 #include <optional>
 #include <unordered_set>
 
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/op_profile.h"
 #include "ctk/distributed/communicator.h"
 #include "ctk/distributed/learners.h"
-#include "ctk/graph_ops.h"
-#include "ctk/model.h"
-#include "ctk/op_profile.h"
-#include "ctk/ops.h"
+#include "ctk/formats/model.h"
+#include "ctk/graph/graph_ops.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "ctk/train/trainer.h"
 #include "train/step_graph.h"
 #include "train/step_profile.h"

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "ctk/device_info.h"
-#include "ctk/error.h"
+#include "ctk/core/error.h"
+#include "ctk/kernels/device_info.h"
 
 using namespace ctk;
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ctk/dictionary.h"
+#include "ctk/core/dictionary.h"
 
 namespace ctk {
 namespace {

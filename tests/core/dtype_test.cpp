@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "ctk/dtype.h"
-#include "ctk/error.h"
+#include "ctk/core/dtype.h"
+#include "ctk/core/error.h"
 
 using namespace ctk;
 

@@ -1,7 +1,7 @@
 // Error messages stay valid UTF-8: bytes quoted from a file that are not UTF-8 come out as \xNN.
 #include <gtest/gtest.h>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 using namespace ctk;
 

@@ -4,10 +4,10 @@
 
 #include <thread>
 
-#include "ctk/error.h"
-#include "ctk/memory_plan.h"
-#include "ctk/ops.h"
-#include "ctk/tensor.h"
+#include "ctk/core/error.h"
+#include "ctk/core/memory_plan.h"
+#include "ctk/core/tensor.h"
+#include "ctk/kernels/tensor_ops.h"
 
 using namespace ctk;
 

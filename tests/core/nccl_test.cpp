@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "ctk/build_info.h"
+#include "ctk/core/build_info.h"
 
 TEST(Nccl, LinkedLibraryIsTheVersionTheBannerNames) {
     int code = 0;

@@ -4,9 +4,9 @@
 #include <atomic>
 #include <vector>
 
-#include "ctk/error.h"
-#include "ctk/ops.h"
-#include "ctk/parallel.h"
+#include "ctk/core/error.h"
+#include "ctk/core/parallel.h"
+#include "ctk/kernels/tensor_ops.h"
 
 using namespace ctk;
 

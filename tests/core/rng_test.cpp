@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "ctk/parallel.h"
-#include "ctk/rng.h"
+#include "ctk/core/parallel.h"
+#include "ctk/core/rng.h"
 
 using namespace ctk;
 

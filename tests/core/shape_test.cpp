@@ -1,8 +1,8 @@
 // Shape arithmetic, axis normalisation and broadcasting errors.
 #include <gtest/gtest.h>
 
-#include "ctk/error.h"
-#include "ctk/shape.h"
+#include "ctk/core/error.h"
+#include "ctk/core/shape.h"
 
 using namespace ctk;
 

@@ -1,12 +1,12 @@
 // SharedLibrary: a library and its entry points found by name, and errors that say which and for whom.
-#include "ctk/shared_library.h"
+#include "ctk/core/shared_library.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 TEST(SharedLibrary, BindsAnEntryPointOfALibraryOnTheLoadersPath) {
     const ctk::SharedLibrary libc("libc.so.6", "test", "glibc");

@@ -8,12 +8,12 @@
 #include <utility>
 #include <vector>
 
-#include "ctk/cuda.h"
-#include "ctk/device.h"
-#include "ctk/error.h"
-#include "ctk/launcher.h"
-#include "ctk/ops.h"
-#include "ctk/tensor.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/device.h"
+#include "ctk/core/error.h"
+#include "ctk/core/launcher.h"
+#include "ctk/core/tensor.h"
+#include "ctk/kernels/tensor_ops.h"
 
 using namespace ctk;
 

@@ -1,8 +1,8 @@
 // Tensor views (no copies), copies, conversions and the errors for bad views.
 #include <gtest/gtest.h>
 
-#include "ctk/error.h"
-#include "ctk/tensor.h"
+#include "ctk/core/error.h"
+#include "ctk/core/tensor.h"
 
 using namespace ctk;
 
@@ -95,7 +95,8 @@ TEST(Tensor, WrapChecksBoundsAndAlignment) {
     EXPECT_THROW(Tensor::wrap(buf->data(), 24, Shape{2, 4}, Dims{4, 1}, DataType::f32, Device::cpu(), buf),
                  IndexError);
     char* misaligned = reinterpret_cast<char*>(buf->data()) + 1;
-    EXPECT_THROW(Tensor::wrap(misaligned, 20, Shape{2}, Dims{1}, DataType::f32, Device::cpu(), buf), ValueError);
+    EXPECT_THROW(Tensor::wrap(misaligned, 20, Shape{2}, Dims{1}, DataType::f32, Device::cpu(), buf),
+                 ValueError);
 }
 
 TEST(Tensor, CopyConvertsAndBroadcasts) {

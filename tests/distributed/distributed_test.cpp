@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "ctk/distributed/learners.h"
-#include "ctk/graph_ops.h"
-#include "ctk/initializer.h"
+#include "ctk/graph/graph_ops.h"
+#include "ctk/graph/initializer.h"
 #include "ctk/train.h"
 #include "distributed/quantization.h"
 #include "distributed/quantized_learner.h"

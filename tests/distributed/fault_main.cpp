@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ctk/distributed/learners.h"
-#include "ctk/graph_ops.h"
+#include "ctk/graph/graph_ops.h"
 #include "ctk/train.h"
 
 using namespace ctk;

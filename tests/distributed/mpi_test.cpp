@@ -17,9 +17,9 @@
 #include <tuple>
 #include <vector>
 
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
 #include "ctk/distributed/learners.h"
-#include "ctk/graph_ops.h"
+#include "ctk/graph/graph_ops.h"
 #include "ctk/train.h"
 #include "distributed/quantized_learner.h"
 

@@ -8,10 +8,10 @@
 #include <map>
 #include <random>
 
-#include "ctk/error.h"
-#include "ctk/function.h"
-#include "ctk/model.h"
-#include "ctk/storage.h"
+#include "ctk/core/error.h"
+#include "ctk/core/storage.h"
+#include "ctk/formats/model.h"
+#include "ctk/graph/function.h"
 #include "formats/formats_test_util.h"
 
 namespace ctk {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "ctk/graph_ops.h"
+#include "ctk/graph/graph_ops.h"
 #include "ctk/layers.h"
 #include "formats/cntk_v2_test_util.h"
 

@@ -9,10 +9,10 @@
 #include <map>
 #include <random>
 
-#include "ctk/error.h"
-#include "ctk/graph_ops.h"
+#include "ctk/core/error.h"
+#include "ctk/formats/model.h"
+#include "ctk/graph/graph_ops.h"
 #include "ctk/layers.h"
-#include "ctk/model.h"
 #include "formats/cntk_dictionary.h"
 #include "formats/cntk_v2_test_util.h"
 #include "formats/formats_test_util.h"

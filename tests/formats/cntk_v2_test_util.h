@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ctk/model.h"
-#include "ctk/tensor.h"
+#include "ctk/core/tensor.h"
+#include "ctk/formats/model.h"
 #include "formats/cntk_dictionary.h"
 #include "formats/formats_test_util.h"
 

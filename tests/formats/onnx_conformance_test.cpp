@@ -14,7 +14,7 @@
 #include <map>
 #include <set>
 
-#include "ctk/model.h"
+#include "ctk/formats/model.h"
 #include "formats/onnx_tensor_file.h"
 
 namespace ctk {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ctk/graph_ops.h"
-#include "ctk/model.h"
+#include "ctk/formats/model.h"
+#include "ctk/graph/graph_ops.h"
 #include "formats/onnx_test_util.h"
 
 namespace ctk {

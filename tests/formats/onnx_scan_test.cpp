@@ -5,9 +5,9 @@
 #include <cmath>
 #include <random>
 
-#include "ctk/graph_ops.h"
+#include "ctk/formats/model.h"
+#include "ctk/graph/graph_ops.h"
 #include "ctk/layers.h"
-#include "ctk/model.h"
 #include "formats/formats_test_util.h"
 
 namespace ctk {

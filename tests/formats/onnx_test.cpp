@@ -14,9 +14,9 @@
 #include <random>
 #include <set>
 
-#include "ctk/graph_ops.h"
+#include "ctk/formats/model.h"
+#include "ctk/graph/graph_ops.h"
 #include "ctk/layers.h"
-#include "ctk/model.h"
 #include "formats/formats_test_util.h"
 #include "formats/onnx_tensor_file.h"
 #include "formats/onnx_test_util.h"

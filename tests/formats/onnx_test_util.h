@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "ctk/tensor.h"
+#include "ctk/core/tensor.h"
 #include "formats/formats_test_util.h"
 
 namespace ctk::test {

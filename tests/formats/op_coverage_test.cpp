@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "ctk/model.h"
+#include "ctk/formats/model.h"
 #include "graph/graph_harness.h"
 
 using namespace ctk;

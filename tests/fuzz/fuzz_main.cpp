@@ -1,7 +1,7 @@
 // libFuzzer's entry point for one target, chosen at build time (CTK_FUZZ_TARGET): built by CMake's
 // CTK_FUZZ option with clang's -fsanitize=fuzzer,address; see scripts/fuzz.sh.
-#include "ctk/parallel.h"
-#include "ctk/storage.h"
+#include "ctk/core/parallel.h"
+#include "ctk/core/storage.h"
 #include "fuzz/fuzz_targets.h"
 
 // One compute thread: libFuzzer runs one input at a time, and idle OpenMP workers spinning between the

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
+#include "ctk/formats/model.h"
 #include "ctk/io.h"
 #include "ctk/io/cbf.h"
 #include "ctk/io/image.h"
-#include "ctk/model.h"
 #include "formats/cntk_dictionary.h"
 #include "io/io_common.h"
 

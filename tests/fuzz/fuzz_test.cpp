@@ -10,7 +10,7 @@
 #include <random>
 #include <sstream>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "fuzz/fuzz_targets.h"
 
 namespace ctk::fuzz {

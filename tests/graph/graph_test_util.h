@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::test {
 

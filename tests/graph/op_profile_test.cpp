@@ -1,4 +1,4 @@
-// The op profile (ctk/op_profile.h): a forward and backward with profiling on count each op once per
+// The op profile (ctk/core/op_profile.h): a forward and backward with profiling on count each op once per
 // phase with its host time, nothing when off, and the table divides by the steps it is given.
 #include <gtest/gtest.h>
 

@@ -3,9 +3,9 @@
 // only what they hand out from the allocator, and refuses at compile time what cannot run.
 #include <gtest/gtest.h>
 
-#include "ctk/graph_ops.h"
-#include "ctk/program.h"
-#include "ctk/storage.h"
+#include "ctk/core/storage.h"
+#include "ctk/graph/graph_ops.h"
+#include "ctk/graph/program.h"
 #include "graph/graph_test_util.h"
 
 using namespace ctk;

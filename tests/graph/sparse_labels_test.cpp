@@ -1,5 +1,5 @@
 // Class-index labels (one-hot Values) in cross_entropy_with_softmax and classification_error: the
-// sparse paths (src/ops/softmax_losses.cpp) give the dense paths' losses, errors and gradients, for a
+// sparse paths (src/graph/ops/softmax_losses.cpp) give the dense paths' losses, errors and gradients, for a
 // batch and for sequences with padding and a row without a class (CNTK's all-zero target).
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <set>
 
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
 #include "ctk/io.h"
 #include "io/io_test_util.h"
 

@@ -1,11 +1,11 @@
-// The fused recurrent kernel (ctk/cell_program.h) on its own: a one-unit RNN h_t = tanh(x_t + w h_{t-1})
-// over two sequences of different lengths, forward and backward against values computed by hand here,
-// and malformed programs refused with what is wrong.
+// The fused recurrent kernel (ctk/kernels/cell_program.h) on its own: a one-unit RNN h_t = tanh(x_t + w
+// h_{t-1}) over two sequences of different lengths, forward and backward against values computed by hand
+// here, and malformed programs refused with what is wrong.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "ctk/cell_program.h"
+#include "ctk/kernels/cell_program.h"
 
 using namespace ctk;
 

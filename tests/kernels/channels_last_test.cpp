@@ -1,4 +1,4 @@
-// Channels-last activations on the CPU (ctk/tensor.h): the layout helpers, and a convolution block's
+// Channels-last activations on the CPU (ctk/core/tensor.h): the layout helpers, and a convolution block's
 // forward and backward (convolution, batch normalization, relu, residual add, max and average pooling,
 // 1-D, 2-D and 3-D, a cropped pooling window, a row-major gradient meeting a channels-last activation)
 // giving the same values with the layout on and off, with the layout kept between the ops.

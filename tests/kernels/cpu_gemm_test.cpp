@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
+#include "ctk/core/tensor.h"
 #include "ctk/kernels/cpu_info.h"
-#include "ctk/ops.h"
-#include "ctk/tensor.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "kernels/cpu/gemm.h"
 
 using namespace ctk;

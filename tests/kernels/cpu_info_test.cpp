@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 #include "ctk/kernels/cpu_info.h"
 
 using namespace ctk;

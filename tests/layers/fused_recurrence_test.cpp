@@ -1,4 +1,4 @@
-// The fused recurrent kernel (ctk/cell_program.h, src/graph/fused_loop.cpp) against the general
+// The fused recurrent kernel (ctk/kernels/cell_program.h, src/graph/fused_loop.cpp) against the general
 // frame-by-frame path: every recognised form of CNTK's recurrent layers, over sequences of different
 // lengths in one minibatch, gives the same outputs and the same gradients for every parameter, the
 // input and the initial states; and each of them did run fused (the op profile says which path ran).

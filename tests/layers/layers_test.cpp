@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ctk/kernels/tensor_ops.h"
 #include "ctk/layers.h"
-#include "ctk/ops.h"
 #include "ctk/train.h"
 
 namespace ctk {

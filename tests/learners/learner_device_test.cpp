@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "ctk/cuda.h"
-#include "ctk/graph_ops.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/rng.h"
+#include "ctk/graph/graph_ops.h"
 #include "ctk/learners.h"
-#include "ctk/rng.h"
 
 namespace ctk {
 namespace {

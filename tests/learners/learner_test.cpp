@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "ctk/graph_ops.h"
+#include "ctk/core/parallel.h"
+#include "ctk/graph/graph_ops.h"
 #include "ctk/learners.h"
-#include "ctk/parallel.h"
 
 namespace ctk {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ctk/graph_ops.h"
+#include "ctk/graph/graph_ops.h"
 #include "ctk/learners.h"
 
 namespace ctk {

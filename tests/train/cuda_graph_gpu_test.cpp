@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
 #include "train/small_convnet.h"
 
 namespace ctk {

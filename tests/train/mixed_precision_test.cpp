@@ -10,10 +10,10 @@
 #include <functional>
 #include <unordered_set>
 
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/rng.h"
+#include "ctk/graph/mixed_precision.h"
 #include "ctk/layers.h"
-#include "ctk/mixed_precision.h"
-#include "ctk/rng.h"
 #include "ctk/train.h"
 #include "train/small_convnet.h"
 

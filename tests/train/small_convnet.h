@@ -4,8 +4,8 @@
 // the same on every device.
 #pragma once
 
+#include "ctk/core/rng.h"
 #include "ctk/layers.h"
-#include "ctk/rng.h"
 #include "ctk/train.h"
 
 namespace ctk::testing {

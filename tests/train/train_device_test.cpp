@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
 #include "train/small_convnet.h"
 
 namespace ctk {

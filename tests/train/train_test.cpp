@@ -13,9 +13,9 @@
 #include <sstream>
 #include <tuple>
 
+#include "ctk/core/rng.h"
+#include "ctk/formats/model.h"
 #include "ctk/layers.h"
-#include "ctk/model.h"
-#include "ctk/rng.h"
 #include "ctk/train.h"
 
 namespace ctk {

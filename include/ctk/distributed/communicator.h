@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ctk/tensor.h"
+#include "ctk/core/tensor.h"
 
 namespace ctk::distributed {
 

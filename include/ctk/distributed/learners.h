@@ -11,8 +11,8 @@
 #include <string>
 
 #include "ctk/distributed/communicator.h"
-#include "ctk/learners.h"
-#include "ctk/program.h"
+#include "ctk/graph/program.h"
+#include "ctk/learners/learner.h"
 
 namespace ctk::distributed {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ctk/io.h"
+#include "ctk/io/minibatch_source.h"
 
 namespace ctk {
 

@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "ctk/io.h"
+#include "ctk/io/minibatch_source.h"
 
 namespace ctk {
 

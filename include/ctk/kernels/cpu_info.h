@@ -87,10 +87,10 @@ CpuVerdict check_cpu_gemm(const CpuIsa& cpu, const MathLibraries& libraries, Cpu
 std::string format_cpu_report(const CpuIsa& cpu, const MathLibraries& libraries, CpuGemm requested,
                               int threads);
 
-// Whether CPU convolutions write channels-last activations (ctk/tensor.h), which the batch normalization,
-// pooling and element-wise ops after them keep, so that no reorder runs between them. On by default;
-// CTK_CHANNELS_LAST=0 (read once) or set_cpu_channels_last(false) keeps every activation row-major, as
-// before (for comparisons: the results differ only by f32 rounding).
+// Whether CPU convolutions write channels-last activations (ctk/core/tensor.h), which the batch
+// normalization, pooling and element-wise ops after them keep, so that no reorder runs between them. On by
+// default; CTK_CHANNELS_LAST=0 (read once) or set_cpu_channels_last(false) keeps every activation row-major,
+// as before (for comparisons: the results differ only by f32 rounding).
 bool cpu_channels_last();
 void set_cpu_channels_last(bool on);
 

@@ -1,5 +1,5 @@
 // CNTK's profiler (cntk.debugging's start_profiler, enable_profiler, disable_profiler, stop_profiler): a
-// session over the op profile (ctk/op_profile.h) that writes a summary per training step.
+// session over the op profile (ctk/core/op_profile.h) that writes a summary per training step.
 #pragma once
 
 #include <cstdint>

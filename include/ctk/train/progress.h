@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "ctk/function.h"
+#include "ctk/graph/function.h"
 
 namespace ctk {
 

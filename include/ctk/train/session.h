@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ctk/io.h"
+#include "ctk/io/minibatch_source.h"
 #include "ctk/train/trainer.h"
 
 namespace ctk {

@@ -9,12 +9,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ctk/dictionary.h"
-#include "ctk/function.h"
-#include "ctk/io.h"
-#include "ctk/learners.h"
-#include "ctk/mixed_precision.h"
-#include "ctk/program.h"
+#include "ctk/core/dictionary.h"
+#include "ctk/graph/function.h"
+#include "ctk/graph/mixed_precision.h"
+#include "ctk/graph/program.h"
+#include "ctk/io/minibatch_source.h"
+#include "ctk/learners/learner.h"
 #include "ctk/train/progress.h"
 
 namespace ctk {

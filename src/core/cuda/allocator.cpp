@@ -1,6 +1,6 @@
 // The caching GPU allocator. cudaMalloc and cudaFree are slow and cudaFree synchronizes the device, so
 // freed blocks are kept and handed out again. All ctk work on a device is ordered on that device's one
-// ctk stream (ctk/cuda.h), so a block freed by the host can be reused by the next kernel at once: the
+// ctk stream (ctk/core/cuda.h), so a block freed by the host can be reused by the next kernel at once: the
 // stream runs the old reader before the new writer. Code that uses other streams must synchronize
 // before it frees. A CUDA Graph capture gets a pool of its own (allocator.h), since a replay writes the
 // recorded addresses again long after the capture's frees.
@@ -16,8 +16,8 @@
 
 #include "core/cuda/allocator.h"
 #include "core/cuda/cuda_check.h"
-#include "ctk/cuda.h"
-#include "ctk/error.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/error.h"
 
 namespace ctk::cuda::detail {
 

@@ -2,7 +2,7 @@
 // the private memory pools of CUDA Graph captures (graph.cpp).
 #pragma once
 
-#include "ctk/storage.h"
+#include "ctk/core/storage.h"
 
 namespace ctk::cuda::detail {
 

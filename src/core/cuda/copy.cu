@@ -11,7 +11,7 @@
 #include "core/cuda/copy.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/strided.cuh"
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
 
 namespace ctk::cuda::detail {
 

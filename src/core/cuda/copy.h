@@ -2,7 +2,7 @@
 // device-to-device copy with dtype conversion that the cast and permute kernels share.
 #pragma once
 
-#include "ctk/tensor.h"
+#include "ctk/core/tensor.h"
 
 namespace ctk::cuda::detail {
 

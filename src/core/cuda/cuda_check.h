@@ -4,7 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "ctk/device.h"
+#include "ctk/core/device.h"
 
 namespace ctk::cuda::detail {
 

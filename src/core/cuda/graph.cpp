@@ -1,11 +1,11 @@
-// CUDA Graph capture and replay on a device's ctk stream (ctk/cuda.h), with the allocator's capture pool
+// CUDA Graph capture and replay on a device's ctk stream (ctk/core/cuda.h), with the allocator's capture pool
 // so that the recorded addresses stay the graph's own. CUDA-only; runtime.cpp holds the stubs.
 #include <cuda_runtime.h>
 
 #include "core/cuda/allocator.h"
 #include "core/cuda/cuda_check.h"
-#include "ctk/cuda.h"
-#include "ctk/error.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/error.h"
 
 namespace ctk::cuda {
 

@@ -1,4 +1,4 @@
-// Page-locked host memory with a cache (declared in ctk/cuda.h), the staging copies that uploads from
+// Page-locked host memory with a cache (declared in ctk/core/cuda.h), the staging copies that uploads from
 // pageable memory go through (copy.h), and CUDA events. cudaHostAlloc is slow (it maps pages for the
 // device), so freed blocks are kept. A block may still be the source of an asynchronous copy when its
 // tensor dies, so on release the cache records an event on every ctk stream in use and hands the block
@@ -10,9 +10,9 @@
 
 #include "core/cuda/copy.h"
 #include "core/cuda/cuda_check.h"
-#include "ctk/cuda.h"
-#include "ctk/op_profile.h"
-#include "ctk/tensor.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/op_profile.h"
+#include "ctk/core/tensor.h"
 
 namespace ctk::cuda {
 

@@ -1,14 +1,14 @@
-// The CUDA runtime as ctk uses it (declared in ctk/cuda.h). Compiled in every build: without the CUDA
+// The CUDA runtime as ctk uses it (declared in ctk/core/cuda.h). Compiled in every build: without the CUDA
 // backend the queries report "no GPU" and the rest throws, so callers need no #ifdefs.
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
 
 #include <array>
 #include <atomic>
 #include <mutex>
 
-#include "ctk/error.h"
-#include "ctk/op_profile.h"
-#include "ctk/tensor.h"
+#include "ctk/core/error.h"
+#include "ctk/core/op_profile.h"
+#include "ctk/core/tensor.h"
 
 #if CTK_HAVE_CUDA
 #include "core/cuda/cuda_check.h"

@@ -7,7 +7,7 @@
 #include <array>
 
 #include "core/strided_loop.h"
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::cuda::detail {
 

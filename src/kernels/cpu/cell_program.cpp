@@ -1,5 +1,5 @@
-// The fused recurrent loop on the CPU (ctk/cell_program.h). Values live as packed rows: frame t's rows
-// are first_[t] .. first_[t] + active_[t], the longest sequences first, so a frame's matrix product is
+// The fused recurrent loop on the CPU (ctk/kernels/cell_program.h). Values live as packed rows: frame t's
+// rows are first_[t] .. first_[t] + active_[t], the longest sequences first, so a frame's matrix product is
 // one GEMM over contiguous rows of only the sequences that reach it. Every computed node keeps its rows
 // for backward (an LSTM cell about 20 x hidden floats per row); input nodes are read where they lie.
 // The element-wise formulas are the CPU kernels' (elementwise.cpp), so the fused and the general path
@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "ctk/cell_program.h"
-#include "ctk/error.h"
-#include "ctk/parallel.h"
+#include "ctk/core/error.h"
+#include "ctk/core/parallel.h"
+#include "ctk/kernels/cell_program.h"
 #include "kernels/cntk_math.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/gemm.h"

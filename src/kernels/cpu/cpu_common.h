@@ -7,8 +7,8 @@
 #include <type_traits>
 
 #include "core/strided_loop.h"
-#include "ctk/kernel_table.h"
-#include "ctk/tensor.h"
+#include "ctk/core/tensor.h"
+#include "ctk/kernels/kernel_table.h"
 
 namespace ctk::cpu {
 

@@ -15,8 +15,8 @@
 #include <mutex>
 #include <optional>
 
-#include "ctk/error.h"
-#include "ctk/parallel.h"
+#include "ctk/core/error.h"
+#include "ctk/core/parallel.h"
 #include "kernels/cpu/gemm.h"
 
 extern "C" char* openblas_get_corename(void);

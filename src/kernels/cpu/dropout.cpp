@@ -1,7 +1,7 @@
 // CPU dropout: element i (row-major) keeps its value, scaled by 1 / (1 - rate), when the Philox draw
 // for counter offset + i is below 1 - rate. Each element is a pure function of its counter, so the
 // result does not depend on the thread count or on the input strides. 16-bit floats compute in float.
-#include "ctk/rng.h"
+#include "ctk/core/rng.h"
 #include "kernels/cpu/cpu_common.h"
 
 namespace ctk::cpu {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ctk/parallel.h"
+#include "ctk/core/parallel.h"
 #include "kernels/cntk_math.h"
 #include "kernels/cpu/bf16_loops.h"
 #include "kernels/cpu/cpu_common.h"

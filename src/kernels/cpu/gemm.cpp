@@ -5,7 +5,7 @@
 
 #include <dnnl.hpp>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::cpu {
 

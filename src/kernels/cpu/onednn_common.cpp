@@ -6,7 +6,7 @@
 #include <array>
 #include <cstdlib>
 
-#include "ctk/error.h"
+#include "ctk/core/error.h"
 
 namespace ctk::cpu::onednn {
 

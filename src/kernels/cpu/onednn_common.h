@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "ctk/kernel_table.h"
-#include "ctk/tensor.h"
+#include "ctk/core/tensor.h"
+#include "ctk/kernels/kernel_table.h"
 
 namespace ctk::cpu::onednn {
 
@@ -25,7 +25,7 @@ dnnl::stream& stream();
 dnnl::memory::data_type data_type(DataType dtype);  // throws TypeError for types oneDNN lacks
 // A descriptor with the tensor's own dims and strides.
 dnnl::memory::desc desc_of(const Tensor& t);
-// The channels-last descriptor of a shape (nwc, nhwc, ndhwc: ctk/tensor.h).
+// The channels-last descriptor of a shape (nwc, nhwc, ndhwc: ctk/core/tensor.h).
 dnnl::memory::desc channels_last_desc(const Shape& shape, DataType dtype);
 // An activation as the layout-aware kernels take it: itself when row-major or channels-last (no copy),
 // else a row-major copy.

@@ -1,5 +1,5 @@
 // CPU convolution through oneDNN (f32, bf16): forward, backward-data and backward-weights primitives.
-// Activations in the channels-last layout (what the convolution op allocates on the CPU: ctk/tensor.h)
+// Activations in the channels-last layout (what the convolution op allocates on the CPU: ctk/core/tensor.h)
 // run as they are; otherwise the primitives are created with format_tag::any, so oneDNN picks its
 // blocked layouts (nChw16c, ...). Weights always take oneDNN's layout (OIhw16i16o, ...). Operands in
 // another layout than the primitive's are reordered in and out through per-thread scratch buffers.

@@ -1,5 +1,5 @@
 // CPU pooling through oneDNN (f32, bf16) on [N, C, spatial...] tensors, row-major or channels-last (kept
-// as they are: ctk/tensor.h); max pooling in training
+// as they are: ctk/core/tensor.h); max pooling in training
 // returns oneDNN's workspace (where the maxima were) as a u8 tensor for the backward pass. Primitives
 // are cached per geometry. f64 is reference_pooling.cpp.
 // oneDNN 2.6 has no JIT pooling for plain NCHW on AVX2 (it takes "simple_nchw", ~20x slower than its

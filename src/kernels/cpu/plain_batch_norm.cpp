@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "ctk/parallel.h"
+#include "ctk/core/parallel.h"
 #include "kernels/cpu/cpu_common.h"
 
 namespace ctk::cpu {

@@ -2,7 +2,7 @@
 // by the oneDNN batch norm kernel wherever it fits. Pointers are dense row-major; statistics are [C].
 #pragma once
 
-#include "ctk/shape.h"
+#include "ctk/core/shape.h"
 
 namespace ctk::cpu {
 

@@ -3,7 +3,7 @@
 // task, so the sums never race and are reproducible for any thread count.
 #include <vector>
 
-#include "ctk/parallel.h"
+#include "ctk/core/parallel.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/roi_pooling_geometry.h"
 

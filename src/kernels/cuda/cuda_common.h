@@ -3,7 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "ctk/kernel_table.h"
+#include "ctk/kernels/kernel_table.h"
 
 namespace ctk::cuda {
 

@@ -4,8 +4,8 @@
 
 #include <cudnn.h>
 
-#include "ctk/error.h"
-#include "ctk/tensor.h"
+#include "ctk/core/error.h"
+#include "ctk/core/tensor.h"
 #include "kernels/cuda/cuda_common.h"
 
 namespace ctk::cuda {

@@ -12,7 +12,7 @@
 
 #include "core/cuda/copy.h"
 #include "core/cuda/cuda_check.h"
-#include "ctk/cuda.h"
+#include "ctk/core/cuda.h"
 #include "kernels/cuda/cudnn_common.h"
 
 namespace ctk::cuda {

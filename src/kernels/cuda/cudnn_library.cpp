@@ -2,7 +2,7 @@
 // installs it (libcudnn.so.<major>, on the loader's path or beside CUDA's libraries).
 #include <string>
 
-#include "ctk/shared_library.h"
+#include "ctk/core/shared_library.h"
 #include "kernels/cuda/cudnn_common.h"
 
 namespace ctk::cuda {

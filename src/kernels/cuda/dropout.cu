@@ -7,7 +7,7 @@ namespace ctk::cuda {
 
 namespace {
 
-// Philox4x32-10 (Salmon et al., SC'11), as ctk/rng.h computes it on the host.
+// Philox4x32-10 (Salmon et al., SC'11), as ctk/core/rng.h computes it on the host.
 __device__ __forceinline__ void philox(uint32_t c[4], uint32_t k0, uint32_t k1) {
     for (int round = 0; round < 10; ++round) {
         const uint32_t hi0 = __umulhi(0xD2511F53u, c[0]), lo0 = 0xD2511F53u * c[0];

@@ -12,8 +12,8 @@
 
 #include "core/cuda/allocator.h"
 #include "core/cuda/cuda_check.h"
-#include "ctk/cuda.h"
-#include "ctk/shared_library.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/shared_library.h"
 #include "kernels/cuda/cuda_common.h"
 
 namespace ctk::cuda {

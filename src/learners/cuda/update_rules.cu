@@ -5,9 +5,9 @@
 
 #include "core/cuda/copy.h"
 #include "core/cuda/cuda_check.h"
-#include "ctk/cuda.h"
-#include "ctk/ops.h"
-#include "ctk/tensor.h"
+#include "ctk/core/cuda.h"
+#include "ctk/core/tensor.h"
+#include "ctk/kernels/tensor_ops.h"
 #include "learners/learner_impl.h"
 
 namespace ctk::detail {
