@@ -166,7 +166,20 @@ class UserLearner : public Learner {
 public:
     UserLearner(std::vector<Variable> parameters, TrainingParameterSchedule lr, bool as_numpy)
         : Learner(std::move(parameters), std::move(lr), {}, "UserLearner"), as_numpy_(as_numpy) {}
-    bool update(const GradientMap& gradients, int64_t training_sample_count, bool sweep_end) override {
+    void keep_python_object(py::object self) { self_ = hold(self); }
+
+protected:
+    // The protocol's steps (ctk/learners/learner.h): a step for every minibatch with samples (the Python
+    // method decides the rest; CNTK's UserLearner reported no schedules), nothing checked or prepared
+    // here, and the Python method as the update.
+    bool takes_step(int64_t training_sample_count) override {
+        CTK_CHECK(training_sample_count >= 0, ValueError,
+                  "UserLearner: update: training_sample_count must be ", ">= 0, got ", training_sample_count);
+        return training_sample_count > 0;
+    }
+    void check_gradients(const GradientMap&) const override {}
+    void prepare_step(int64_t) override {}
+    bool apply_step(const GradientMap& gradients, int64_t training_sample_count) override {
         py::gil_scoped_acquire gil;
         py::function f = py::get_override(static_cast<const UserLearner*>(this), "update");
         CTK_CHECK(f, NotImplementedError, "UserLearner: the subclass must define update(gradient_values, ",
@@ -174,12 +187,9 @@ public:
         py::dict grads;
         for (const auto& [p, g] : gradients)
             grads[py::cast(p)] = as_numpy_ ? py::object(numpy_from_tensor(g)) : py::cast(g);
-        py::object r = f(grads, training_sample_count, sweep_end);
+        py::object r = f(grads, training_sample_count, step_ends_sweep());
         return r.is_none() ? true : r.cast<bool>();
     }
-    void keep_python_object(py::object self) { self_ = hold(self); }
-
-protected:
     void update_parameter(const Variable&, Tensor&, const Tensor&, std::vector<Tensor>&, int64_t) override {
     }  // not reached: update() is the Python method
 

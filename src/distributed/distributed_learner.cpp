@@ -37,7 +37,7 @@ DistributedLearner::DistributedLearner(LearnerPtr local, CommunicatorPtr communi
               [](const Variable& a, const Variable& b) { return a.uid() < b.uid(); });
 }
 
-bool DistributedLearner::update(const GradientMap&, int64_t, bool) {
+bool DistributedLearner::takes_step(int64_t) {
     CTK_THROW(ValueError, name_,
               ": a distributed learner is updated by its Trainer (the step's loss, "
               "metric and sample count are aggregated with the gradients)");

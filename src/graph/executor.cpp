@@ -3,6 +3,7 @@
 // gradients per value slot. Values not needed for backward are released after their last reader.
 #include "graph/executor.h"
 #include "graph/fused_loop.h"
+#include "graph/plan_cache.h"
 
 #include <atomic>
 #include <limits>
@@ -96,17 +97,6 @@ namespace {
 using detail::Loop;
 using detail::Plan;
 using detail::Step;
-
-std::shared_ptr<Plan> plan_for(std::map<std::vector<const void*>, std::shared_ptr<Plan>>& cache,
-                               const std::vector<Variable>& outputs) {
-    std::vector<const void*> key;
-    for (const Variable& v : outputs) key.push_back(v.impl());
-    auto it = cache.find(key);
-    if (it != cache.end() && it->second->generation == detail::graph_generation()) return it->second;
-    auto plan = detail::build_plan(outputs);
-    cache[key] = plan;
-    return plan;
-}
 
 Tensor frame(const Tensor& t, int64_t f) {
     return t.slice(1, f, f + 1);
@@ -297,8 +287,6 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
 std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, ValueMap& outputs,
                                                  const std::vector<Variable>& retain_for, bool is_training,
                                                  Device device) {
-    CTK_CHECK(device_available(device), DeviceError, "forward: device ", device.to_string(),
-              " is not available here");
     std::vector<Variable> wanted;
     for (const auto& [v, value] : outputs) wanted.push_back(v);
     if (wanted.empty()) wanted = this->outputs();
@@ -307,22 +295,26 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
               [](const Variable& a, const Variable& b) { return a.uid() < b.uid(); });
     for (const Variable& v : retain_for)
         if (std::find(wanted.begin(), wanted.end(), v) == wanted.end()) wanted.push_back(v);
-    const bool keep_all = !retain_for.empty();
+    return detail::run_forward(detail::cached_plan(*this, wanted), arguments, outputs, !retain_for.empty(),
+                               is_training, device);
+}
 
+std::shared_ptr<BackPropState> detail::run_forward(std::shared_ptr<const Plan> plan_ptr,
+                                                   const ValueMap& arguments, ValueMap& outputs,
+                                                   bool keep_all, bool is_training, Device device) {
+    CTK_CHECK(device_available(device), DeviceError, "forward: device ", device.to_string(),
+              " is not available here");
     auto state = std::make_shared<BackPropState>();
-    {
-        std::lock_guard<std::mutex> lock(plans_mutex_);
-        state->plan_ = plan_for(plans_, wanted);
-    }
-    state->function_ = this;
-    state->training_ = is_training;
-    state->device_ = device;
-    const Plan& plan = *state->plan_;
+    const FunctionAccess::ForwardState st = FunctionAccess::forward_state(*state);
+    st.plan = std::move(plan_ptr);
+    st.training = is_training;
+    st.device = device;
+    const Plan& plan = *st.plan;
     // Values for inputs this graph does not read are ignored, as CNTK's Forward did (a dict built for a
     // whole network can evaluate any part of it).
-    auto& values = state->values_;
+    auto& values = st.values;
     values.assign(plan.slot_vars.size(), Value());
-    state->saved_.assign(plan.steps.size(), {});
+    st.saved.assign(plan.steps.size(), {});
     for (int s : plan.leaves) {
         const Variable& v = plan.slot_vars[static_cast<size_t>(s)];
         if (v.is_input()) {
@@ -353,12 +345,12 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
             if (fused) {
                 live += fused->kept_bytes();
                 if (keep_all) {
-                    state->fused_runs_.resize(plan.loops.size());
-                    state->fused_runs_[static_cast<size_t>(step.loop)] = fused;
+                    st.fused_runs.resize(plan.loops.size());
+                    st.fused_runs[static_cast<size_t>(step.loop)] = fused;
                 }
             } else {
                 detail::OpProfileScope profiled("recurrent loop", "forward", device);
-                run_loop_forward(plan, loop, values, state->saved_, is_training, keep_all, device);
+                run_loop_forward(plan, loop, values, st.saved, is_training, keep_all, device);
             }
             unit_end = static_cast<size_t>(loop.first + loop.count);
             for (size_t k = i; k < unit_end; ++k) detail::record_delay_carry(plan, k, values);
@@ -370,12 +362,12 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
             for (int s : step.in) ins.push_back(values[static_cast<size_t>(s)]);
             std::vector<Value> outs;
             const std::vector<Variable>& inputs = step.in_vars;
-            state->saved_[i].resize(1);
+            st.saved[i].resize(1);
             detail::ForwardContext ctx{step.fn->attributes(),
                                        ins,
                                        inputs,
                                        outs,
-                                       state->saved_[i][0],
+                                       st.saved[i][0],
                                        is_training,
                                        keep_all,
                                        detail::FunctionAccess::rng_offset(*step.fn),
@@ -416,7 +408,7 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
                 values[static_cast<size_t>(step.out[k])] = std::move(out);
             }
         }
-        state->peak_bytes_ = std::max(state->peak_bytes_, live);
+        st.peak_bytes = std::max(st.peak_bytes, live);
         // Liveness: a computed value goes after its last forward reader, unless it was asked for or
         // (when backward may follow) a backward rule reads it.
         for (size_t k = i; k < unit_end; ++k)
@@ -447,8 +439,8 @@ std::shared_ptr<BackPropState> Function::forward(const ValueMap& arguments, Valu
                 }
         // Without a backward to follow, the evaluation is over (CNTK's PostForwardAndBackProp).
         if (!keep_all) {
-            state->committed_ = true;
-            detail::commit_side_effects(plan, state->saved_);
+            st.committed = true;
+            detail::commit_side_effects(plan, st.saved);
         }
     }
     return state;

@@ -55,6 +55,12 @@ struct Plan {
 
 std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs);
 
+// The forward of `plan` (the values of its requested outputs into `outputs`, keyed by variable) on
+// `device`. keep_all: a backward may follow, so what its rules read is kept in the returned state.
+// Function::forward runs it over its cached plan (plan_cache.h), a Program over its own.
+std::shared_ptr<BackPropState> run_forward(std::shared_ptr<const Plan> plan, const ValueMap& arguments,
+                                           ValueMap& outputs, bool keep_all, bool is_training, Device device);
+
 // (bind_arguments.cpp) An argument's value checked against its variable (dynamic axes, sample shape,
 // sequence layout) and converted to its dtype; padded frames zeroed, one-hot values kept in index form.
 Value bind_argument(const Variable& var, const Value& value);

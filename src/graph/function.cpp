@@ -9,6 +9,7 @@
 #include "graph/executor.h"
 #include "graph/graph_internal.h"
 #include "graph/loop_inference.h"
+#include "graph/plan_cache.h"
 
 namespace ctk {
 
@@ -19,7 +20,9 @@ void Attributes::throw_wrong_type(const std::string& key) {
     CTK_THROW(ValueError, "attribute '", key, "' has another type");
 }
 
-Function::~Function() = default;
+Function::~Function() {
+    detail::forget_plans(*this);
+}
 
 std::string Function::op_name() const {
     if (kind_ == Kind::block) return block_op_name_;

@@ -172,6 +172,21 @@ struct FunctionAccess {
     static KeptState kept(const BackPropState& s) {
         return {s.plan_.get(), s.values_, s.saved_, s.fused_runs_, s.device_, s.committed_};
     }
+    // A forward's state as run_forward (executor.cpp) fills it.
+    struct ForwardState {
+        std::shared_ptr<const Plan>& plan;
+        std::vector<Value>& values;
+        std::vector<std::vector<std::vector<Tensor>>>& saved;
+        std::vector<std::shared_ptr<const cell::Run>>& fused_runs;
+        bool& training;
+        Device& device;
+        int64_t& peak_bytes;
+        bool& committed;
+    };
+    static ForwardState forward_state(BackPropState& s) {
+        return {s.plan_,     s.values_, s.saved_,      s.fused_runs_,
+                s.training_, s.device_, s.peak_bytes_, s.committed_};
+    }
     static const std::vector<std::shared_ptr<VariableData>>& owned_outputs(const Function& f) {
         return f.outputs_;
     }

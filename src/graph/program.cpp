@@ -1,6 +1,6 @@
 // Program (ctk/graph/program.h): the schedule is built once when the Program is made (errors surface then,
-// not mid-step) and kept by its composite's plan cache; a run is the executor's forward and backward
-// inside a Scope of the Program's memory plan.
+// not mid-step) and kept by the Program; a run is the executor's forward and backward over it inside a
+// Scope of the Program's memory plan.
 #include "ctk/graph/program.h"
 
 #include <algorithm>
@@ -30,9 +30,8 @@ Program::Program(std::vector<Variable> outputs, std::vector<Variable> wrt, Progr
     CTK_CHECK(!outputs_.empty(), ValueError, "Program: no outputs to compute");
     CTK_CHECK(device_available(options_.device), DeviceError, "Program: device ", options_.device.to_string(),
               " is not available here");
-    root_ = combine(outputs_, "Program");
-    generation_ = detail::graph_generation();
-    const std::shared_ptr<detail::Plan> plan = detail::build_plan(outputs_);
+    plan_ = detail::build_plan(outputs_);
+    const detail::Plan* plan = plan_.get();
     num_steps_ = static_cast<int64_t>(plan->steps.size());
     static std::atomic<uint64_t> next_id{1};
     id_ = next_id++;
@@ -68,7 +67,7 @@ int64_t Program::num_steps() const {
 }
 
 bool Program::current() const {
-    return generation_ == detail::graph_generation();
+    return plan_->generation == detail::graph_generation();
 }
 
 Program::Result Program::run(const ValueMap& arguments, const RunOptions& options) {
@@ -77,10 +76,9 @@ Program::Result Program::run(const ValueMap& arguments, const RunOptions& option
     Result r;
     for (const Variable& v : outputs_) r.outputs.emplace(v, Value());
     const bool backward = !wrt_.empty();
-    std::vector<Variable> retain;
-    if (backward) retain.push_back(outputs_[0]);
+    if (!current()) plan_ = detail::build_plan(outputs_);
     std::shared_ptr<BackPropState> state =
-        root_->forward(arguments, r.outputs, retain, options.is_training, options_.device);
+        detail::run_forward(plan_, arguments, r.outputs, backward, options.is_training, options_.device);
     if (options.after_forward && !options.after_forward(r.outputs)) return r;
     if (!backward) return r;
     const Value& y = r.outputs.at(outputs_[0]);

@@ -272,7 +272,7 @@ void Learner::check_gradients(const GradientMap& gradients) const {
     }
 }
 
-void Learner::apply_step(const GradientMap& gradients, int64_t mb_size) {
+bool Learner::apply_step(const GradientMap& gradients, int64_t mb_size) {
     for (const Variable& p : parameters_) {
         auto it = gradients.find(p);
         if (it == gradients.end()) continue;
@@ -282,6 +282,7 @@ void Learner::apply_step(const GradientMap& gradients, int64_t mb_size) {
         update_parameter(p, value, g, state, mb_size);
         postprocess(p, value);
     }
+    return true;
 }
 
 bool Learner::takes_step(int64_t minibatch_sample_count) {
@@ -293,31 +294,33 @@ bool Learner::takes_step(int64_t minibatch_sample_count) {
     return learning_rate() != 0.0;
 }
 
-bool Learner::begin_update(int64_t minibatch_sample_count) {
+bool Learner::begin_update(int64_t minibatch_sample_count, bool sweep_end) {
     if (!takes_step(minibatch_sample_count)) return false;
+    step_sweep_end_ = sweep_end;
     prepare_step(minibatch_sample_count);
     return true;
 }
 
-void Learner::apply_update(const GradientMap& gradients, int64_t minibatch_sample_count) {
+bool Learner::apply_update(const GradientMap& gradients, int64_t minibatch_sample_count) {
     check_gradients(gradients);
-    apply_step(gradients, minibatch_sample_count);
+    return apply_step(gradients, minibatch_sample_count);
 }
 
-void Learner::end_update(int64_t minibatch_sample_count, bool sweep_end) {
+void Learner::end_update(int64_t minibatch_sample_count) {
     samples_seen_ += minibatch_sample_count;
     ++minibatches_seen_;
-    if (sweep_end) ++sweeps_seen_;
+    if (step_sweep_end_) ++sweeps_seen_;
 }
 
 bool Learner::update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end) {
     if (!takes_step(minibatch_sample_count)) return false;
     // Check everything before touching any state, so a bad gradient leaves the learner unchanged.
     check_gradients(gradients);
+    step_sweep_end_ = sweep_end;
     prepare_step(minibatch_sample_count);
-    apply_step(gradients, minibatch_sample_count);
-    end_update(minibatch_sample_count, sweep_end);
-    return true;
+    const bool going_on = apply_step(gradients, minibatch_sample_count);
+    end_update(minibatch_sample_count);
+    return going_on;
 }
 
 std::string Learner::recording_refusal() const {

@@ -46,14 +46,10 @@ public:
                 state_vars_.push_back(p);
     }
 
-    bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end) override {
-        CTK_CHECK(minibatch_sample_count >= 0, ValueError, name_,
-                  ": update: minibatch_sample_count must be >= 0, got ", minibatch_sample_count);
-        if (minibatch_sample_count == 0) return false;
-        report_schedules();
-        ValueMap args;
-        for (size_t i = 0; i < parameters_.size(); ++i) {
-            const Variable& p = parameters_[i];
+    // The protocol's steps (ctk/learners/learner.h): the base's takes_step (the count checked, the fixed
+    // rate reported), every parameter's gradient checked, no scalars to prepare, one evaluation.
+    void check_gradients(const GradientMap& gradients) const override {
+        for (const Variable& p : parameters_) {
             auto it = gradients.find(p);
             CTK_CHECK(it != gradients.end(), ValueError, name_, ": no gradient for ", p.to_string(),
                       " (the update function updates every parameter at once)");
@@ -61,13 +57,15 @@ public:
             CTK_CHECK(g.defined(), ValueError, name_, ": the gradient of ", p.to_string(), " is undefined");
             CTK_CHECK(g.shape() == Shape(p.shape()), ShapeError, name_, ": the gradient of ", p.to_string(),
                       " has shape ", g.shape().to_string(), ", expected ", Shape(p.shape()).to_string());
-            if (bound_[i]) args.emplace(gradients_[i], Value(g));
         }
+    }
+    void prepare_step(int64_t /*mb_size*/) override {}
+    bool apply_step(const GradientMap& gradients, int64_t /*mb_size*/) override {
+        ValueMap args;
+        for (size_t i = 0; i < parameters_.size(); ++i)
+            if (bound_[i]) args.emplace(gradients_[i], Value(gradients.at(parameters_[i])));
         // Inference-mode evaluation where the parameters live: the assigns take effect when it returns.
         update_func_->eval(args, {}, parameters_.front().value().device());
-        samples_seen_ += minibatch_sample_count;
-        ++minibatches_seen_;
-        if (sweep_end) ++sweeps_seen_;
         return true;
     }
 

@@ -335,7 +335,8 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     auto prepare_updates = [&](int64_t samples) {
         if (prepared) return;  // a failed recording prepared this step already
         prepared = true;
-        for (size_t i = 0; i < learners_.size(); ++i) updating[i] = learners_[i]->begin_update(samples);
+        for (size_t i = 0; i < learners_.size(); ++i)
+            updating[i] = learners_[i]->begin_update(samples, is_sweep_end);
     };
     auto apply_updates = [&](const ValueMap& grads, int64_t samples) {
         detail::OpProfileScope profiled("learners", "update", device);
@@ -424,7 +425,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     if (updates_in_step) {
         for (size_t i = 0; i < learners_.size(); ++i)
             if (updating[i]) {
-                learners_[i]->end_update(samples, is_sweep_end);
+                learners_[i]->end_update(samples);
                 updated = true;
             }
     }

@@ -112,9 +112,9 @@ Tensor run_steps_split(const LearnerCase& c, DataType dtype, Device device, int6
             EXPECT_TRUE(l->update({{p, g}}, mb, k == 2));
             continue;
         }
-        EXPECT_TRUE(l->begin_update(mb)) << c.name;
+        EXPECT_TRUE(l->begin_update(mb, k == 2)) << c.name;
         l->apply_update({{p, g}}, mb);
-        l->end_update(mb, k == 2);
+        l->end_update(mb);
     }
     EXPECT_EQ(l->total_number_of_samples_seen(), samples) << c.name;
     EXPECT_EQ(l->total_number_of_minibatches_seen(), 4) << c.name;

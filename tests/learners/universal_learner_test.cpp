@@ -106,6 +106,31 @@ TEST(Universal, AdaGradLikeRuleKeepsItsAccumulatorsInConstants) {
     }
 }
 
+// One protocol for every learner: the three parts a Trainer calls (begin, apply, end) give update()'s
+// values and counters for an update written as a graph too, and a half-protocol step changes nothing.
+TEST(Universal, TheThreePartProtocolGivesUpdatesValues) {
+    Params a = make_params(DataType::f64), b = make_params(DataType::f64);
+    LearnerPtr whole = universal(adagrad_update, a.list()), split = universal(adagrad_update, b.list());
+    for (int k = 0; k < 3; ++k) {
+        ASSERT_TRUE(whole->update(grads_at(a, k, DataType::f64), kMb[size_t(k)], k == 1));
+        ASSERT_TRUE(split->begin_update(kMb[size_t(k)], k == 1));
+        ASSERT_TRUE(split->apply_update(grads_at(b, k, DataType::f64), kMb[size_t(k)]));
+        split->end_update(kMb[size_t(k)]);
+    }
+    EXPECT_EQ(values(a.w), values(b.w));
+    EXPECT_EQ(values(a.b), values(b.b));
+    EXPECT_EQ(split->total_number_of_samples_seen(), 14);
+    EXPECT_EQ(split->total_number_of_minibatches_seen(), 3);
+    EXPECT_EQ(split->sweeps_seen(), 1);
+    EXPECT_FALSE(split->begin_update(0));
+    EXPECT_THROW(split->begin_update(-1), ValueError);
+    // update() checks every gradient before anything changes: a missing one leaves the counters alone.
+    GradientMap partial = grads_at(b, 0, DataType::f64);
+    partial.erase(b.b);
+    EXPECT_THROW(split->update(partial, 4), ValueError);
+    EXPECT_EQ(split->total_number_of_minibatches_seen(), 3);
+}
+
 TEST(Universal, CheckpointCarriesTheAccumulatorsAndCounters) {
     Params a = make_params(DataType::f64), b = make_params(DataType::f64);
     LearnerPtr la = universal(adagrad_update, a.list());

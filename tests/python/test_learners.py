@@ -79,6 +79,26 @@ class MySgd(C.learners.UserLearner):
         return True
 
 
+def test_user_learner_goes_through_the_learner_protocol():
+    # The Trainer steps a Python learner as every other: its update hears each minibatch's count and
+    # sweep end, and the learner counts the samples and minibatches it was given.
+    x = C.input_variable(2)
+    z = C.layers.Dense(2)(x)
+    seen = []
+
+    class Recording(C.learners.UserLearner):
+        def update(self, gradient_values, training_sample_count, sweep_end):
+            seen.append((training_sample_count, sweep_end))
+            return True
+
+    learner = Recording(z.parameters, C.learning_parameter_schedule(0.1))
+    trainer = C.Trainer(z, C.reduce_sum(z), [learner])
+    trainer.train_minibatch({x: np.ones((3, 2), np.float32)})
+    trainer.train_minibatch({x: np.ones((2, 2), np.float32)}, is_sweep_end=True)
+    assert seen == [(3, False), (2, True)]
+    assert learner.total_number_of_samples_seen == 5
+
+
 def test_user_learner_trains_like_sgd():
     x = C.input_variable(2)
     y = C.input_variable(2)

@@ -54,9 +54,7 @@ public:
     // zeros), `info` its sums; both become the job's, and the local learner updates. Returns false when
     // nothing was updated (the job's count was 0: training has ended).
     virtual bool update(GradientMap& gradients, MinibatchInfo& info) = 0;
-    // A distributed learner is stepped by its Trainer only (the step needs the loss and the count).
-    bool update(const GradientMap& gradients, int64_t minibatch_sample_count,
-                bool sweep_end = false) override;
+    using Learner::update;  // Learner's protocol throws (takes_step below)
     // ctk's addition: a step's gradients may be exchanged while its backward still runs. Before each
     // backward the Trainer passes the order in which the gradients will become final
     // (Program::gradient_order) and gives the run what this returns; an empty function (the default):
@@ -75,6 +73,9 @@ public:
 protected:
     DistributedLearner(LearnerPtr local, CommunicatorPtr communicator, int64_t distributed_after,
                        const char* name);
+    // A distributed learner is stepped by its Trainer only, through update(gradients, info) (the step
+    // needs the job's loss and count): Learner's protocol (update(), begin_update()) throws ValueError.
+    bool takes_step(int64_t minibatch_sample_count) override;
     void update_parameter(const Variable&, Tensor&, const Tensor&, std::vector<Tensor>&, int64_t) override;
     // The local learner's gradients in parameter-uid order (CNTK's order, the same on every worker), zeros
     // for the missing ones, on the parameters' devices.

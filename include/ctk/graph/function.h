@@ -9,7 +9,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -171,9 +170,8 @@ private:
     std::vector<Variable> argument_order_;                        // composite: arguments listed first
     FunctionPtr block_root_;
     std::vector<std::pair<Variable, Variable>> block_map_;  // (placeholder inside, operand outside)
-    // Compiled plans by requested outputs; the mutex lets several threads evaluate one Function.
-    mutable std::map<std::vector<const void*>, std::shared_ptr<detail::Plan>> plans_;
-    mutable std::mutex plans_mutex_;
+    // (Its compiled plans live in the graph layer's plan cache, src/graph/plan_cache.cpp, keyed by this
+    // Function and dropped with it.)
     uint64_t rng_offset_ = 0;  // random ops: the position of this Function's Philox stream
 };
 
@@ -201,14 +199,12 @@ public:
     Device device() const { return device_; }
 
 private:
-    friend class Function;
     friend struct detail::FunctionAccess;
-    std::shared_ptr<detail::Plan> plan_;
+    std::shared_ptr<const detail::Plan> plan_;
     std::vector<Value> values_;
     std::vector<std::vector<std::vector<Tensor>>>
         saved_;  // per step and frame: what the op kept for backward
     std::vector<std::shared_ptr<const cell::Run>> fused_runs_;  // per recurrent loop run fused: its kept run
-    const Function* function_ = nullptr;
     bool training_ = true;
     Device device_;
     int64_t peak_bytes_ = 0;

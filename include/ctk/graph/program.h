@@ -73,7 +73,8 @@ public:
     bool plans_memory() const { return options_.plan_memory; }
     // The number of primitive steps in the schedule (a recurrent loop's steps counted once).
     int64_t num_steps() const;
-    // False once the graph was edited in place (replace_placeholders): make a new Program.
+    // False once the graph was edited in place (replace_placeholders): make a new Program (a run
+    // compiles the edited graph again, but what the Program reported when made is not updated).
     bool current() const;
     // Distinct for every Program made in this process.
     uint64_t id() const { return id_; }
@@ -89,8 +90,7 @@ public:
 private:
     std::vector<Variable> outputs_, wrt_, gradient_order_;
     ProgramOptions options_;
-    FunctionPtr root_;  // combine(outputs): holds the compiled schedule
-    uint64_t generation_ = 0;
+    std::shared_ptr<const detail::Plan> plan_;  // the compiled schedule (built once, when made)
     int64_t num_steps_ = 0;
     uint64_t id_ = 0;
     std::vector<Variable> stored_;

@@ -40,23 +40,24 @@ using GradientMap = std::unordered_map<Variable, Tensor, VariableHash>;
 class Learner {
 public:
     virtual ~Learner() = default;
-    // Applies one update from gradients summed over `minibatch_sample_count` samples. Returns false (and
-    // changes nothing, counters included) when the count is 0 or, as in CNTK, when the scheduled learning
-    // rate is 0. Parameters missing from `gradients` are left alone. Throws ShapeError for a gradient of
-    // the wrong shape, NotImplementedError for f16/bf16 and DeviceError for a gradient on another device
-    // than its parameter, before changing anything. The update runs where the parameter lives (CPU or GPU:
-    // the same rules, the same bits).
-    virtual bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end = false);
-
-    // update() in three parts, for a Trainer that records the updates with the rest of a training step in a
-    // CUDA Graph: begin_update() does the host work (schedules, counters) and writes the step's scalars
-    // where the parameters live, apply_update() only queues the update kernels (what a recording keeps:
-    // they read the scalars through fixed addresses), end_update() advances the counters. begin_update()
-    // returns false where update() would (count 0, learning rate 0); then the other two are not called.
-    // Learners that override update() cannot be split: see recording_refusal().
-    bool begin_update(int64_t minibatch_sample_count);
-    void apply_update(const GradientMap& gradients, int64_t minibatch_sample_count);
-    void end_update(int64_t minibatch_sample_count, bool sweep_end);
+    // One update protocol, in three parts (every learner, and every caller, goes through them; subclasses
+    // customise the protected steps below, never the protocol): begin_update() does the host work
+    // (schedules, counters) and writes the step's scalars where the parameters live (`sweep_end`: this
+    // minibatch ends a sweep over the data, counted by end_update()); apply_update() only
+    // queues the update (for ctk's rules, kernels that read the scalars through fixed addresses: what a
+    // CUDA Graph recording of a training step keeps); end_update() advances the counters. begin_update()
+    // returns false (and changes nothing, counters included) when the count is 0 or, as in CNTK, when the
+    // scheduled learning rate is 0; then the other two are not called. apply_update() returns false when
+    // the learner says learning has stopped (a Python learner's update returning False).
+    bool begin_update(int64_t minibatch_sample_count, bool sweep_end = false);
+    bool apply_update(const GradientMap& gradients, int64_t minibatch_sample_count);
+    void end_update(int64_t minibatch_sample_count);
+    // The three parts in one call, from gradients summed over `minibatch_sample_count` samples, with the
+    // gradients checked before anything changes: parameters missing from `gradients` are left alone;
+    // ShapeError for a gradient of the wrong shape, NotImplementedError for f16/bf16 and DeviceError for a
+    // gradient on another device than its parameter. The update runs where the parameter lives (CPU or
+    // GPU: the same rules, the same bits). Returns false where begin_update() or apply_update() would.
+    bool update(const GradientMap& gradients, int64_t minibatch_sample_count, bool sweep_end = false);
     // Why apply_update() cannot be recorded, empty when it can: an update written in Python or as a graph,
     // Gaussian noise (drawn on the host each step).
     virtual std::string recording_refusal() const;
@@ -92,6 +93,18 @@ public:
 protected:
     Learner(std::vector<Variable> parameters, TrainingParameterSchedule lr, LearnerOptions options,
             const char* name);
+    // The protocol's steps. ctk's learners keep the defaults, which apply their update rules; a learner
+    // whose update is one computation over all parameters (a graph, a Python method) overrides them.
+    // Whether this minibatch updates anything (a count of 0, or CNTK's learning rate of 0, does not); the
+    // default reports the schedules. Throws ValueError for a negative count.
+    virtual bool takes_step(int64_t minibatch_sample_count);
+    // The checks on the gradients before anything changes (update() runs them first).
+    virtual void check_gradients(const GradientMap& gradients) const;
+    // Host work before the update: on_minibatch(), then the step's scalars written.
+    virtual void prepare_step(int64_t mb_size);
+    // The update of every parameter in `gradients`: the default runs each one's rule (preprocess,
+    // update_parameter, postprocess). Returns false when learning has stopped.
+    virtual bool apply_step(const GradientMap& gradients, int64_t mb_size);
     // The per-parameter update. `gradient` is the preprocessed gradient (mean-scaled, L2 added, clipped);
     // `state` holds the learner's per-parameter tensors (allocated by state_tensors()). The step's scalars
     // (the effective, minibatch-scaled learning rate in kLearningRate, the subclass's own from
@@ -154,6 +167,8 @@ protected:
     // CNTK's MomentumValueForMB: m^(mb/R) with reference size R, else m.
     double momentum_for(const TrainingParameterSchedule& s, int64_t mb_size) const;
     bool compatible_mode() const { return options_.use_mean_gradient; }
+    // Whether the step begun last ends a sweep over the data (begin_update's sweep_end).
+    bool step_ends_sweep() const { return step_sweep_end_; }
 
     std::vector<Variable> parameters_;
     TrainingParameterSchedule lr_;
@@ -161,6 +176,7 @@ protected:
     const char* name_;
     int64_t samples_seen_ = 0, minibatches_seen_ = 0, sweeps_seen_ = 0;
     int64_t noise_draws_ = 0;
+    bool step_sweep_end_ = false;
     std::unordered_map<Variable, std::vector<Tensor>, VariableHash> state_;
     std::vector<ValueReporter> reporters_;
     double last_reported_lr_ = std::numeric_limits<double>::quiet_NaN();
@@ -173,14 +189,6 @@ private:
     // Noise injection, then the L1 proximal step (CNTK's PostProcess order).
     void postprocess(const Variable& p, Tensor& value);
     std::vector<Tensor>& state_for(const Variable& p, const Tensor& value);
-    // Whether this minibatch updates anything (a count of 0, or CNTK's learning rate of 0, does not); it
-    // reports the schedules. Throws ValueError for a negative count.
-    bool takes_step(int64_t minibatch_sample_count);
-    // update()'s checks on the gradients, before anything changes.
-    void check_gradients(const GradientMap& gradients) const;
-    // begin_update() without the checks: on_minibatch(), then the step's scalars written.
-    void prepare_step(int64_t mb_size);
-    void apply_step(const GradientMap& gradients, int64_t mb_size);
     const Tensor* scalar_block(Device device, DataType dtype) const;
     const void* step_scalar_address(Device device, DataType dtype, int slot) const;
     void* derived_scalar_address(const Variable& p, const Tensor& value, int index);
