@@ -35,8 +35,6 @@ PRIVATE_EXCEPTIONS = {
     ("kernels", "core/cuda/"): "the CUDA backend shares the core's CUDA runtime helpers (error checks, "
                                "device copies, capture pools), which need CUDA's headers",
     ("kernels", "core/strided_loop.h"): "the CPU kernels' strided loop template lives beside the tensor copy",
-    ("learners", "core/cuda/"): "the learners' fused update kernels are CUDA code (until they move into "
-                                "the kernels)",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

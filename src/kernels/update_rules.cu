@@ -1,14 +1,15 @@
-// The learners' rules (update_rules.h) on a GPU: one grid-stride kernel per rule, on the device's ctk
-// stream. This file is compiled with --fmad=false so that the products and sums round exactly as on the
-// CPU; a learner step is bound by memory traffic, so contraction would buy nothing.
+// The learners' rules (ctk/kernels/update_rules.h) on a GPU: one grid-stride kernel per rule, on the
+// stream the caller passes (rule_kernels.h). This file is compiled with --fmad=false so that the products and
+// sums round exactly as on the CPU; a learner step is bound by memory traffic, so contraction would buy
+// nothing.
 #include <cuda_runtime_api.h>
 
 #include "core/cuda/copy.h"
 #include "core/cuda/cuda_check.h"
 #include "ctk/core/cuda.h"
 #include "ctk/core/tensor.h"
+#include "ctk/kernels/rule_kernels.h"
 #include "ctk/kernels/tensor_ops.h"
-#include "learners/learner_impl.h"
 
 namespace ctk::detail {
 
@@ -47,7 +48,7 @@ __global__ void write_scalars_kernel(T* dst, ScalarArgs args, int n) {
 }  // namespace
 
 // The values travel as the kernel's arguments: no host buffer has to outlive the call, nothing waits.
-void cuda_write_scalars(const Tensor& dst, const double* values, int n) {
+void cuda_write_scalars(const Tensor& dst, void* stream, const double* values, int n) {
     CTK_CHECK(n >= 0 && n <= 16 && n <= dst.numel(), ValueError, "learner step scalars: ", n,
               " values for a block of ", dst.numel());
     if (n == 0) return;
@@ -56,39 +57,39 @@ void cuda_write_scalars(const Tensor& dst, const double* values, int n) {
     ScalarArgs args{};
     for (int i = 0; i < n; ++i) args.values[i] = values[i];
     cuda::detail::set_device(device.index);
-    dispatch_learner_dtype(dst.dtype(), "learner step scalars", [&](auto tag) {
+    dispatch_rule_dtype(dst.dtype(), "learner step scalars", [&](auto tag) {
         using T = decltype(tag);
-        write_scalars_kernel<T><<<1, 32, 0, cuda::detail::cuda_stream(device)>>>(dst.data<T>(), args, n);
+        write_scalars_kernel<T><<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>(dst.data<T>(), args, n);
     });
     CTK_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename Rule>
-void cuda_apply_rule(Device device, int64_t n, const Rule& rule) {
+void cuda_apply_rule(Device device, void* stream, int64_t n, const Rule& rule) {
     if (n == 0) return;
     cuda::detail::set_device(device.index);
-    apply_kernel<<<blocks_for(n), kThreads, 0, cuda::detail::cuda_stream(device)>>>(n, rule);
+    apply_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(n, rule);
     CTK_CUDA_CHECK(cudaGetLastError());
 }
 
 // The values go to a scratch vector and ctk's own reduction sums them (a fixed tree, no atomics).
 template <typename Rule>
-Tensor cuda_sum_rule(Device device, int64_t n, const Rule& rule) {
+Tensor cuda_sum_rule(Device device, void* stream, int64_t n, const Rule& rule) {
     if (n == 0) return Tensor::zeros(Shape{}, DataType::f64, device);
     Tensor values = Tensor::empty(Shape{n}, DataType::f64, device);
     cuda::detail::set_device(device.index);
-    values_kernel<<<blocks_for(n), kThreads, 0, cuda::detail::cuda_stream(device)>>>(n, rule,
+    values_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(n, rule,
                                                                                      values.data<double>());
     CTK_CUDA_CHECK(cudaGetLastError());
     return reduce_sum(values);
 }
 
-#define CTK_INSTANTIATE_APPLY(R)                                                             \
-    template void cuda_apply_rule<rules::R<float>>(Device, int64_t, const rules::R<float>&); \
-    template void cuda_apply_rule<rules::R<double>>(Device, int64_t, const rules::R<double>&);
-#define CTK_INSTANTIATE_SUM(R)                                                               \
-    template Tensor cuda_sum_rule<rules::R<float>>(Device, int64_t, const rules::R<float>&); \
-    template Tensor cuda_sum_rule<rules::R<double>>(Device, int64_t, const rules::R<double>&);
+#define CTK_INSTANTIATE_APPLY(R)                                                                    \
+    template void cuda_apply_rule<rules::R<float>>(Device, void*, int64_t, const rules::R<float>&); \
+    template void cuda_apply_rule<rules::R<double>>(Device, void*, int64_t, const rules::R<double>&);
+#define CTK_INSTANTIATE_SUM(R)                                                                      \
+    template Tensor cuda_sum_rule<rules::R<float>>(Device, void*, int64_t, const rules::R<float>&); \
+    template Tensor cuda_sum_rule<rules::R<double>>(Device, void*, int64_t, const rules::R<double>&);
 CTK_LEARNER_APPLY_RULES(CTK_INSTANTIATE_APPLY)
 CTK_LEARNER_SUM_RULES(CTK_INSTANTIATE_SUM)
 
