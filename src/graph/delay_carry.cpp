@@ -97,7 +97,7 @@ Tensor next_delay_carry(const Plan& plan, size_t step, const Value& x, int64_t k
 // After a forward step: a past_value given sequences with seq_starts keeps its input's last frames.
 void record_delay_carry(const Plan& plan, size_t step_index, const std::vector<Value>& values) {
     const Step& step = plan.steps[step_index];
-    if (step.fn->op() != PrimitiveOp::past_value) return;
+    if (step.def->delay_direction >= 0) return;  // only delays that read earlier frames carry state
     const Value& x = values[static_cast<size_t>(step.in[0])];
     if (!x.defined() || !x.has_layout() || !x.layout()->has_start_flags()) return;
     if (plan.delay_carry.size() != plan.steps.size()) plan.delay_carry.resize(plan.steps.size());

@@ -206,7 +206,7 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
             const Step& step = plan.steps[si];
             std::vector<Value> outs;
             const std::vector<Variable>& inputs = step.in_vars;
-            if (detail::is_delay(step.fn->op())) {
+            if (step.def->delay_direction != 0) {
                 const Variable& ov = plan.slot_vars[static_cast<size_t>(step.out[0])];
                 Dims dims{lf.n, 1};
                 for (int64_t d : ov.shape()) {
@@ -219,11 +219,11 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
                 Tensor init =
                     detail::delay_initial_frame(inputs[1], values[static_cast<size_t>(step.in[1])], dims);
                 const int64_t off = delay_offset(step);
-                const int64_t src = step.fn->op() == PrimitiveOp::past_value ? t - off : t + off;
+                const int64_t src = step.def->delay_direction < 0 ? t - off : t + off;
                 Tensor y = Tensor::empty(Shape(dims), ov.dtype(), init.device());
                 if (src < 0 || src >= lf.frames) {
                     y.copy_from(init);
-                    if (src < 0 && step.fn->op() == PrimitiveOp::past_value && lf.layout &&
+                    if (src < 0 && step.def->delay_direction < 0 && lf.layout &&
                         lf.layout->has_start_flags()) {
                         const Tensor& carry = detail::checked_carry(plan, si, *lf.layout, y, step.where);
                         for (int64_t q = 0; q < lf.n; ++q)
@@ -231,7 +231,7 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
                                 y.slice(0, q, q + 1)
                                     .copy_from(carry.slice(0, q, q + 1).slice(1, off + src, off + src + 1));
                     }
-                } else if (step.fn->op() == PrimitiveOp::past_value) {
+                } else if (step.def->delay_direction < 0) {
                     y.copy_from(frame(x.data(), src));
                 } else {  // a future frame exists only while it is inside the sequence
                     Tensor valid = frame_mask(lf.layout.get(), lf.n, src, static_cast<int>(dims.size()),
@@ -376,8 +376,7 @@ std::shared_ptr<BackPropState> detail::run_forward(std::shared_ptr<const Plan> p
             step.def->forward(ctx);
             CTK_CHECK(outs.size() == step.out.size(), Error, step.where, ": produced ", outs.size(),
                       " outputs, expected ", step.out.size());
-            if (step.fn->op() == PrimitiveOp::past_value && ins[0].has_layout() &&
-                ins[0].layout()->has_start_flags()) {
+            if (step.def->delay_direction < 0 && ins[0].has_layout() && ins[0].layout()->has_start_flags()) {
                 Tensor y = outs[0].data();
                 detail::apply_delay_carry(plan, i, *ins[0].layout(), delay_offset(step), y, step.where);
                 detail::record_delay_carry(plan, i, values);
@@ -478,15 +477,15 @@ void run_loop_backward(const Plan& plan, const Loop& loop, const std::vector<Val
             const Tensor& gfull = grads[static_cast<size_t>(step.out[0])];
             if (step.out.size() == 1 && !gfull.defined()) continue;
             const std::vector<Variable>& inputs = step.in_vars;
-            if (detail::is_delay(step.fn->op())) {
+            if (step.def->delay_direction != 0) {
                 const Tensor mask =
                     frame_mask(layout, n, t, yv.data().rank(), yv.data().dtype(), yv.data().device());
                 const Tensor g = masked(frame(gfull, t), mask);
                 const int xs = step.in[0], is = step.in[1];
                 const int64_t off = delay_offset(step);
-                const int64_t src = step.fn->op() == PrimitiveOp::past_value ? t - off : t + off;
+                const int64_t src = step.def->delay_direction < 0 ? t - off : t + off;
                 Tensor to_x = g, to_init;
-                if (step.fn->op() == PrimitiveOp::future_value) {
+                if (step.def->delay_direction > 0) {
                     Tensor valid = src < frames ? frame_mask(layout, n, src, g.rank(), g.dtype(), g.device())
                                                 : Tensor::zeros(mask.shape(), g.dtype(), g.device());
                     to_x = masked(g, valid);
@@ -586,7 +585,7 @@ ValueMap detail::run_backward(const BackPropState& kept_state, const ValueMap& r
     for (bool changed = true; changed;) {
         changed = false;
         for (const Step& step : plan.steps) {
-            if (!step.def->backward && !detail::is_delay(step.fn->op())) continue;
+            if (!step.def->backward && !step.def->delay_direction != 0) continue;
             bool any = false;
             for (int s : step.in) any = any || leads[static_cast<size_t>(s)];
             if (any)
@@ -671,8 +670,8 @@ ValueMap detail::run_backward(const BackPropState& kept_state, const ValueMap& r
                 for (int s : step.out) outs.push_back(zero_padded(s));
                 // A continuing sequence's first frames came from the previous minibatch: their gradient
                 // reaches neither that minibatch nor the initial state (CNTK's truncated BPTT).
-                if (step.fn->op() == PrimitiveOp::past_value && out_grads[0].defined() &&
-                    ins[0].has_layout() && ins[0].layout()->has_start_flags()) {
+                if (step.def->delay_direction < 0 && out_grads[0].defined() && ins[0].has_layout() &&
+                    ins[0].layout()->has_start_flags()) {
                     const int64_t m = std::min(delay_offset(step), out_grads[0].dim(1));
                     Tensor g = out_grads[0].clone();
                     for (int64_t q = 0; q < ins[0].layout()->num_sequences(); ++q)

@@ -296,11 +296,7 @@ void FunctionAccess::reinfer(Function& f, bool allow_partial) {
             bool has_loop = !known;
             walk(
                 f.block_root_->outputs(), false,
-                [&](const FunctionPtr& g) {
-                    has_loop =
-                        has_loop || g->op_ == PrimitiveOp::past_value || g->op_ == PrimitiveOp::future_value;
-                },
-                nullptr);
+                [&](const FunctionPtr& g) { has_loop = has_loop || detail::is_delay(g->op_); }, nullptr);
             if (has_loop) {
                 std::string before;
                 for (int round = 0; round < 16; ++round) {

@@ -79,7 +79,7 @@ public:
             const int64_t width = numel_of(out.shape());
             cell::Ref result;
             if (is_delay(op)) {
-                if ((op == PrimitiveOp::future_value) != loop_.backward_in_time)
+                if ((s.def->delay_direction > 0) != loop_.backward_in_time)
                     return refuse(why, s, "looks the other way in time");
                 if (!inside_.count(s.in[0])) return refuse(why, s, "delays a value from outside the loop");
                 const Variable& init = s.in_vars[1];

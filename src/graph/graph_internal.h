@@ -124,6 +124,12 @@ struct OpDef {
     // ("is a random op, ..."); null: it can.
     const char* capture_refusal = nullptr;
     Autocast autocast = Autocast::keep_f32;  // its rule in the mixed-precision rewrite
+    // Delays (CNTK's past_value, future_value; operands: the sequence, the initial state; attribute
+    // "offset"): the executor runs them itself, frame by frame inside recurrent loops, from this
+    // description. -1: frame t is frame t - offset of the operand (the first frames from the initial state,
+    // or, for a sequence marked as continuing, from the previous minibatch); +1: frame t + offset, while
+    // inside the sequence; 0: not a delay.
+    int delay_direction = 0;
 };
 
 // A parameter's or constant's value on `device`, moved there for good when it lives elsewhere (a graph

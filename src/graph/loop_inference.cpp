@@ -7,6 +7,8 @@
 // hence the care below about operands that broadcast.
 #include "graph/loop_inference.h"
 
+#include "graph/executor.h"
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -97,10 +99,8 @@ private:
             return false;
         }
         const std::vector<Variable> ins = f->inputs();
+        if (is_delay(f->op())) return visit(ins[0], depth - 1);  // (the initial state is broadcast)
         switch (f->op()) {
-            case PrimitiveOp::past_value:
-            case PrimitiveOp::future_value:
-                return visit(ins[0], depth - 1);  // (the initial state is broadcast)
             case PrimitiveOp::reconcile_dynamic_axes:
             case PrimitiveOp::sequence_broadcast_as:
                 return visit(ins[1], depth - 1);
@@ -145,22 +145,21 @@ bool may_guess_from_known_operands(const Function& f, const std::vector<Variable
 
 std::optional<std::vector<OutputSpec>> guess_loop_outputs(const Function& f) {
     const std::vector<Variable> ins = f.inputs();
+    if (is_delay(f.op())) {
+        // A delay whose operand is the far end takes a (non-scalar, static) initial state's shape: a
+        // loop whose state only a product or a softmax makes (UnfoldFrom's decoders). Not from an
+        // initial state with a dim of 1, which may broadcast to a larger state.
+        if (ins.size() < 2 || ins[0].shape_known() || !ins[1].shape_known()) return std::nullopt;
+        const Variable& init = ins[1];
+        if (init.rank() == 0 || !init.dynamic_axes().empty() || has_unit_or_unknown_dim(init.shape()))
+            return std::nullopt;
+        // Its axes are the loop's (UnfoldFrom's state is relabelled to the axes it unfolds along):
+        // no guess until they are known.
+        const auto axes = loop_axes(ins[0]);
+        if (!axes) return std::nullopt;
+        return std::vector<OutputSpec>{{init.shape(), init.dtype(), *axes}};
+    }
     switch (f.op()) {
-        case PrimitiveOp::past_value:
-        case PrimitiveOp::future_value: {
-            // A delay whose operand is the far end takes a (non-scalar, static) initial state's shape: a
-            // loop whose state only a product or a softmax makes (UnfoldFrom's decoders). Not from an
-            // initial state with a dim of 1, which may broadcast to a larger state.
-            if (ins.size() < 2 || ins[0].shape_known() || !ins[1].shape_known()) return std::nullopt;
-            const Variable& init = ins[1];
-            if (init.rank() == 0 || !init.dynamic_axes().empty() || has_unit_or_unknown_dim(init.shape()))
-                return std::nullopt;
-            // Its axes are the loop's (UnfoldFrom's state is relabelled to the axes it unfolds along):
-            // no guess until they are known.
-            const auto axes = loop_axes(ins[0]);
-            if (!axes) return std::nullopt;
-            return std::vector<OutputSpec>{{init.shape(), init.dtype(), *axes}};
-        }
         case PrimitiveOp::times: {
             // A product of an unknown x by a weight whose output dims are known gives those dims when x
             // is all contracted (inferInputRankToMap 0), or taken to be (a weight applied to a vector:

@@ -193,7 +193,7 @@ bool frame_local(const Step& s) {
 }  // namespace
 
 bool is_delay(PrimitiveOp op) {
-    return op == PrimitiveOp::past_value || op == PrimitiveOp::future_value;
+    return op_def(op).delay_direction != 0;
 }
 
 uint64_t graph_generation() {
@@ -244,8 +244,8 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
         for (int i : comp) {
             const Step& s = collected.steps[static_cast<size_t>(i)];
             names += (names.empty() ? "" : ", ") + s.where;
-            past += s.fn->op() == PrimitiveOp::past_value;
-            future += s.fn->op() == PrimitiveOp::future_value;
+            past += s.def->delay_direction < 0;
+            future += s.def->delay_direction > 0;
         }
         CTK_CHECK(past + future > 0, ValueError,
                   "the graph has a loop with no past_value/future_value delay in it: ", names);
@@ -260,7 +260,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
                       "the graph has a loop with no past_value/future_value delay in it: ", names);
             st = 1;
             const Step& s = collected.steps[static_cast<size_t>(i)];
-            if (!is_delay(s.fn->op()))
+            if (s.def->delay_direction == 0)
                 for (int d : deps[static_cast<size_t>(i)])
                     if (members.count(d)) place(d);
             state[i] = 2;
@@ -303,9 +303,9 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs) {
         }
         plan->has_side_effects = plan->has_side_effects || s.def->commit != nullptr;
         // A loop's backward reads every value of its steps frame by frame.
-        const uint32_t reads = s.loop >= 0                               ? kReadsInputs | kReadsOutputs
-                               : s.def->backward || is_delay(s.fn->op()) ? s.def->backward_reads
-                                                                         : kReadsNothing;
+        const uint32_t reads = s.loop >= 0                                      ? kReadsInputs | kReadsOutputs
+                               : s.def->backward || s.def->delay_direction != 0 ? s.def->backward_reads
+                                                                                : kReadsNothing;
         for (size_t j = 0; j < s.in.size(); ++j)
             if (reads & reads_input(static_cast<int>(j)))
                 plan->read_by_backward[static_cast<size_t>(s.in[j])] = true;

@@ -126,6 +126,8 @@ struct OpTable {
     void refuse_capture(PrimitiveOp op, const char* why) {
         defs[static_cast<size_t>(op)].capture_refusal = why;
     }
+    // Declares op a delay that reads `direction` (-1 earlier, +1 later) frames (see OpDef::delay_direction).
+    void delay(PrimitiveOp op, int direction) { defs[static_cast<size_t>(op)].delay_direction = direction; }
     // Declares op's rule in the mixed-precision rewrite (see OpDef::autocast; keep_f32 unless declared).
     void autocast(std::initializer_list<PrimitiveOp> ops, Autocast rule) {
         for (PrimitiveOp op : ops) defs[static_cast<size_t>(op)].autocast = rule;

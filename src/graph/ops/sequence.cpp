@@ -550,6 +550,8 @@ void register_sequence_ops(OpTable& t) {
                Autocast::follow);
     // The data follows; indices and lengths keep their dtype.
     t.autocast({PrimitiveOp::sequence_gather, PrimitiveOp::to_sequence}, Autocast::follow_data);
+    t.delay(PrimitiveOp::past_value, -1);
+    t.delay(PrimitiveOp::future_value, +1);
 }
 
 }  // namespace detail
