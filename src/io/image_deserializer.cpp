@@ -356,8 +356,8 @@ class Base64ImageDeserializer final : public ImageReaderBase {
 public:
     explicit Base64ImageDeserializer(const ImageDeserializerConfig& config, int64_t chunk_bytes = 32 << 20)
         : ImageReaderBase(config, "Base64ImageDeserializer('" + config.map_file + "')") {
-        fd_ = ::open(config.map_file.c_str(), O_RDONLY | O_CLOEXEC);
-        CTK_CHECK(fd_ >= 0, IOError, "Base64ImageDeserializer: cannot open '", config.map_file,
+        fd_.fd = ::open(config.map_file.c_str(), O_RDONLY | O_CLOEXEC);
+        CTK_CHECK(fd_.fd >= 0, IOError, "Base64ImageDeserializer: cannot open '", config.map_file,
                   "': ", std::strerror(errno));
         index_lines(chunk_bytes);
         CTK_CHECK(!lines_.empty(), IOError, who_, ": the file holds no images");
@@ -368,9 +368,6 @@ public:
         int64_t label = 0;
         parse(0, trim_cr(first), bytes, label);
         init_streams([&bytes] { return bytes; }, describe(0));
-    }
-    ~Base64ImageDeserializer() override {
-        if (fd_ >= 0) ::close(fd_);
     }
     Base64ImageDeserializer(const Base64ImageDeserializer&) = delete;
     Base64ImageDeserializer& operator=(const Base64ImageDeserializer&) = delete;
@@ -440,7 +437,7 @@ private:
             lines_.push_back({line_begin, end});
         };
         for (;;) {
-            const ssize_t n = ::pread(fd_, block.get(), block_bytes, static_cast<off_t>(offset));
+            const ssize_t n = ::pread(fd_.fd, block.get(), block_bytes, static_cast<off_t>(offset));
             CTK_CHECK(n >= 0, IOError, who_, ": cannot read '", config_.map_file,
                       "': ", std::strerror(errno));
             if (n == 0) break;
@@ -460,7 +457,7 @@ private:
         size_t done = 0;
         while (done < out.size()) {
             const ssize_t n =
-                ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(begin + done));
+                ::pread(fd_.fd, out.data() + done, out.size() - done, static_cast<off_t>(begin + done));
             CTK_CHECK(
                 n > 0, IOError, who_, ": cannot read '", config_.map_file, "'",
                 n < 0 ? std::string(": ") + std::strerror(errno) : std::string(": the file got shorter"));
@@ -494,7 +491,17 @@ private:
         return decode_base64(fields[1].data(), fields[1].data() + fields[1].size(), bytes);
     }
 
-    int fd_ = -1;
+    // Closed by its own destructor, so that a file refused by the constructor (no lines, a bad first
+    // line) does not leave its descriptor open: a fuzz run of bad files ran out of descriptors.
+    struct FileDescriptor {
+        int fd = -1;
+        FileDescriptor() = default;
+        FileDescriptor(const FileDescriptor&) = delete;
+        FileDescriptor& operator=(const FileDescriptor&) = delete;
+        ~FileDescriptor() {
+            if (fd >= 0) ::close(fd);
+        }
+    } fd_;
     std::vector<Line> lines_;
     std::vector<int64_t> chunk_first_;
     bool keyed_ = false;
