@@ -111,7 +111,8 @@ struct OpDef {
     void (*forward)(ForwardContext&) = nullptr;
     void (*backward)(BackwardContext&) = nullptr;  // null: no gradient flows through the op
     // False for ops that look across frames or samples (sequence ops, batch statistics): they cannot
-    // run inside a recurrent loop, which executes one frame at a time.
+    // run inside a recurrent loop, which executes one frame at a time. Where it depends on a Function's
+    // attributes or operands, `frame_local_for` (below) decides instead.
     bool frame_local = true;
     // Ops with a deferred side effect (assign): applies it once the evaluation is over (see CommitContext).
     void (*commit)(const CommitContext&) = nullptr;
@@ -130,6 +131,9 @@ struct OpDef {
     // or, for a sequence marked as continuing, from the previous minibatch); +1: frame t + offset, while
     // inside the sequence; 0: not a delay.
     int delay_direction = 0;
+    // Whether a Function of this op is frame-local when that depends on its attributes or operands (a
+    // reduction over the batch axis is not; one over static axes is); null: `frame_local` says.
+    bool (*frame_local_for)(const Function&) = nullptr;
 };
 
 // A parameter's or constant's value on `device`, moved there for good when it lives elsewhere (a graph

@@ -173,21 +173,10 @@ std::vector<std::vector<int>> components(const std::vector<std::vector<int>>& de
 }
 
 // Whether a step computes each frame from that frame alone (so that a loop may run it frame by frame).
+// (Delays run frame by frame by the executor itself; the rest say so on their definitions.)
 bool frame_local(const Step& s) {
-    if (is_delay(s.fn->op())) return true;
-    if (s.fn->op() == PrimitiveOp::reduce)  // over the batch axis or all axes it mixes samples
-        for (const Axis& a : s.fn->attributes().get<std::vector<Axis>>("axes"))
-            if (a.is_dynamic() || a.kind() == Axis::Kind::all) return false;
-    if (s.fn->op() == PrimitiveOp::reconcile_dynamic_axes) {
-        // A relabelling of the same frames is local, and so is a broadcast of a value without a sequence
-        // axis (what sequence.broadcast_as becomes in a CNTK file: both are ReconcileDynamicAxis there).
-        const auto in = s.fn->inputs();
-        return in[0].dynamic_axes() == in[1].dynamic_axes() || in[0].dynamic_rank() < in[1].dynamic_rank();
-    }
-    // A value without a sequence axis seen at every frame is local too (an attention decoder's step reads
-    // the encoder's window through broadcast_as to its own state).
-    if (s.fn->op() == PrimitiveOp::sequence_broadcast_as) return true;
-    return s.def->frame_local;
+    if (s.def->delay_direction != 0) return true;
+    return s.def->frame_local_for ? s.def->frame_local_for(*s.fn) : s.def->frame_local;
 }
 
 }  // namespace

@@ -126,6 +126,10 @@ struct OpTable {
     void refuse_capture(PrimitiveOp op, const char* why) {
         defs[static_cast<size_t>(op)].capture_refusal = why;
     }
+    // Declares that whether op is frame-local depends on the Function (see OpDef::frame_local_for).
+    void frame_local_for(PrimitiveOp op, bool (*decide)(const Function&)) {
+        defs[static_cast<size_t>(op)].frame_local_for = decide;
+    }
     // Declares op a delay that reads `direction` (-1 earlier, +1 later) frames (see OpDef::delay_direction).
     void delay(PrimitiveOp op, int direction) { defs[static_cast<size_t>(op)].delay_direction = direction; }
     // Declares op's rule in the mixed-precision rewrite (see OpDef::autocast; keep_f32 unless declared).

@@ -210,10 +210,18 @@ void forward_arg(ForwardContext& c) {
     c.outputs.push_back(Value(idx.to(x.dtype())));
 }
 
+// A reduction over the batch axis or all axes mixes samples, so it cannot run one frame at a time.
+bool reduce_is_frame_local(const Function& f) {
+    for (const Axis& a : f.attributes().get<std::vector<Axis>>("axes"))
+        if (a.is_dynamic() || a.kind() == Axis::Kind::all) return false;
+    return true;
+}
+
 }  // namespace
 
 void register_reduce_ops(OpTable& t) {
     t.add(PrimitiveOp::reduce, OpDef{"ReduceElements", 1, 1, infer_reduce, forward_reduce, backward_reduce});
+    t.frame_local_for(PrimitiveOp::reduce, reduce_is_frame_local);
     t.add(PrimitiveOp::argmax, OpDef{"Argmax", 1, 1, infer_arg, forward_arg<true>, nullptr});
     t.add(PrimitiveOp::argmin, OpDef{"Argmin", 1, 1, infer_arg, forward_arg<false>, nullptr});
 }

@@ -500,6 +500,18 @@ void backward_pass_data(BackwardContext& c) {
     c.input_grads[0] = c.output_grads[0];
 }
 
+// A relabelling of the same frames is local, and so is a broadcast of a value without a sequence axis
+// (what sequence.broadcast_as becomes in a CNTK file: both are ReconcileDynamicAxis there).
+bool reconcile_is_frame_local(const Function& f) {
+    const auto in = f.inputs();
+    return in[0].dynamic_axes() == in[1].dynamic_axes() || in[0].dynamic_rank() < in[1].dynamic_rank();
+}
+// A value without a sequence axis seen at every frame is local (an attention decoder's step reads the
+// encoder's window through broadcast_as to its own state).
+bool always_frame_local(const Function&) {
+    return true;
+}
+
 }  // namespace
 
 void register_sequence_ops(OpTable& t) {
@@ -552,6 +564,8 @@ void register_sequence_ops(OpTable& t) {
     t.autocast({PrimitiveOp::sequence_gather, PrimitiveOp::to_sequence}, Autocast::follow_data);
     t.delay(PrimitiveOp::past_value, -1);
     t.delay(PrimitiveOp::future_value, +1);
+    t.frame_local_for(PrimitiveOp::reconcile_dynamic_axes, reconcile_is_frame_local);
+    t.frame_local_for(PrimitiveOp::sequence_broadcast_as, always_frame_local);
 }
 
 }  // namespace detail
