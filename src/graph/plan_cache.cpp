@@ -50,18 +50,32 @@ std::shared_ptr<const Plan> cached_plan(const Function& root, const std::vector<
     }
     // Built outside the lock (a large graph takes a while); two threads racing keep the later plan.
     std::shared_ptr<const Plan> plan = build_plan(wanted);
+    // Plans replaced here are destroyed after the lock is released (see forget_plans).
+    Entry stale;
+    std::shared_ptr<const Plan> replaced;
     std::lock_guard<std::mutex> lock(c.mutex);
     Entry& e = c.entries[&root];
-    if (!same_function(e.root, me)) e = Entry{me, {}};
-    e.plans[key] = plan;
+    if (!same_function(e.root, me)) {
+        stale = std::move(e);
+        e = Entry{me, {}};
+    }
+    std::shared_ptr<const Plan>& slot = e.plans[key];
+    replaced = std::move(slot);
+    slot = plan;
     return plan;
 }
 
 void forget_plans(const Function& root) noexcept {
+    // The plans are destroyed after the lock is released: whatever their destruction releases may end in
+    // another ~Function, which takes the lock again.
+    Entry gone;
     try {
         PlanCache& c = cache();
         std::lock_guard<std::mutex> lock(c.mutex);
-        c.entries.erase(&root);
+        auto it = c.entries.find(&root);
+        if (it == c.entries.end()) return;
+        gone = std::move(it->second);
+        c.entries.erase(it);
     } catch (...) {  // (a lock that fails leaves the entry: a later Function here replaces it)
     }
 }

@@ -53,6 +53,21 @@ TEST(Program, GradientsMatchFunctionGrad) {
     expect_near(r.outputs.at(m.loss->output()).data(), loss.at(m.loss->output()).data());
 }
 
+// Function::forward's plans live outside the Function (src/graph/plan_cache.cpp), keyed by its address:
+// Functions made and dropped one after another (which reuse addresses) each evaluate their own graph,
+// and evaluating one Function again reuses its plan with the values of this call.
+TEST(Program, EveryFunctionEvaluatesItsOwnGraphThroughThePlanCache) {
+    Variable x = input_variable({2}, DataType::f32, false, false, default_batch_axes(), "x");
+    const ValueMap args{{x, Value(Tensor::from_vector<float>({1.0f, 2.0f}, Shape{1, 2}))}};
+    for (int i = 0; i < 200; ++i) {
+        FunctionPtr f = plus(x, constant(Tensor::full(Shape{2}, double(i), DataType::f32)));
+        for (int again = 0; again < 2; ++again) {
+            const Tensor y = f->eval(args, {}, Device::cpu()).at(f->output()).data();
+            ASSERT_EQ(y.to_vector<float>(), (std::vector<float>{1.0f + i, 2.0f + i})) << i;
+        }
+    }
+}
+
 TEST(Program, TellsOfEachGradientWhenItIsFinal) {
     Mlp m;
     Program p({m.loss->output()}, {m.w1, m.b1, m.w2}, {Device::cpu()});
