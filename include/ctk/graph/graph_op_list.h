@@ -97,7 +97,8 @@ inline constexpr int kNumPrimitiveOps =
     kNumUnaryOps + kNumBinaryOps + (0 CTK_GRAPH_OTHER_OPS(CTK_GRAPH_COUNT_ONE));
 #undef CTK_GRAPH_COUNT_ONE
 // Adding a graph op? Add its OpDef in src/graph/ops, its case in tests/graph/cases, and bump this count.
-static_assert(kNumPrimitiveOps == 119, "graph op list changed: update src/graph/ops and the graph op harness");
+static_assert(kNumPrimitiveOps == 119,
+              "graph op list changed: update src/graph/ops and the graph op harness");
 
 const char* primitive_op_name(PrimitiveOp op);  // ctk's name: "plus", "times", ...
 int cntk_op_type(PrimitiveOp op);

@@ -1,9 +1,9 @@
 // The learners' per-element rules (CNTK 2.7's dense update formulas, see the learner files) as functors
 // over raw pointers, so that one definition runs on the CPU (a parallel loop, rule_kernels.h) and on a GPU
-// (a grid-stride kernel, src/kernels/update_rules.cu). The GPU file is compiled without FMA contraction and the
-// math below is IEEE on both sides (sqrt and division correctly rounded), so a step gives the same bits on
-// either device. Rules returning a value are summed by sum_rule_tensor (the mean multipliers, the
-// clipping norm), into a scalar that stays on the device for the rules that read it next.
+// (a grid-stride kernel, src/kernels/update_rules.cu). The GPU file is compiled without FMA contraction and
+// the math below is IEEE on both sides (sqrt and division correctly rounded), so a step gives the same bits
+// on either device. Rules returning a value are summed by sum_rule_tensor (the mean multipliers, the clipping
+// norm), into a scalar that stays on the device for the rules that read it next.
 //
 // Values that change from step to step (rates, momenta, bias corrections: the `const T*` fields named
 // "per step" below) are read from the learner's step scalars, written where the parameter lives before
