@@ -276,6 +276,29 @@ bool Trainer::distributed_step(const ValueMap& gradients, int64_t samples, doubl
     return job.number_of_samples > 0 && updated;
 }
 
+bool Trainer::unscale_gradients(ValueMap& gradients, double scale) {
+    if (!scaler_) return true;
+    bool finite = all_finite(gradients);
+    if (!distributed_.empty()) {  // every worker skips, or none
+        std::vector<double> flag{finite ? 1.0 : 0.0};
+        distributed_[0]->communicator()->all_reduce(flag, distributed::ReduceOp::min);
+        finite = flag[0] > 0;
+    }
+    scaler_->update(finite);
+    if (finite)
+        for (auto& [p, g] : gradients)
+            g = Value(binary(OpKind::element_times, g.data(),
+                             Tensor::full(Shape{}, 1.0 / scale, g.data().dtype(), g.data().device())));
+    return finite;
+}
+
+bool Trainer::update_learners(const ValueMap& gradients, int64_t samples, bool sweep_end) {
+    bool updated = false;
+    for (const LearnerPtr& l : learners_)
+        updated = l->update(gradients_of(*l, gradients), samples, sweep_end) || updated;
+    return updated;
+}
+
 void Trainer::account(int64_t samples, double loss, std::optional<double> metric) {
     prev_samples_ = samples;
     total_samples_ += samples;
@@ -407,20 +430,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
     if (!loss_on_host) read_back(step.outputs);
     ValueMap& grads = step.gradients;
 
-    bool finite = true;
-    if (scaler_) {  // unscale (exact: powers of two), or skip the step and back off
-        finite = all_finite(grads);
-        if (!distributed_.empty()) {  // every worker skips, or none
-            std::vector<double> flag{finite ? 1.0 : 0.0};
-            distributed_[0]->communicator()->all_reduce(flag, distributed::ReduceOp::min);
-            finite = flag[0] > 0;
-        }
-        scaler_->update(finite);
-        if (finite)
-            for (auto& [p, g] : grads)
-                g = Value(binary(OpKind::element_times, g.data(),
-                                 Tensor::full(Shape{}, 1.0 / scale, g.data().dtype(), g.data().device())));
-    }
+    const bool finite = unscale_gradients(grads, scale);
     bool updated = false;
     if (updates_in_step) {
         for (size_t i = 0; i < learners_.size(); ++i)
@@ -438,11 +448,7 @@ bool Trainer::train_minibatch(const MinibatchArguments& arguments, ValueMap& out
             metric_ ? std::optional<double>(finite ? metric_on_host->get() : 0.0) : std::nullopt;
         return distributed_step(grads, finite ? samples : 0, loss, metric, is_sweep_end);
     }
-    for (const LearnerPtr& l : learners_) {
-        if (!finite || updates_in_step) break;
-        updated = l->update(gradients_of(*l, grads), samples, is_sweep_end) || updated;
-    }
-
+    if (finite && !updates_in_step) updated = update_learners(grads, samples, is_sweep_end) || updated;
     profiled_update.reset();
 
     detail::OpProfileScope profiled_read("loss and metric", "read back", device);

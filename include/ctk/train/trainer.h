@@ -163,6 +163,13 @@ private:
     // over the job and update; the Trainer reports the job's sums. Returns whether anything was updated.
     bool distributed_step(const ValueMap& gradients, int64_t samples, double loss,
                           std::optional<double> metric, bool sweep_end);
+    // f16 loss scaling after backward: the gradients unscaled (exactly: powers of two), or, when one is
+    // not finite on any worker, the step skipped and the scale backed off. Returns whether the step goes
+    // on.
+    bool unscale_gradients(ValueMap& gradients, double scale);
+    // The local learners' updates of a step run directly (not recorded with it), through the Learner
+    // protocol. Returns whether any learner updated.
+    bool update_learners(const ValueMap& gradients, int64_t samples, bool sweep_end);
     // A step's counts and sums into the previous-minibatch values, the running sums and the writers.
     void account(int64_t samples, double loss, std::optional<double> metric);
 
