@@ -191,7 +191,7 @@ protected:
         return r.is_none() ? true : r.cast<bool>();
     }
     void update_parameter(const Variable&, Tensor&, const Tensor&, std::vector<Tensor>&, int64_t) override {
-    }  // not reached: update() is the Python method
+    }  // not reached: apply_step is the Python method
 
 private:
     bool as_numpy_;

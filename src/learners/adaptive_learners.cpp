@@ -47,7 +47,7 @@ protected:
 
     void update_parameter(const Variable& p, Tensor& value, const Tensor& gradient,
                           std::vector<Tensor>& state, int64_t) override {
-        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             const int64_t n = value.numel();
             const T floor = T(1e-16f);  // CNTK's floor is the float literal 1e-16f, also for double
@@ -117,7 +117,7 @@ protected:
 
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
                           int64_t) override {
-        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(
                 value, value.numel(),
@@ -182,7 +182,7 @@ protected:
 
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
                           int64_t) override {
-        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(
                 value, value.numel(),
@@ -242,7 +242,7 @@ protected:
 
     void update_parameter(const Variable& p, Tensor& value, const Tensor& gradient,
                           std::vector<Tensor>& state, int64_t) override {
-        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             const int64_t n = value.numel();
             const detail::rules::RMSPropState<T> st{state[0].data<T>(),
@@ -294,7 +294,7 @@ protected:
 
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
                           int64_t) override {
-        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(
                 value, value.numel(),

@@ -149,7 +149,7 @@ const Tensor& Learner::preprocess(const Variable& p, const Tensor& value, const 
         out = Tensor::empty(value.shape(), value.dtype(), value.device());
     const Tensor src = plain_input ? gradient : gradient.contiguous().to(value.dtype());
     const bool truncate = options_.gradient_clipping_with_truncation;
-    detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+    detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
         using T = decltype(tag);
         const int64_t n = value.numel();
         const T* scale_at = step_scalar<T>(value, kGradientScale);
@@ -184,7 +184,7 @@ void Learner::postprocess(const Variable& p, Tensor& value) {
         gen.normal(noise, 0.0, stddev);
         noise_draws_ = static_cast<int64_t>(gen.offset());
         const Tensor z = noise.to(value.device());
-        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(value, value.numel(),
                                detail::rules::AddNoise<T>{value.data<T>(), z.data<T>()});
@@ -192,7 +192,7 @@ void Learner::postprocess(const Variable& p, Tensor& value) {
     }
     if (options_.l1_regularization_weight > 0 && p.regularization_enabled()) {
         // Proximal step for the L1 term: soft-threshold by lr * weight (* mb, as the rate is per sample).
-        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(
                 value, value.numel(),
@@ -242,7 +242,7 @@ void Learner::prepare_step(int64_t mb_size) {
     std::vector<std::pair<Device, DataType>> wanted;
     for (const Variable& p : parameters_) {
         const Tensor value = p.value();
-        detail::dispatch_learner_dtype(value.dtype(), name_, [](auto) {});
+        detail::dispatch_rule_dtype(value.dtype(), name_, [](auto) {});
         for (DataType dtype : {value.dtype(), DataType::f64})
             if (std::find(wanted.begin(), wanted.end(), std::make_pair(value.device(), dtype)) ==
                 wanted.end())
@@ -268,7 +268,7 @@ void Learner::check_gradients(const GradientMap& gradients) const {
                   " is not contiguous");
         CTK_CHECK(g.shape() == value.shape(), ShapeError, name_, ": the gradient of ", p.to_string(),
                   " has shape ", g.shape().to_string(), ", expected ", value.shape().to_string());
-        detail::dispatch_learner_dtype(value.dtype(), name_, [](auto) {});
+        detail::dispatch_rule_dtype(value.dtype(), name_, [](auto) {});
     }
 }
 

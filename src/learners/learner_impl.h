@@ -1,10 +1,9 @@
-// Internals shared by the learner files: the learners' dtype dispatch, AdaGrad's and RMSProp's mean
-// multiplier, and the factories' argument checks. The rules and the kernels that run them where a
-// parameter lives are the kernel layer's (ctk/kernels/update_rules.h, ctk/kernels/rule_kernels.h).
+// Internals shared by the learner files: AdaGrad's and RMSProp's mean multiplier and the factories'
+// argument checks. The rules, the kernels that run them where a parameter lives and their dtype dispatch
+// are the kernel layer's (ctk/kernels/update_rules.h, ctk/kernels/rule_kernels.h).
 #pragma once
 
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "ctk/core/error.h"
@@ -13,12 +12,6 @@
 #include "ctk/learners.h"
 
 namespace ctk::detail {
-
-// Calls fn(T{}) with T = float or double for `dtype`; other dtypes throw NotImplementedError naming `who`.
-template <typename Fn>
-void dispatch_learner_dtype(DataType dtype, const char* who, Fn&& fn) {
-    dispatch_rule_dtype(dtype, who, std::forward<Fn>(fn));
-}
 
 // `rate` divided by the mean of the values `sum` (a sum_rule_tensor over `on`) adds up, into `out`, where
 // `on` lives: AdaGrad's and RMSProp's need_ave_multiplier.

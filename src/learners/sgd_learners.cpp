@@ -20,7 +20,7 @@ public:
 protected:
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>&,
                           int64_t) override {
-        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(value, value.numel(),
                                detail::rules::SgdStep<T>{value.data<T>(), gradient.data<T>(),
@@ -62,7 +62,7 @@ protected:
 
     void update_parameter(const Variable&, Tensor& value, const Tensor& gradient, std::vector<Tensor>& state,
                           int64_t) override {
-        detail::dispatch_learner_dtype(value.dtype(), name_, [&](auto tag) {
+        detail::dispatch_rule_dtype(value.dtype(), name_, [&](auto tag) {
             using T = decltype(tag);
             detail::apply_rule(
                 value, value.numel(),
