@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ctk/graph/axis.h"             // IWYU pragma: export
+#include "ctk/graph/bind.h"             // IWYU pragma: export
 #include "ctk/graph/function.h"         // IWYU pragma: export
 #include "ctk/graph/graph_op_list.h"    // IWYU pragma: export
 #include "ctk/graph/graph_ops.h"        // IWYU pragma: export

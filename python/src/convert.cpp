@@ -313,7 +313,9 @@ bool is_sparse_data(const py::handle& data) {
     return is_csr(data[py::int_(0)]);
 }
 
-Value value_for(const Variable& var, const py::handle& data) {
+namespace {
+// Data in one of the forms CNTK's Python API took, as a Value (not yet bound: see value_for).
+Value value_from_data(const Variable& var, const py::handle& data) {
     // A list of NDArrayViews (CNTK took them as it took arrays): read as the arrays they hold.
     if ((py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) && py::len(data) > 0 &&
         py::isinstance<Tensor>(data.cast<py::sequence>()[0])) {
@@ -329,26 +331,11 @@ Value value_for(const Variable& var, const py::handle& data) {
         return value_from_csr(data, var.dtype(), var.has_sequence_axis(), var.shape()[0], var.to_string());
     }
     if (py::isinstance<MinibatchData>(data)) {
-        // The Trainer's own binding: reshaped to the sample shape and converted to the dtype.
+        // A reader's stream: its samples take the input's sample shape, as a Trainer binds them.
         const std::string stream = var.name().empty() ? var.uid() : var.name();
         return bind_minibatch({{stream, data.cast<const MinibatchData&>()}}, {{var, stream}}).at(var);
     }
-    if (py::isinstance<Value>(data)) {
-        Value v = data.cast<Value>();
-        // Sequences of one frame each (what Value.one_hot makes from single indices) feed a variable
-        // without a sequence axis as a plain batch, as in CNTK.
-        if (v.has_layout() && !var.has_sequence_axis() && v.layout()->max_length() == 1 &&
-            !v.layout()->has_padding())
-            return v.is_one_hot() ? Value::one_hot(v.one_hot_indices().select(1, 0).contiguous(),
-                                                   v.num_classes(), v.dtype())
-                                  : Value(v.data().select(1, 0));
-        // One sample's data (a parameter's gradient, say) for a batched variable: a batch of one, as
-        // for a NumPy array of the sample's shape.
-        if (!v.has_layout() && !v.is_one_hot() && var.has_batch_axis() && !var.has_sequence_axis() &&
-            v.data().shape().dims() == var.shape() && var.shape_known())
-            return Value(v.data().expand_dims(0));
-        return v;
-    }
+    if (py::isinstance<Value>(data)) return data.cast<Value>();
     const DataType dtype = var.dtype();
     const int sample_rank = var.rank();
     if (var.has_sequence_axis()) {
@@ -377,10 +364,18 @@ Value value_for(const Variable& var, const py::handle& data) {
         return Value::from_sequences(sequences);
     }
     Tensor t = tensor_from_numpy(data, dtype);
-    if (var.has_batch_axis() && t.rank() == sample_rank) t = t.expand_dims(0);  // one sample
-    // CNTK's [batch, 1, sample...]: every sample a sequence of one, for an input without a sequence axis.
-    if (var.has_batch_axis() && t.rank() == sample_rank + 2 && t.dim(1) == 1) t = t.select(1, 0);
+    // One sample of free dims (bind_input takes one of known dims itself).
+    if (var.has_batch_axis() && t.rank() == sample_rank) t = t.expand_dims(0);
     return Value(t);
+}
+}  // namespace
+
+Value value_for(const Variable& var, const py::handle& data) {
+    Value value = value_from_data(var, data);
+    // Bound as the graph will bind it (ctk/graph/bind.h): a Value made here is what the graph sees, and
+    // binding it again when it is given costs a few checks. A variable whose shape is still being
+    // inferred takes its data as it is.
+    return var.shape_known() ? bind_input(var, value) : value;
 }
 
 py::object numpy_from_value(const Variable& var, const Value& value) {

@@ -12,6 +12,7 @@
 
 #include "ctk/core/cuda.h"
 #include "ctk/core/op_profile.h"
+#include "ctk/graph/bind.h"
 #include "ctk/graph/program.h"
 #include "ctk/kernels/tensor_ops.h"
 
@@ -321,7 +322,8 @@ std::shared_ptr<BackPropState> detail::run_forward(std::shared_ptr<const Plan> p
             auto it = arguments.find(v);
             CTK_CHECK(it != arguments.end(), ValueError, "forward: no value given for argument ",
                       v.to_string());
-            values[static_cast<size_t>(s)] = detail::bind_argument(v, it->second.to(device));
+            values[static_cast<size_t>(s)] = bind_input(
+                v, it->second, BindOptions{.device = device, .reshape_samples = false, .source = {}});
         } else {
             values[static_cast<size_t>(s)] = Value(detail::value_on(v, device));
         }

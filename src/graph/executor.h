@@ -61,11 +61,8 @@ std::shared_ptr<Plan> build_plan(const std::vector<Variable>& outputs);
 std::shared_ptr<BackPropState> run_forward(std::shared_ptr<const Plan> plan, const ValueMap& arguments,
                                            ValueMap& outputs, bool keep_all, bool is_training, Device device);
 
-// (bind_arguments.cpp) An argument's value checked against its variable (dynamic axes, sample shape,
-// sequence layout) and converted to its dtype; padded frames zeroed, one-hot values kept in index form.
-Value bind_argument(const Variable& var, const Value& value);
-// Inputs on one sequence axis are frames of the same sequences (CNTK's rule): a ValueError naming both
-// inputs when their bound values have sequences of other lengths.
+// (bind.cpp) Inputs on one sequence axis are frames of the same sequences (CNTK's rule): a ValueError naming
+// both inputs when their bound values have sequences of other lengths.
 void check_shared_sequence_axes(const Plan& plan, const std::vector<Value>& values);
 
 // Called by backward as soon as the gradient of one of `wrt` is final (no step left to run adds to it),

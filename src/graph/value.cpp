@@ -66,7 +66,9 @@ Value Value::from_sequences(const std::vector<Tensor>& sequences) {
     Tensor data = Tensor::zeros(Shape(dims), first.dtype(), first.device());
     for (size_t i = 0; i < sequences.size(); ++i)
         data.select(0, static_cast<int64_t>(i)).slice(0, 0, lengths[i]).copy_from(sequences[i]);
-    return Value(data, layout);
+    Value v(data, layout);
+    v.padding_zeroed_ = true;
+    return v;
 }
 
 Value Value::one_hot(Tensor indices, int64_t num_classes, DataType dtype,
@@ -164,7 +166,11 @@ Device Value::device() const {
 
 Value Value::to(Device device) const {
     if (!defined() || this->device() == device) return *this;
-    if (data_.defined() || !one_hot_) return Value(data_.to(device), layout_);
+    if (data_.defined() || !one_hot_) {
+        Value v(data_.to(device), layout_);
+        v.padding_zeroed_ = padding_zeroed_;
+        return v;
+    }
     Value v;
     v.layout_ = layout_;
     v.one_hot_ = std::make_shared<OneHot>();
@@ -199,6 +205,13 @@ Tensor Value::masked_data(double fill) const {
     dims.resize(static_cast<size_t>(d.rank()), 1);
     Tensor m = mask.view(dims);
     return element_select(m, d, Tensor::full(Shape{}, fill, d.dtype(), d.device()));
+}
+
+Value Value::with_zeroed_padding() const {
+    if (padding_zeroed_ || one_hot_ || !layout_ || !layout_->has_padding()) return *this;
+    Value v(masked_data(0.0), layout_);
+    v.padding_zeroed_ = true;
+    return v;
 }
 
 }  // namespace ctk

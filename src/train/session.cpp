@@ -106,12 +106,12 @@ bool TrainingSession::cross_validate(int64_t index) {
         auto mb = cv_->source->next_minibatch(size);
         if (mb.empty()) break;
         ++minibatches;
-        MinibatchArguments args = bind_minibatch(mb, map);
+        MinibatchArguments args = bind_minibatch(mb, map, device_);
         const int64_t before = samples;
         const double average = trainer_->test_minibatch(args, device_);
         int64_t n = 0;
         for (const auto& [input, value] : args)
-            n = std::max(n, value.has_layout() ? value.layout()->num_frames() : value.data().dim(0));
+            n = std::max(n, value.has_layout() ? value.layout()->num_frames() : value.shape()[0]);
         samples = before + n;
         total += average * static_cast<double>(n);
     }

@@ -13,6 +13,7 @@
 #include "ctk/distributed/communicator.h"
 #include "ctk/distributed/learners.h"
 #include "ctk/formats/model.h"
+#include "ctk/graph/bind.h"
 #include "ctk/graph/graph_ops.h"
 #include "ctk/kernels/tensor_ops.h"
 #include "ctk/train/trainer.h"
@@ -71,45 +72,20 @@ std::string known_streams(const std::unordered_map<std::string, MinibatchData>& 
     for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
     return out;
 }
-// A stream's samples bound to an input of another shape with as many elements (CNTK reads a 784-dim
-// MNIST stream into a (1, 28, 28) input): a reshape of the sample axes.
-Value fit_sample_shape(Value v, const Variable& input, const std::string& stream) {
-    const Tensor& d = v.data();
-    const int dyn = input.dynamic_rank();
-    Dims sample(d.shape().dims().begin() + std::min(dyn, d.rank()), d.shape().dims().end());
-    if (sample == input.shape()) return v;
-    int64_t have = 1, want = 1;
-    for (int64_t s : sample) have *= s;
-    bool free_dims = false;
-    for (int64_t s : input.shape()) {
-        free_dims = free_dims || s < 0;
-        want *= s;
-    }
-    if (free_dims) return v;  // free dims take the data's shape
-    CTK_CHECK(have == want && d.rank() >= dyn, ShapeError, "stream '", stream, "' has samples of shape ",
-              Shape(sample).to_string(), ", which do not fit input ", input.to_string());
-    Dims dims(d.shape().dims().begin(), d.shape().dims().begin() + dyn);
-    dims.insert(dims.end(), input.shape().begin(), input.shape().end());
-    return Value(d.reshape(dims), v.layout());
-}
 }  // namespace
 
 MinibatchArguments bind_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
-                                  const StreamMap& input_map) {
+                                  const StreamMap& input_map, std::optional<Device> device) {
     MinibatchArguments args;
     if (minibatch.empty()) return args;
     for (const auto& [input, stream] : input_map) {
         auto it = minibatch.find(stream);
         CTK_CHECK(it != minibatch.end(), ValueError, "the minibatch has no stream '", stream, "' for input ",
                   input.to_string(), "; its streams are ", known_streams(minibatch));
-        Value v = input.has_sequence_axis() ? it->second.data : it->second.as_batch(stream);
-        if (v.is_one_hot() && input.rank() == 1) {  // stays in index form; the executor checks it
-            args.emplace(input, std::move(v));
-            continue;
-        }
-        v = fit_sample_shape(std::move(v), input, stream);
-        if (v.data().dtype() != input.dtype()) v = Value(v.data().to(input.dtype()), v.layout());
-        args.emplace(input, std::move(v));
+        args.emplace(input, bind_input(input, it->second.data,
+                                       BindOptions{.device = device,
+                                                   .reshape_samples = true,
+                                                   .source = "stream '" + stream + "'"}));
     }
     return args;
 }
@@ -464,7 +440,7 @@ bool Trainer::train_minibatch(const std::unordered_map<std::string, MinibatchDat
     // A worker's part of a minibatch can be empty (fewer sequences than workers): no samples, no step.
     if (!minibatch.empty() && holds_no_sequences(minibatch))
         return train_minibatch(MinibatchArguments{}, sweep_end, device);
-    return train_minibatch(bind_minibatch(minibatch, input_map), sweep_end, device);
+    return train_minibatch(bind_minibatch(minibatch, input_map, device), sweep_end, device);
 }
 
 double Trainer::test_minibatch(const MinibatchArguments& arguments, Device device) {
@@ -473,7 +449,7 @@ double Trainer::test_minibatch(const MinibatchArguments& arguments, Device devic
 
 double Trainer::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                                const StreamMap& input_map, Device device) {
-    return test_minibatch(bind_minibatch(minibatch, input_map), device);
+    return test_minibatch(bind_minibatch(minibatch, input_map, device), device);
 }
 
 double Trainer::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
@@ -481,8 +457,8 @@ double Trainer::test_minibatch(const std::unordered_map<std::string, MinibatchDa
                                const std::shared_ptr<distributed::Communicator>& workers) {
     // This worker's part may hold no sequences; it still takes part in the sums.
     const bool none = minibatch.empty() || holds_no_sequences(minibatch);
-    return evaluator_->test_minibatch(none ? MinibatchArguments{} : bind_minibatch(minibatch, input_map),
-                                      device, workers);
+    return evaluator_->test_minibatch(
+        none ? MinibatchArguments{} : bind_minibatch(minibatch, input_map, device), device, workers);
 }
 
 void Trainer::summarize_training_progress() {
@@ -546,7 +522,7 @@ double Evaluator::test_minibatch(const MinibatchArguments& arguments, Device dev
 
 double Evaluator::test_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
                                  const StreamMap& input_map, Device device) {
-    return test_minibatch(bind_minibatch(minibatch, input_map), device);
+    return test_minibatch(bind_minibatch(minibatch, input_map, device), device);
 }
 
 void Evaluator::summarize_test_progress() {

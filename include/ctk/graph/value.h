@@ -83,6 +83,10 @@ public:
     bool has_layout() const { return layout_ != nullptr; }
     // Data with padded frames set to `fill` (the data itself when nothing is padded).
     Tensor masked_data(double fill = 0.0) const;
+    // The same value with its padded frames zeroed (itself when they are known to be zero: nothing is
+    // padded, the value is one-hot, or it was made by from_sequences or by this function). Binding an
+    // input does this, so that no op sees garbage (NaN, inf) in padding; once is enough.
+    Value with_zeroed_padding() const;
     // The device of the data (of the indices, for a one-hot value).
     Device device() const;
     // The same value on `device` (itself when already there): dense data, or one-hot indices (the dense
@@ -96,7 +100,9 @@ private:
     const Tensor& dense_one_hot() const;
     Tensor data_;
     std::shared_ptr<const SequenceLayout> layout_;
-    std::shared_ptr<OneHot> one_hot_;  // the index form, and its dense rows once built
+    std::shared_ptr<OneHot> one_hot_;
+    bool padding_zeroed_ =
+        false;  // known: padded frames of data_ hold zeros  // the index form, and its dense rows once built
 };
 
 }  // namespace ctk

@@ -30,9 +30,10 @@ class DistributedLearner;
 // Arguments of one minibatch: a Value per input variable, or reader data per input variable.
 using MinibatchArguments = std::unordered_map<Variable, Value, VariableHash>;
 using StreamMap = std::unordered_map<Variable, std::string, VariableHash>;  // input -> stream name
-// Binds reader data to inputs (MinibatchData::as_batch for inputs without a sequence axis).
+// Binds reader data to inputs (bind_input with the stream's samples reshaped to the input's sample
+// shape), on `device` when given.
 MinibatchArguments bind_minibatch(const std::unordered_map<std::string, MinibatchData>& minibatch,
-                                  const StreamMap& input_map);
+                                  const StreamMap& input_map, std::optional<Device> device = std::nullopt);
 
 // CNTK's Evaluator: the test half of a Trainer, for a metric (or any per-sample Function) alone.
 class Evaluator {
