@@ -1,5 +1,5 @@
-// CNTK v2 model files, internal: the pieces shared by the per-op conversions (cntk_v2_ops.cpp) and the
-// graph walks that write and read a whole model (cntk_v2_model.cpp).
+// CNTK v2 model files, internal: the pieces shared by the rows (cntk_v2_rows*.cpp: per op, save and load
+// side by side) and the graph walks that write and read a whole model (cntk_v2_model.cpp).
 #pragma once
 
 #include <optional>
@@ -177,32 +177,97 @@ struct DictReader {
     }
 };
 
-// ---- one op, both ways (save: cntk_v2_ops.cpp, load: cntk_v2_load_ops.cpp) ----
+// ---- one op, both ways: the rows (cntk_v2_rows.cpp and the family files cntk_v2_rows_*.cpp) ----
 // A ctk primitive as CNTK writes it: the op number, the operands in CNTK's order and the attributes.
 struct SavedOp {
     uint64_t op = 0;
     std::vector<Variable> inputs;  // CNTK's operand order
     proto::Dictionary attributes;
 };
-SavedOp save_op(const Function& f);  // cntk_v2_ops.cpp
+
+// What a row's composite writes with (the Saver in cntk_v2_model.cpp): CNTK's primitives of the op's
+// expansion, each after its operands.
+class CompositeWriter {
+public:
+    virtual ~CompositeWriter() = default;
+    // The uid of an operand's output, the operand written first when it is not yet.
+    virtual std::string operand(const Variable& v) = 0;
+    // A scalar Constant of the op's dtype.
+    virtual std::string scalar(double value) = 0;
+    // One CNTK primitive over `inputs` (uids); the one marked `last` takes the op's uid and name, so that
+    // the op's users find it. Returns the uid of its output.
+    virtual std::string primitive(bool last, uint64_t cntk_op, const std::vector<std::string>& inputs,
+                                  proto::Dictionary attributes = proto::Dictionary()) = 0;
+};
+
+// A CNTK primitive being read: its operands in CNTK's order, its attributes, the Function's name.
+struct LoadCall {
+    int cntk_op;
+    std::vector<Variable>& in;
+    const DictReader& r;
+    const std::string& name;
+    // An IOError naming the op unless lo <= operands <= hi.
+    void expect(size_t lo, size_t hi) const;
+    // The loaded primitive; the attributes no read asked for travel with it (kUnknownAttributesKey).
+    FunctionPtr make(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs) const;
+};
+
+// One row: some ctk ops and the CNTK op numbers they are read from, save and load side by side. Every
+// ctk op is written by exactly one row, and every CNTK op number ctk reads is read by exactly one row;
+// the table checks both when it is built (OpCoverage tests it).
+struct Row {
+    std::vector<PrimitiveOp> ops;  // the ctk ops it writes (none: a CNTK op read into a graph form)
+    std::vector<int> cntk_ops;     // the CNTK op numbers it reads (none: written as a ctk extension)
+    // The op as one CNTK primitive (the ctk extension op for forms CNTK had none for).
+    SavedOp (*save)(const Function& f) = nullptr;
+    // Where CNTK had no primitive for the op (or this form of it): the composite CNTK's own API built,
+    // so that CNTK reads the file; false when this form is written by `save`. Null: always `save`.
+    bool (*save_composite)(const Function& f, CompositeWriter& w) = nullptr;
+    FunctionPtr (*load)(const LoadCall& c) = nullptr;
+};
+using Rows = std::vector<Row>;
+void add_math_rows(Rows& rows);   // cntk_v2_rows_math.cpp: element-wise, times, reductions, softmax, losses
+void add_shape_rows(Rows& rows);  // cntk_v2_rows_shape.cpp: reshape, slice, splice, transpose, ...
+void add_nn_rows(Rows& rows);     // cntk_v2_rows_nn.cpp: convolution, pooling, normalization, random
+void add_sequence_rows(Rows& rows);  // cntk_v2_rows_sequence.cpp: delays, dynamic axes
+void add_special_rows(Rows& rows);   // cntk_v2_rows_special.cpp: sampling, ranking, CTC, ...
+// The row that writes `op`, or null (only user functions have none: they cannot be saved).
+const Row* row_for(PrimitiveOp op);
+// The row that reads CNTK op number `cntk_op`, or null.
+const Row* row_reading(int cntk_op);
+
+SavedOp save_op(const Function& f);  // by its row; user functions are refused
+// The ctk extension op: op number kCtkExtensionOp with the ctk op's name and attributes (written by ctk's
+// rows for ops and forms CNTK had no primitive for; CNTK 2.7 refuses it, ctk reads it back exactly).
+SavedOp extension_op(const Function& f);
+// The ctk Function for a CNTK primitive (operands in CNTK's order); throws NotImplementedError naming the
+// op number for ops ctk does not read.
+FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r, const std::string& name);
+
+// ---- conversions the rows share (cntk_v2_common.cpp) ----
+// CNTK op `cntk_op` over `inputs` (CNTK's order), no attributes yet; as_numbered: the op's own CNTK number
+// (cntk_op_type) over its operands. `set` adds an attribute.
+SavedOp primitive_form(uint64_t cntk_op, std::vector<Variable> inputs);
+SavedOp as_numbered(const Function& f);
+void set(SavedOp& s, const std::string& key, proto::DictionaryValue v);
 // A possibly negative static axis as 0..rank-1.
 inline int normalized(int axis, int rank) {
     return axis < 0 ? axis + rank : axis;
 }
 // ReduceElements' attributes for ctk's reduce attributes with CNTK's reduction `name`.
 proto::Dictionary reduce_attributes(const Attributes& a, const std::string& name);
-// The ctk Function for a CNTK primitive (operands in CNTK's order); throws NotImplementedError naming the
-// op number for ops ctk does not read.
-// cntk_v2_load_ops.cpp
-FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r, const std::string& name);
-// A loaded primitive: the attributes of `r` that no read asked for travel with it (kUnknownAttributesKey).
-FunctionPtr make_loaded_op(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs,
-                           const DictReader& r, const std::string& name);
-
-// The sampling, ROI pooling, ranking, metric, CTC and *_like ops, crop and the negative-sample cosine
-// (cntk_v2_ops_special.cpp): nullopt / null for other ops.
-std::optional<SavedOp> save_special_op(const Function& f);
-FunctionPtr load_special_op(int cntk, std::vector<Variable>& in, const DictReader& r,
-                            const std::string& name);
+// A per-axis list of ctk's (row-major, a short list extended at the front with its first value) at a
+// sample's full rank.
+Dims full_rank(Dims list, size_t rank);
+// Bools written in CNTK's column-major order, and the inverse helpers.
+proto::DictionaryValue dv_bools_reversed(const std::vector<bool>& row_major);
+std::vector<bool> as_bools(const Dims& d);
+Dims as_dims(const std::vector<bool>& b);
+// A CNTK static-axis value with a raw index (CNTK's Axis(i), EndStaticAxis, ...).
+proto::DictionaryValue dv_raw_axis(int32_t index);
+// A CNTK static axis index (column-major, negative from the innermost end) as a row-major index.
+int row_major_axis(int32_t cntk_index, int rank, const std::string& where);
+// A Vector of SizeT as ints.
+Dims size_ts(const DictReader& r, const std::string& key);
 
 }  // namespace ctk::formats::v2

@@ -3,8 +3,9 @@
 // The file is CNTK's: a Dictionary {version, type "CompositeFunction", uid, root, inputs (every leaf
 // Variable, block placeholders included), primitive_functions (each PrimitiveFunction before its users,
 // a block's inner functions before the block), state}. The Saver walks the graph and writes each
-// Function with save_op (cntk_v2_ops.cpp), or as the composite CNTK's own API built for ops CNTK had no
-// primitive for; the Loader rebuilds the graph in file order with load_op and closes recurrent loops.
+// Function by its row (cntk_v2_rows*.cpp): as one CNTK primitive, or as the composite CNTK's own API built
+// for ops CNTK had no primitive for; the Loader rebuilds the graph in file order with load_op and closes
+// recurrent loops.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -147,138 +148,30 @@ private:
         return uid + "_Output_0";
     }
 
-    // Writes `f` as the composite CNTK's own API built for it; false when there is none.
+    // Writes `f` as the composite CNTK's own API built for it (its row's save_composite); false when its
+    // row writes it as one primitive.
     bool expand(const Function& f) {
-        enum : uint64_t {
-            kNegate = 0,
-            kRelu = 3,
-            kExp = 4,
-            kSqrt = 6,
-            kFloor = 7,
-            kAbs = 8,
-            kReciprocal = 9,
-            kPlus = 19,
-            kMinus = 20,
-            kElementTimes = 21,
-            kEqual = 22,
-            kNotEqual = 23,
-            kLess = 24,
-            kGreater = 26,
-            kClassificationError = 36,
-            kSelect = 42,
-            kLogPlus = 52,
+        const Row* row = row_for(f.op());
+        if (row == nullptr || row->save_composite == nullptr) return false;
+        class Writer final : public CompositeWriter {
+        public:
+            Writer(Saver& saver, const Function& f) : saver_(saver), f_(f) {}
+            std::string operand(const Variable& v) override { return saver_.ref(v); }
+            std::string scalar(double value) override {
+                return saver_.scalar(value, f_.outputs().front().dtype());
+            }
+            std::string primitive(bool last, uint64_t cntk_op, const std::vector<std::string>& inputs,
+                                  proto::Dictionary attributes) override {
+                return saver_.primitive(f_, counter_, last, cntk_op, inputs, std::move(attributes));
+            }
+
+        private:
+            Saver& saver_;
+            const Function& f_;
+            int counter_ = 0;
         };
-        const PrimitiveOp op = f.op();
-        const Attributes& a = f.attributes();
-        const std::vector<Variable> in = f.inputs();
-        const DataType dt = f.outputs().front().dtype();
-        int n = 0;
-        auto p = [&](bool last, uint64_t cntk, const std::vector<std::string>& ins,
-                     proto::Dictionary attrs = proto::Dictionary()) {
-            return primitive(f, n, last, cntk, ins, std::move(attrs));
-        };
-        auto k = [&](double v) { return scalar(v, dt); };
-        auto alpha = [&] { return a.get<double>("alpha"); };
-        auto beta = [&] { return a.get<double>("beta"); };
-        switch (op) {
-            case PrimitiveOp::square: {
-                const std::string x = ref(in[0]);
-                p(true, kElementTimes, {x, x});
-                return true;
-            }
-            case PrimitiveOp::ceil: {
-                const std::string x = ref(in[0]);
-                p(true, kNegate, {p(false, kFloor, {p(false, kNegate, {x})})});
-                return true;
-            }
-            case PrimitiveOp::round: {
-                const std::string x = ref(in[0]);
-                p(true, kFloor, {p(false, kPlus, {x, k(0.5)})});
-                return true;
-            }
-            case PrimitiveOp::selu: {  // alpha: the scale, beta: the ELU alpha
-                const std::string x = ref(in[0]);
-                const std::string pos = p(false, kElementTimes, {k(alpha()), x});
-                const std::string em1 = p(false, kMinus, {p(false, kExp, {x}), k(1.0)});
-                const std::string neg = p(false, kElementTimes, {k(alpha() * beta()), em1});
-                p(true, kSelect, {p(false, kGreater, {x, k(0.0)}), pos, neg});
-                return true;
-            }
-            case PrimitiveOp::leaky_relu: {
-                const std::string x = ref(in[0]);
-                p(true, kSelect,
-                  {p(false, kGreater, {x, k(0.0)}), x, p(false, kElementTimes, {k(alpha()), x})});
-                return true;
-            }
-            case PrimitiveOp::softplus:
-                p(true, kLogPlus, {ref(in[0]), k(0.0)});
-                return true;
-            case PrimitiveOp::softsign: {
-                const std::string x = ref(in[0]);
-                p(true, kElementTimes,
-                  {x, p(false, kReciprocal, {p(false, kPlus, {k(1.0), p(false, kAbs, {x})})})});
-                return true;
-            }
-            case PrimitiveOp::hard_sigmoid: {
-                const std::string x = ref(in[0]);
-                const std::string lin =
-                    p(false, kPlus, {p(false, kElementTimes, {k(alpha()), x}), k(beta())});
-                p(true, kClip, {lin, k(0.0), k(1.0)});
-                return true;
-            }
-            case PrimitiveOp::clip:
-                p(true, kClip, {ref(in[0]), k(alpha()), k(beta())});
-                return true;
-            case PrimitiveOp::element_not:
-                p(true, kEqual, {ref(in[0]), k(0.0)});
-                return true;
-            case PrimitiveOp::element_divide:
-                p(true, kElementTimes, {ref(in[0]), p(false, kReciprocal, {ref(in[1])})});
-                return true;
-            case PrimitiveOp::element_max:
-            case PrimitiveOp::element_min: {
-                const std::string x = ref(in[0]), y = ref(in[1]);
-                p(true, kSelect, {p(false, op == PrimitiveOp::element_max ? kGreater : kLess, {x, y}), x, y});
-                return true;
-            }
-            case PrimitiveOp::element_and:
-            case PrimitiveOp::element_or:
-            case PrimitiveOp::element_xor: {
-                const std::string x = p(false, kNotEqual, {ref(in[0]), k(0.0)});
-                const std::string y = p(false, kNotEqual, {ref(in[1]), k(0.0)});
-                if (op == PrimitiveOp::element_and) p(true, kElementTimes, {x, y});
-                if (op == PrimitiveOp::element_or) p(true, kNotEqual, {p(false, kPlus, {x, y}), k(0.0)});
-                if (op == PrimitiveOp::element_xor) p(true, kNotEqual, {x, y});
-                return true;
-            }
-            case PrimitiveOp::param_relu: {  // operands (x, alpha)
-                const std::string x = ref(in[0]), slope = ref(in[1]);
-                p(true, kSelect, {p(false, kGreater, {x, k(0.0)}), x, p(false, kElementTimes, {slope, x})});
-                return true;
-            }
-            case PrimitiveOp::reduce: {
-                const std::string& reduction = a.get<std::string>("reductionOpName");
-                if (reduction != "L1" && reduction != "L2" && reduction != "SumSquare") return false;
-                const std::string x = ref(in[0]);
-                const std::string t =
-                    reduction == "L1" ? p(false, kAbs, {x}) : p(false, kElementTimes, {x, x});
-                if (reduction == "L2")
-                    p(true, kSqrt, {p(false, kReduceElements, {t}, reduce_attributes(a, "Sum"))});
-                else
-                    p(true, kReduceElements, {t}, reduce_attributes(a, "Sum"));
-                return true;
-            }
-            case PrimitiveOp::classification_error: {
-                if (a.get<int64_t>("topN") == 1) return false;
-                proto::Dictionary attrs;
-                put(attrs, "axis", dv_axis(a.get<Axis>("axis")));
-                p(true, kClassificationError,
-                  {ref(in[0]), ref(in[1]), k(static_cast<double>(a.get<int64_t>("topN")))}, std::move(attrs));
-                return true;
-            }
-            default:
-                return false;
-        }
+        Writer writer(*this, f);
+        return row->save_composite(f, writer);
     }
 
     // Writes `f` after everything it uses (post-order). A Function met again while it is being written

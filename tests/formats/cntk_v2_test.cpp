@@ -693,6 +693,36 @@ TEST(CntkV2Model, UnknownAttributesAreKept) {
     EXPECT_TRUE(found);
 }
 
+// OneHot under CNTK's own keys (numClass, oneHotOutputSparse, onehotAxis: what CNTK's OneHotOp wrote and
+// reads); ctk's earlier files, with outputSparse and axis, still read.
+TEST(CntkV2Model, OneHotUsesCntksAttributeNames) {
+    const Variable x = input_variable({3}, DataType::f32, false, false, default_batch_axes(), "x");
+    const FunctionPtr model = one_hot(x, 5, false, 0);
+    Dictionary d = formats::cntk_v2_model_dictionary(model);
+    auto* functions = (*d.mutable_data())["primitive_functions"].mutable_vector_value();
+    auto* op = functions->mutable_value(0)->mutable_dictionary_value();
+    ASSERT_EQ(op->data().at("op").size_t_value(), 68u);
+    auto* attrs = (*op->mutable_data())["attributes"].mutable_dictionary_value();
+    for (const char* key : {"numClass", "oneHotOutputSparse", "onehotAxis"})
+        EXPECT_TRUE(attrs->data().count(key)) << key;
+    EXPECT_FALSE(attrs->data().count("outputSparse") || attrs->data().count("axis"));
+    const Tensor data = Tensor::from_vector(std::vector<float>{0, 4, 2, 1, 1, 3}, Shape{2, 3});
+    auto eval = [&](const FunctionPtr& f) {
+        ValueMap out{{f->output(), Value()}};
+        f->forward({{f->arguments()[0], Value(data)}}, out);
+        return out.at(f->output()).data().to_vector<double>();
+    };
+    const std::vector<double> expected = eval(model);
+    EXPECT_EQ(eval(formats::cntk_v2_model_from_dictionary(d, "one_hot")), expected);
+    // The keys ctk wrote before: read as well.
+    auto* data_map = attrs->mutable_data();
+    (*data_map)["outputSparse"] = (*data_map)["oneHotOutputSparse"];
+    (*data_map)["axis"] = (*data_map)["onehotAxis"];
+    data_map->erase("oneHotOutputSparse");
+    data_map->erase("onehotAxis");
+    EXPECT_EQ(eval(formats::cntk_v2_model_from_dictionary(d, "one_hot_v0")), expected);
+}
+
 // ---------------------------------------------------------------- broken and hostile files
 
 TEST(CntkV2Model, BrokenFilesGiveClearErrors) {

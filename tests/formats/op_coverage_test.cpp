@@ -9,6 +9,7 @@
 #include <set>
 
 #include "ctk/formats/model.h"
+#include "formats/cntk_v2_internal.h"
 #include "graph/graph_harness.h"
 
 using namespace ctk;
@@ -83,6 +84,38 @@ bool any_listed(const std::vector<PrimitiveOp>& ops, const std::set<PrimitiveOp>
 }
 
 }  // namespace
+
+// Every graph op has a CNTK v2 row (save and load side by side in src/formats/cntk_v2_rows_*.cpp, or the
+// extension row for ops CNTK had no form of); building the table refuses an op written by two rows and a
+// CNTK op number read by two.
+TEST(OpCoverage, EveryGraphOpHasACntkV2Row) {
+    std::string missing;
+    for (int i = 0; i < kNumPrimitiveOps; ++i) {
+        const auto op = static_cast<PrimitiveOp>(i);
+        if (kNotInCntkV2.count(op)) {
+            EXPECT_EQ(formats::v2::row_for(op), nullptr)
+                << primitive_op_name(op) << " has a row: take it off the list";
+            continue;
+        }
+        if (formats::v2::row_for(op) == nullptr) missing += std::string(" ") + primitive_op_name(op);
+    }
+    EXPECT_EQ(missing, "") << "graph ops without a CNTK v2 row";
+    // Every CNTK op number an op of the list carries is read by some row, but for CNTK's sequence
+    // primitives that ctk's graph has only as whole ops (CNTK wrapped Where, GatherPacked and ScatterPacked
+    // in blocks with PackedIndex) and UnpackSequence, whose mask output ctk's unpack lacks.
+    const std::set<int> not_read = {13, 29, 30, 72};
+    for (int i = 0; i < kNumPrimitiveOps; ++i) {
+        const auto op = static_cast<PrimitiveOp>(i);
+        const int cntk = cntk_op_type(op);
+        if (cntk < 0 || op == PrimitiveOp::combine || op == PrimitiveOp::block) continue;
+        if (not_read.count(cntk)) {
+            EXPECT_EQ(formats::v2::row_reading(cntk), nullptr)
+                << "CNTK op " << cntk << " is read: take it off";
+            continue;
+        }
+        EXPECT_NE(formats::v2::row_reading(cntk), nullptr) << primitive_op_name(op) << ": CNTK op " << cntk;
+    }
+}
 
 TEST(OpCoverage, EveryGraphOpSurvivesACntkV2File) {
     std::set<PrimitiveOp> refused;

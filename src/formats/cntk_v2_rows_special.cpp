@@ -1,8 +1,8 @@
-// CNTK v2 model files: the sampling, ROI pooling, ranking, metric, CTC, crop, *_like and negative-sample
-// cosine primitives (CNTK ops 45-47, 59-61, 63, 66, 67, 84, 89, 92, 94) both ways, and CNTK's
-// OptimizedRNNStack (49) read as ctk's graph form. Attribute names and types are CNTK 2.7's
-// (PrimitiveFunctionAttribute; EditDistanceError's penalties are Floats; CosDistanceWithNegativeSamples
-// takes its shift and count as scalar Constant operands).
+// CNTK v2 rows, special ops: the sampling, ROI pooling, ranking, metric, CTC, crop, *_like and
+// negative-sample cosine primitives (CNTK ops 45-47, 59-61, 63, 66, 67, 84, 89, 92, 94) both ways, save and
+// load side by side, and CNTK's OptimizedRNNStack (49) read as ctk's graph form. Attribute names and types
+// are CNTK 2.7's (PrimitiveFunctionAttribute; EditDistanceError's penalties are Floats;
+// CosDistanceWithNegativeSamples takes its shift and count as scalar Constant operands).
 #include "ctk/graph/graph_ops.h"
 #include "formats/cntk_v2_internal.h"
 
@@ -18,9 +18,7 @@ proto::DictionaryValue dv_float(double f) {
     return v;
 }
 
-}  // namespace
-
-std::optional<SavedOp> save_special_op(const Function& f) {
+SavedOp save_special(const Function& f) {
     const Attributes& a = f.attributes();
     SavedOp s;
     s.attributes.set_version(1);
@@ -83,13 +81,16 @@ std::optional<SavedOp> save_special_op(const Function& f) {
             return s;
         }
         default:
-            return std::nullopt;
+            return extension_op(f);
     }
 }
 
-FunctionPtr load_special_op(int cntk, std::vector<Variable>& in, const DictReader& r,
-                            const std::string& name) {
+FunctionPtr load_special(const LoadCall& c) {
+    const int cntk = c.cntk_op;
+    std::vector<Variable>& in = c.in;
+    const DictReader& r = c.r;
     const std::string& where = r.where;
+    const std::string& name = c.name;
     auto expect = [&](size_t n) {
         if (in.size() != n)
             throw IOError(where + ": CNTK op " + std::to_string(cntk) + " takes " + std::to_string(n) +
@@ -101,7 +102,7 @@ FunctionPtr load_special_op(int cntk, std::vector<Variable>& in, const DictReade
                          {"allowDuplicates", r.boolean("allowDuplicates")},
                          {"rngSeed", r.integer("rngSeed", 0)}};
         r.integer("rngOffset", 0);
-        return make_loaded_op(op, std::move(in), std::move(attrs), r, name);
+        return c.make(op, std::move(in), std::move(attrs));
     };
     switch (cntk) {
         case 45:
@@ -112,11 +113,10 @@ FunctionPtr load_special_op(int cntk, std::vector<Variable>& in, const DictReade
             expect(2);
             if (r.integer("poolingType", 0) != 0)
                 throw NotImplementedError(where + ": ROIPooling with average pooling (CNTK refused it too)");
-            return make_loaded_op(PrimitiveOp::roipooling, std::move(in),
-                                  Attributes{{"roiOutputShape", r.shape("roiOutputShape")},
-                                             {"poolingType", int64_t(0)},
-                                             {"spatialScale", r.real("spatialScale", 1.0 / 16)}},
-                                  r, name);
+            return c.make(PrimitiveOp::roipooling, std::move(in),
+                          Attributes{{"roiOutputShape", r.shape("roiOutputShape")},
+                                     {"poolingType", int64_t(0)},
+                                     {"spatialScale", r.real("spatialScale", 1.0 / 16)}});
         }
         case 49: {
             // CNTK's cuDNN stack, operands (operand, weights): ctk builds its graph form on them.
@@ -127,8 +127,7 @@ FunctionPtr load_special_op(int cntk, std::vector<Variable>& in, const DictReade
         case 59:
         case 60:
             expect(3);
-            return make_loaded_op(cntk == 59 ? PrimitiveOp::lambda_rank : PrimitiveOp::ndcg_at_1,
-                                  std::move(in), {}, r, name);
+            return c.make(cntk == 59 ? PrimitiveOp::lambda_rank : PrimitiveOp::ndcg_at_1, std::move(in), {});
         case 61: {
             expect(2);
             Dims ignore;
@@ -137,34 +136,32 @@ FunctionPtr load_special_op(int cntk, std::vector<Variable>& in, const DictReade
                     r.wrong("TokensToIgnore", "a Vector of SizeT", item);
                 ignore.push_back(static_cast<int64_t>(item.size_t_value()));
             }
-            return make_loaded_op(PrimitiveOp::edit_distance_error, std::move(in),
-                                  Attributes{{"subPen", r.real("SubstitutionPenalty")},
-                                             {"delPen", r.real("DeletionPenalty")},
-                                             {"insPen", r.real("InsertionPenalty")},
-                                             {"squashInputs", r.boolean("SquashInputs")},
-                                             {"tokensToIgnore", ignore}},
-                                  r, name);
+            return c.make(PrimitiveOp::edit_distance_error, std::move(in),
+                          Attributes{{"subPen", r.real("SubstitutionPenalty")},
+                                     {"delPen", r.real("DeletionPenalty")},
+                                     {"insPen", r.real("InsertionPenalty")},
+                                     {"squashInputs", r.boolean("SquashInputs")},
+                                     {"tokensToIgnore", ignore}});
         }
         case 63:
             expect(1);
-            return make_loaded_op(PrimitiveOp::labels_to_graph, std::move(in), {}, r, name);
+            return c.make(PrimitiveOp::labels_to_graph, std::move(in), {});
         case 94:
             expect(1);
-            return make_loaded_op(PrimitiveOp::straight_through, std::move(in), {}, r, name);
+            return c.make(PrimitiveOp::straight_through, std::move(in), {});
         case 66:
             expect(2);
-            return make_loaded_op(PrimitiveOp::forward_backward, std::move(in),
-                                  Attributes{{"blankTokenId", r.integer("BlankTokenId")},
-                                             {"delayConstraint", r.integer("DelayConstraint", -1)}},
-                                  r, name);
+            return c.make(PrimitiveOp::forward_backward, std::move(in),
+                          Attributes{{"blankTokenId", r.integer("BlankTokenId")},
+                                     {"delayConstraint", r.integer("DelayConstraint", -1)}});
         case 89:
             expect(1);
-            return make_loaded_op(PrimitiveOp::constant_like, std::move(in),
-                                  Attributes{{"fillValue", r.real("fillValue")}}, r, name);
+            return c.make(PrimitiveOp::constant_like, std::move(in),
+                          Attributes{{"fillValue", r.real("fillValue")}});
         case 92:
             expect(1);
-            return make_loaded_op(PrimitiveOp::eye_like, std::move(in),
-                                  Attributes{{"OutputSparse", r.boolean("OutputSparse", true)}}, r, name);
+            return c.make(PrimitiveOp::eye_like, std::move(in),
+                          Attributes{{"OutputSparse", r.boolean("OutputSparse", true)}});
         case 84: {
             if (in.size() != 2 || !r.has("offset"))
                 throw NotImplementedError(where +
@@ -176,7 +173,7 @@ FunctionPtr load_special_op(int cntk, std::vector<Variable>& in, const DictReade
                 off.push_back(static_cast<int64_t>(item.size_t_value()));
             }
             if (off.size() != 2) throw IOError(where + ": Crop's offset must hold (x, y)");
-            return make_loaded_op(PrimitiveOp::crop, std::move(in), Attributes{{"offset", off}}, r, name);
+            return c.make(PrimitiveOp::crop, std::move(in), Attributes{{"offset", off}});
         }
         case 67: {
             expect(4);
@@ -187,12 +184,35 @@ FunctionPtr load_special_op(int cntk, std::vector<Variable>& in, const DictReade
             const auto shift = static_cast<int64_t>(in[2].value().item());
             const auto count = static_cast<int64_t>(in[3].value().item());
             in.resize(2);
-            return make_loaded_op(PrimitiveOp::cosine_distance_with_negative_samples, std::move(in),
-                                  Attributes{{"shift", shift}, {"numNegativeSamples", count}}, r, name);
+            return c.make(PrimitiveOp::cosine_distance_with_negative_samples, std::move(in),
+                          Attributes{{"shift", shift}, {"numNegativeSamples", count}});
         }
         default:
-            return nullptr;
+            throw NotImplementedError(where + ": CNTK op " + std::to_string(cntk) + " has no special row");
     }
+}
+
+}  // namespace
+
+void add_special_rows(Rows& rows) {
+    rows.push_back({{PrimitiveOp::random_sample, PrimitiveOp::random_sample_inclusion_frequency},
+                    {45, 46},
+                    save_special,
+                    nullptr,
+                    load_special});
+    rows.push_back({{PrimitiveOp::roipooling}, {47}, save_special, nullptr, load_special});
+    rows.push_back({{}, {49}, nullptr, nullptr, load_special});  // OptimizedRNNStack: read as a graph
+    rows.push_back(
+        {{PrimitiveOp::lambda_rank, PrimitiveOp::ndcg_at_1}, {59, 60}, save_special, nullptr, load_special});
+    rows.push_back({{PrimitiveOp::edit_distance_error}, {61}, save_special, nullptr, load_special});
+    rows.push_back({{PrimitiveOp::labels_to_graph}, {63}, save_special, nullptr, load_special});
+    rows.push_back({{PrimitiveOp::straight_through}, {94}, save_special, nullptr, load_special});
+    rows.push_back({{PrimitiveOp::forward_backward}, {66}, save_special, nullptr, load_special});
+    rows.push_back({{PrimitiveOp::constant_like}, {89}, save_special, nullptr, load_special});
+    rows.push_back({{PrimitiveOp::eye_like}, {92}, save_special, nullptr, load_special});
+    rows.push_back({{PrimitiveOp::crop}, {84}, save_special, nullptr, load_special});
+    rows.push_back(
+        {{PrimitiveOp::cosine_distance_with_negative_samples}, {67}, save_special, nullptr, load_special});
 }
 
 }  // namespace ctk::formats::v2
