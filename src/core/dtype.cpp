@@ -1,6 +1,8 @@
 // DataType names and sizes, and IEEE binary16 conversions (round to nearest even, subnormals, inf, NaN).
 #include "ctk/core/dtype.h"
 
+#include <cmath>
+
 #include "ctk/core/error.h"
 
 namespace ctk {
@@ -109,6 +111,19 @@ uint16_t float_to_half_bits(float value) {
     // normal: rebias the exponent, round the 13 dropped bits to nearest even
     uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
     return sign | static_cast<uint16_t>((rounded - (112u << 23)) >> 13);
+}
+
+float double_to_float_round_to_odd(double value) {
+    float f = static_cast<float>(value);
+    if (std::isnan(value) || static_cast<double>(f) == value) return f;
+    // Inexact: truncate toward zero, then set the last bit (the sticky bit) so that a later rounding at
+    // fewer bits sees that something was dropped.
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --u;
+    u |= 1u;
+    std::memcpy(&f, &u, 4);
+    return f;
 }
 
 }  // namespace ctk

@@ -44,10 +44,10 @@ void store_from_double(void* p, DataType dtype, double v) {
             *static_cast<double*>(p) = v;
             break;
         case DataType::f16:
-            *static_cast<Half*>(p) = Half(static_cast<float>(v));
+            *static_cast<Half*>(p) = Half::from_double(v);
             break;
         case DataType::bf16:
-            *static_cast<BFloat16*>(p) = BFloat16(static_cast<float>(v));
+            *static_cast<BFloat16*>(p) = BFloat16::from_double(v);
             break;
         case DataType::i32:
             *static_cast<int32_t*>(p) = static_cast<int32_t>(v);
@@ -63,7 +63,8 @@ void store_from_double(void* p, DataType dtype, double v) {
 
 namespace {
 
-// Converts one element type to another; 16-bit floats go through float.
+// Converts one element type to another; 16-bit floats go through float, but a double (or a 64-bit
+// integer) becomes one correctly rounded, as on a GPU.
 template <typename To, typename From>
 inline To convert(From v) {
     if constexpr (std::is_same_v<To, From>) {
@@ -71,7 +72,10 @@ inline To convert(From v) {
     } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
         return convert<To>(static_cast<float>(v));
     } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
-        return To(static_cast<float>(v));
+        if constexpr (std::is_same_v<From, double> || std::is_same_v<From, int64_t>)
+            return To::from_double(static_cast<double>(v));
+        else
+            return To(static_cast<float>(v));
     } else {
         return static_cast<To>(v);
     }

@@ -1,5 +1,6 @@
 // Element data types, including the 16-bit floats f16 (IEEE binary16) and bf16 (bfloat16), with
-// round-to-nearest-even conversions from float.
+// round-to-nearest-even conversions from float and from double (correctly rounded, not through float's
+// rounding first: as CUDA's __double2half and __double2bfloat16 convert).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@ struct Half {
     uint16_t bits = 0;
     Half() = default;
     explicit Half(float value);
+    static Half from_double(double value);
     explicit operator float() const;
     static Half from_bits(uint16_t b) {
         Half h;
@@ -43,6 +45,7 @@ struct BFloat16 {
             bits = static_cast<uint16_t>(u >> 16);
         }
     }
+    static BFloat16 from_double(double value);
     explicit operator float() const {
         uint32_t u = static_cast<uint32_t>(bits) << 16;
         float f;
@@ -58,6 +61,16 @@ struct BFloat16 {
 
 float half_bits_to_float(uint16_t bits);
 uint16_t float_to_half_bits(float value);
+// `value` rounded to a float with round-to-odd: rounding that to nearest-even at 16 bits gives the
+// correctly rounded 16-bit value of the double (float keeps more than two extra bits).
+float double_to_float_round_to_odd(double value);
+
+inline Half Half::from_double(double value) {
+    return Half(double_to_float_round_to_odd(value));
+}
+inline BFloat16 BFloat16::from_double(double value) {
+    return BFloat16(double_to_float_round_to_odd(value));
+}
 
 inline Half::Half(float value) : bits(float_to_half_bits(value)) {}
 inline Half::operator float() const {
