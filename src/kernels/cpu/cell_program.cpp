@@ -14,6 +14,7 @@
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/vector_math.h"
+#include "kernels/elementwise_math.h"
 
 namespace ctk::cell {
 
@@ -53,7 +54,7 @@ void unary_forward(OpKind op, T* y, const T* x, int64_t n) {
         case OpKind::tanh:
             return map1(y, x, n, [](T v) { return std::tanh(v); });
         case OpKind::sigmoid:
-            return map1(y, x, n, [](T v) { return cpu::sigmoid_of(v); });
+            return map1(y, x, n, [](T v) { return elementwise_math::sigmoid_of(v); });
         case OpKind::relu:
             return map1(y, x, n, [](T v) { return v < T(0) ? T(0) : v; });
         case OpKind::softplus:
@@ -89,7 +90,7 @@ void unary_backward(OpKind op, T* gx, const T* x, const T* y, const T* g, int64_
         case OpKind::relu:
             return grad_from(gx, y, g, n, [](T w, T d) { return w > T(0) ? d : T(0); });
         case OpKind::softplus:
-            return grad_from(gx, x, g, n, [](T v, T d) { return cpu::sigmoid_of(v) * d; });
+            return grad_from(gx, x, g, n, [](T v, T d) { return elementwise_math::sigmoid_of(v) * d; });
         default:
             CTK_THROW(NotImplementedError, "cell program: ", op_name(op), " is not a fused unary op");
     }

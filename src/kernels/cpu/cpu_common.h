@@ -44,15 +44,6 @@ inline T store(compute_t<T> v) {
     }
 }
 
-// The logistic function without overflow for large |x| (the element-wise kernels and the fused
-// recurrent cells share it, so both paths give the same numbers).
-template <typename C>
-inline C sigmoid_of(C x) {
-    if (x >= 0) return C(1) / (C(1) + std::exp(-x));
-    C e = std::exp(x);
-    return e / (C(1) + e);
-}
-
 inline Dims byte_strides(const Tensor& t) {
     Dims s = t.strides();
     for (auto& x : s) x *= static_cast<int64_t>(t.element_size());

@@ -1,21 +1,19 @@
 // CPU element-wise kernels: unary ops and their backward rules, broadcasting binary ops, select, cast.
-// Inner loops are written for the contiguous and scalar-operand cases so the compiler vectorises them;
-// other strides take the generic loop. 16-bit floats compute in float.
+// The math is elementwise_math.h's, shared with the CUDA kernels; here are the loops. Inner loops are
+// written for the contiguous and scalar-operand cases so the compiler vectorises them; other strides take
+// the generic loop. 16-bit floats compute in float. Faster paths where a library or a hand loop beats the
+// formula (SLEEF's exp, tanh and logistic for dense f32; dense bf16 relu and add) agree to rounding.
 #include <cmath>
-#include <limits>
 
 #include "ctk/core/parallel.h"
-#include "kernels/cntk_math.h"
 #include "kernels/cpu/bf16_loops.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/vector_math.h"
+#include "kernels/elementwise_math.h"
 
 namespace ctk::cpu {
 
 namespace {
-
-constexpr double kSeluScale = 1.0507009873554804934193349852946;
-constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 
 // True when every tensor has `first`'s shape and the same dense memory order (all row-major, or all
 // channels-last with the same strides): the elements can then be walked as one flat array.
@@ -88,78 +86,12 @@ void unary_kernel(const KernelCall& call) {
     const ScalarAttrs& s = call.attr<ScalarAttrs>();
     const C alpha = static_cast<C>(s.alpha), beta = static_cast<C>(s.beta);
     switch (call.op) {
-        case OpKind::negate:
-            return unary_loop<T>(out, x, [](C v) { return -v; });
-        case OpKind::abs:
-            return unary_loop<T>(out, x, [](C v) { return std::abs(v); });
-        case OpKind::sqrt:
-            return unary_loop<T>(out, x, [](C v) { return cntk_math::sqrt_of(v); });
-        case OpKind::square:
-            return unary_loop<T>(out, x, [](C v) { return v * v; });
-        case OpKind::exp:
-            return unary_loop<T>(out, x, [](C v) { return std::exp(v); });
-        case OpKind::log:
-            return unary_loop<T>(out, x, [](C v) { return cntk_math::log_of(v); });
-        case OpKind::floor:
-            return unary_loop<T>(out, x, [](C v) { return std::floor(v); });
-        case OpKind::ceil:
-            return unary_loop<T>(out, x, [](C v) { return std::ceil(v); });
-        // CNTK rounds halves up: round(x) = floor(x + 0.5), so round(-0.5) = 0.
-        case OpKind::round:
-            return unary_loop<T>(out, x, [](C v) { return std::floor(v + C(0.5)); });
-        case OpKind::sin:
-            return unary_loop<T>(out, x, [](C v) { return std::sin(v); });
-        case OpKind::cos:
-            return unary_loop<T>(out, x, [](C v) { return std::cos(v); });
-        case OpKind::tan:
-            return unary_loop<T>(out, x, [](C v) { return std::tan(v); });
-        case OpKind::asin:
-            return unary_loop<T>(out, x, [](C v) { return std::asin(v); });
-        case OpKind::acos:
-            return unary_loop<T>(out, x, [](C v) { return std::acos(v); });
-        case OpKind::atan:
-            return unary_loop<T>(out, x, [](C v) { return std::atan(v); });
-        case OpKind::sinh:
-            return unary_loop<T>(out, x, [](C v) { return std::sinh(v); });
-        case OpKind::cosh:
-            return unary_loop<T>(out, x, [](C v) { return std::cosh(v); });
-        case OpKind::tanh:
-            return unary_loop<T>(out, x, [](C v) { return std::tanh(v); });
-        case OpKind::asinh:
-            return unary_loop<T>(out, x, [](C v) { return std::asinh(v); });
-        case OpKind::erf:
-            return unary_loop<T>(out, x, [](C v) { return std::erf(v); });
-        case OpKind::atanh:
-            return unary_loop<T>(out, x, [](C v) { return std::atanh(v); });
-        case OpKind::reciprocal:
-            return unary_loop<T>(out, x, [](C v) { return cntk_math::reciprocal_of(v); });
-        case OpKind::sigmoid:
-            return unary_loop<T>(out, x, [](C v) { return sigmoid_of(v); });
-        case OpKind::relu:
-            return unary_loop<T>(out, x, [](C v) { return v < C(0) ? C(0) : v; });
-        case OpKind::elu:
-            return unary_loop<T>(out, x, [=](C v) { return v > C(0) ? v : alpha * std::expm1(v); });
-        case OpKind::selu:  // alpha = scale, beta = the ELU alpha
-            return unary_loop<T>(out, x,
-                                 [=](C v) { return v > C(0) ? alpha * v : alpha * beta * std::expm1(v); });
-        case OpKind::leaky_relu:
-            return unary_loop<T>(out, x, [=](C v) { return v > C(0) ? v : alpha * v; });
-        case OpKind::softplus:
-            return unary_loop<T>(out, x,
-                                 [](C v) { return std::max(v, C(0)) + std::log1p(std::exp(-std::abs(v))); });
-        case OpKind::softsign:
-            return unary_loop<T>(out, x, [](C v) { return v / (C(1) + std::abs(v)); });
-        case OpKind::hard_sigmoid:
-            return unary_loop<T>(out, x,
-                                 [=](C v) { return std::min(C(1), std::max(C(0), alpha * v + beta)); });
-        case OpKind::element_not:
-            return unary_loop<T>(out, x, [](C v) { return v == C(0) ? C(1) : C(0); });
-        case OpKind::clip:
-            // NumPy's order, the upper bound last (min > max gives max everywhere, as CNTK's tests expect).
-            return unary_loop<T>(out, x, [=](C v) {
-                const C low = v < alpha ? alpha : v;
-                return low > beta ? beta : low;
-            });
+#define CTK_UNARY_CASE(name, attrs) \
+    case OpKind::name:              \
+        return unary_loop<T>(       \
+            out, x, [=](C v) { return elementwise_math::unary_value(OpKind::name, v, alpha, beta); });
+        CTK_UNARY_OPS(CTK_UNARY_CASE)
+#undef CTK_UNARY_CASE
         default:
             CTK_THROW(NotImplementedError, op_name(call.op), ": not a unary op");
     }
@@ -204,77 +136,14 @@ void unary_backward_kernel(const KernelCall& call) {
             return dense_bf16(dx, bf16::relu_grad, y, dy);
     }
     const C alpha = static_cast<C>(a.scalars.alpha), beta = static_cast<C>(a.scalars.beta);
-    const C one(1), zero(0);
     switch (a.fn) {
-        case OpKind::negate:
-            return grad_loop<T>(call, [](C, C, C g) { return -g; });
-        case OpKind::abs:
-            return grad_loop<T>(call, [=](C x, C, C g) { return x > zero ? g : (x < zero ? -g : zero); });
-        case OpKind::sqrt:
-            return grad_loop<T>(call, [](C, C y, C g) { return g / (C(2) * y); });
-        case OpKind::square:
-            return grad_loop<T>(call, [](C x, C, C g) { return C(2) * x * g; });
-        case OpKind::exp:
-            return grad_loop<T>(call, [](C, C y, C g) { return y * g; });
-        case OpKind::log:
-            return grad_loop<T>(call, [](C x, C, C g) { return cntk_math::log_grad(x, g); });
-        case OpKind::floor:
-        case OpKind::ceil:
-        case OpKind::round:
-        case OpKind::element_not:
-            return grad_loop<T>(call, [=](C, C, C) { return zero; });
-        case OpKind::sin:
-            return grad_loop<T>(call, [](C x, C, C g) { return std::cos(x) * g; });
-        case OpKind::cos:
-            return grad_loop<T>(call, [](C x, C, C g) { return -std::sin(x) * g; });
-        case OpKind::tan:
-            return grad_loop<T>(call, [=](C, C y, C g) { return (one + y * y) * g; });
-        case OpKind::asin:
-            return grad_loop<T>(call, [=](C x, C, C g) { return g / std::sqrt(one - x * x); });
-        case OpKind::acos:
-            return grad_loop<T>(call, [=](C x, C, C g) { return -g / std::sqrt(one - x * x); });
-        case OpKind::atan:
-            return grad_loop<T>(call, [=](C x, C, C g) { return g / (one + x * x); });
-        case OpKind::sinh:
-            return grad_loop<T>(call, [](C x, C, C g) { return std::cosh(x) * g; });
-        case OpKind::cosh:
-            return grad_loop<T>(call, [](C x, C, C g) { return std::sinh(x) * g; });
-        case OpKind::tanh:
-            return grad_loop<T>(call, [=](C, C y, C g) { return (one - y * y) * g; });
-        case OpKind::asinh:
-            return grad_loop<T>(call, [=](C x, C, C g) { return g / std::sqrt(x * x + one); });
-        case OpKind::erf:  // 2 / sqrt(pi) exp(-x^2)
-            return grad_loop<T>(call,
-                                [](C x, C, C g) { return C(1.1283791670955126) * std::exp(-x * x) * g; });
-        case OpKind::atanh:
-            return grad_loop<T>(call, [=](C x, C, C g) { return g / (one - x * x); });
-        case OpKind::reciprocal:
-            return grad_loop<T>(call, [](C, C y, C g) { return -y * y * g; });
-        case OpKind::sigmoid:
-            return grad_loop<T>(call, [=](C, C y, C g) { return y * (one - y) * g; });
-        case OpKind::relu:  // from y (y > 0 exactly where x > 0), so that a training step may free x
-            return grad_loop<T>(call, [=](C, C y, C g) { return y > zero ? g : zero; });
-        case OpKind::elu:
-            return grad_loop<T>(call, [=](C x, C y, C g) { return x > zero ? g : (y + alpha) * g; });
-        case OpKind::selu:  // at x = 0 the positive side's slope, as CNTK (and leaky_relu below)
-            return grad_loop<T>(
-                call, [=](C x, C y, C g) { return x >= zero ? alpha * g : (y + alpha * beta) * g; });
-        case OpKind::leaky_relu:
-            return grad_loop<T>(call, [=](C x, C, C g) { return x >= zero ? g : alpha * g; });
-        case OpKind::softplus:
-            return grad_loop<T>(call, [](C x, C, C g) { return sigmoid_of(x) * g; });
-        case OpKind::softsign:
-            return grad_loop<T>(call, [=](C x, C, C g) {
-                C d = one + std::abs(x);
-                return g / (d * d);
-            });
-        case OpKind::hard_sigmoid:
-            return grad_loop<T>(call, [=](C x, C, C g) {
-                C v = alpha * x + beta;
-                return (v > zero && v < one) ? alpha * g : zero;
-            });
-        case OpKind::clip:
-            return grad_loop<T>(call, [=](C x, C, C g) { return (x >= alpha && x <= beta) ? g : zero; });
+#define CTK_GRAD_CASE(name, attrs)                                                   \
+    case OpKind::name:                                                               \
+        return grad_loop<T>(call, [=](C x, C y, C g) {                               \
+            return elementwise_math::unary_grad(OpKind::name, x, y, g, alpha, beta); \
+        });
+        CTK_UNARY_OPS(CTK_GRAD_CASE)
+#undef CTK_GRAD_CASE
         default:
             CTK_THROW(NotImplementedError, "unary_backward: ", op_name(a.fn), " is not a unary op");
     }
@@ -316,49 +185,13 @@ void binary_kernel(const KernelCall& call) {
         if (call.op == OpKind::plus && same_dense_layout(out, {&a, &b}))
             return dense_bf16(out, bf16::add, a, b);
     }
-    const C one(1), zero(0);
     switch (call.op) {
-        case OpKind::plus:
-            return binary_loop<T>(out, a, b, [](C x, C y) { return x + y; });
-        case OpKind::minus:
-            return binary_loop<T>(out, a, b, [](C x, C y) { return x - y; });
-        case OpKind::element_times:
-            return binary_loop<T>(out, a, b, [](C x, C y) { return x * y; });
-        case OpKind::element_divide:
-            return binary_loop<T>(out, a, b, [](C x, C y) { return cntk_math::divide(x, y); });
-        case OpKind::pow:
-            return binary_loop<T>(out, a, b, [](C x, C y) { return cntk_math::pow_of(x, y); });
-        case OpKind::element_max:  // NaN propagates, as in NumPy's maximum
-            return binary_loop<T>(out, a, b, [](C x, C y) { return (x > y || x != x) ? x : y; });
-        case OpKind::element_min:
-            return binary_loop<T>(out, a, b, [](C x, C y) { return (x < y || x != x) ? x : y; });
-        case OpKind::log_add_exp:
-            return binary_loop<T>(out, a, b, [](C x, C y) {
-                C m = std::max(x, y);
-                if (m == -std::numeric_limits<C>::infinity()) return m;
-                return m + std::log1p(std::exp(-std::abs(x - y)));
-            });
-        case OpKind::equal:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return x == y ? one : zero; });
-        case OpKind::not_equal:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return x != y ? one : zero; });
-        case OpKind::less:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return x < y ? one : zero; });
-        case OpKind::less_equal:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return x <= y ? one : zero; });
-        case OpKind::greater:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return x > y ? one : zero; });
-        case OpKind::greater_equal:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return x >= y ? one : zero; });
-        case OpKind::element_and:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return (x != zero && y != zero) ? one : zero; });
-        case OpKind::element_or:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return (x != zero || y != zero) ? one : zero; });
-        case OpKind::element_xor:
-            return binary_loop<T>(out, a, b,
-                                  [=](C x, C y) { return ((x != zero) != (y != zero)) ? one : zero; });
-        case OpKind::param_relu:
-            return binary_loop<T>(out, a, b, [=](C x, C y) { return x > zero ? x : y * x; });
+#define CTK_BINARY_CASE(name, attrs)     \
+    case OpKind::name:                   \
+        return binary_loop<T>(out, a, b, \
+                              [](C x, C y) { return elementwise_math::binary_value(OpKind::name, x, y); });
+        CTK_BINARY_OPS(CTK_BINARY_CASE)
+#undef CTK_BINARY_CASE
         default:
             CTK_THROW(NotImplementedError, op_name(call.op), ": not a binary op");
     }
