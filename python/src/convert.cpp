@@ -364,7 +364,7 @@ Value value_from_data(const Variable& var, const py::handle& data) {
         return Value::from_sequences(sequences);
     }
     Tensor t = tensor_from_numpy(data, dtype);
-    // One sample of free dims (bind_input takes one of known dims itself).
+    // One sample: a batch of one (bind_input does this too, but only for an input whose dims are known).
     if (var.has_batch_axis() && t.rank() == sample_rank) t = t.expand_dims(0);
     return Value(t);
 }
