@@ -726,13 +726,21 @@ void bind_ops(py::module_& m) {
             return sequence::slice(x, b, e, n);
         },
         arg("seq"), arg("begin_index"), arg("end_index"), name);
+    // CNTK's new_sequence_axis_typeinfo: (scaling, additive) of the new axis's lengths (graph_ops.h).
     s.def(
         "gather",
-        [](const Variable& x, const Variable& c, const std::string& n) { return sequence::gather(x, c, n); },
-        arg("seq"), arg("condition"), name);
+        [](const Variable& x, const Variable& c, const py::object& typeinfo, const std::string& n) {
+            if (typeinfo.is_none()) return sequence::gather(x, c, n);
+            return sequence::gather(x, c, typeinfo.cast<sequence::DerivedAxis>(), n);
+        },
+        arg("seq"), arg("condition"), arg("new_sequence_axis_typeinfo") = py::none(), name);
     s.def(
-        "where", [](const Variable& c, const std::string& n) { return sequence::where(c, n); },
-        arg("condition"), name);
+        "where",
+        [](const Variable& c, const py::object& typeinfo, const std::string& n) {
+            if (typeinfo.is_none()) return sequence::where(c, n);
+            return sequence::where(c, typeinfo.cast<sequence::DerivedAxis>(), n);
+        },
+        arg("condition"), arg("new_sequence_axis_typeinfo") = py::none(), name);
     s.def(
         "scatter",
         [](const Variable& x, const Variable& c, const std::string& n) { return sequence::scatter(x, c, n); },

@@ -476,3 +476,35 @@ def test_learner_checkpoint_restores_its_state():
     w.value = saved  # the parameters are the model's, not the learner's checkpoint
     learner.update(grads, 1)
     np.testing.assert_allclose(w.value, expected)
+
+
+def test_gathers_by_one_condition_share_their_sequence_axis():
+    # CNTK names Where's axis after the condition: a + b of two gathers by it is well formed.
+    a = C.sequence.input_variable(1, name='a')
+    b = C.sequence.input_variable(1, name='b')
+    last = C.sequence.is_last(a)
+    z = C.sequence.gather(a, last) + C.sequence.gather(b, last)
+    out = z.eval({a: [np.array([[5.], [1.]], np.float32)], b: [np.array([[7.], [2.]], np.float32)]})
+    np.testing.assert_array_equal(out[0], [[3.]])
+    # Gathers by other conditions do not share it.
+    with pytest.raises(ValueError, match="dynamic axes"):
+        C.sequence.gather(a, last) + C.sequence.gather(b, C.sequence.is_last(b))
+
+
+def test_gather_with_derived_axis_typeinfo():
+    a = C.sequence.input_variable(1, name='a')
+    b = C.sequence.input_variable(1, name='b')
+    # (0, 1): one frame per sequence, so no sequence axis at all: a batch.
+    a_last = C.sequence.gather(a, C.sequence.is_last(a), new_sequence_axis_typeinfo=(0, 1))
+    b_last = C.sequence.gather(b, C.sequence.is_last(b), new_sequence_axis_typeinfo=(0, 1))
+    assert len(a_last.dynamic_axes) == 1
+    z = a_last + b_last
+    out = z.eval({a: [np.array([[5.], [1.]], np.float32)], b: [np.array([[7.], [2.]], np.float32)]})
+    np.testing.assert_array_equal(np.asarray(out).reshape(-1), [3.])
+    # Other factors: an axis named from the source axis and the factors, shared by ops deriving it alike.
+    ga = C.sequence.gather(a, C.sequence.is_first(a) + 1, new_sequence_axis_typeinfo=(1, 0))
+    assert ga.dynamic_axes == a.dynamic_axes
+    g2 = C.sequence.gather(a, C.sequence.is_first(a) + 1, new_sequence_axis_typeinfo=(2, 1))
+    assert g2.dynamic_axes[1].name.endswith('_times_2_plus_1')
+    with pytest.raises(ValueError, match="no frames"):
+        C.sequence.gather(a, C.sequence.is_last(a), new_sequence_axis_typeinfo=(0, 0))

@@ -330,10 +330,21 @@ FunctionPtr broadcast_as(const Variable& operand, const Variable& broadcast_as_o
                          const std::string& name = "");
 // Frames [begin, end) of every sequence (negative: from the end; end 0: to the end); a new sequence axis.
 FunctionPtr slice(const Variable& x, int64_t begin_index, int64_t end_index, const std::string& name = "");
-// The frames where condition (one value per frame) is nonzero; a new sequence axis.
+// The frames where condition (one value per frame) is nonzero, on a new sequence axis named after the
+// condition as CNTK named it ("whereNodeDynamicAxis_conditionVar_<uid>"), so that gathers by one condition
+// share their axis.
 FunctionPtr gather(const Variable& x, const Variable& condition, const std::string& name = "");
-// The frame numbers where condition is nonzero; a new sequence axis.
+// The frame numbers where condition is nonzero; the new sequence axis as gather's.
 FunctionPtr where(const Variable& condition, const std::string& name = "");
+// CNTK's new_sequence_axis_typeinfo (scaling, additive): the new axis is derived from the condition's
+// sequence axis, its lengths promised to be scaling * length + additive: (1, 0) is the condition's own
+// axis, (0, 1) no sequence axis at all (one frame per sequence, taken as a batch), others an axis named
+// as CNTK named it ("<axis>_times_2_plus_1", "<axis>_fixedSliceOf_3"), shared by every op that derives it
+// alike. (0, 0) is refused.
+using DerivedAxis = std::pair<int64_t, int64_t>;
+FunctionPtr gather(const Variable& x, const Variable& condition, DerivedAxis new_axis,
+                   const std::string& name = "");
+FunctionPtr where(const Variable& condition, DerivedAxis new_axis, const std::string& name = "");
 // The inverse of gather: x's frames placed where condition is nonzero, zeros elsewhere.
 FunctionPtr scatter(const Variable& x, const Variable& condition, const std::string& name = "");
 // Two outputs: the padded data as a static axis ([#] x [T, sample...], padding = padding_value) and the

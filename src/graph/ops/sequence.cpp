@@ -676,13 +676,45 @@ FunctionPtr slice(const Variable& x, int64_t begin_index, int64_t end_index, con
             {"beginIndex", begin_index}, {"endIndex", end_index}, {"newAxis", new_axis_name("sliceAxis")}},
         name);
 }
+namespace {
+// CNTK's axis for Where's output: named after the condition, so that ops on one condition share it.
+std::string where_axis_name(const Variable& condition) {
+    return "whereNodeDynamicAxis_conditionVar_" + condition.uid();
+}
+// CNTK's derived axis (its GetDerivedDynamicAxes): "" for none (one frame per sequence).
+std::string derived_axis_name(const Variable& condition, DerivedAxis f, const char* where) {
+    CTK_CHECK(f.first >= 0 && !(f.first == 0 && f.second <= 0), ValueError, where,
+              ": new_sequence_axis_typeinfo (", f.first, ", ", f.second,
+              ") gives sequences of no frames; scaling must be >= 0 and, when 0, additive > 0");
+    CTK_CHECK(condition.has_sequence_axis(), ValueError, where, ": the condition ", condition.to_string(),
+              " has no sequence axis to derive from");
+    const std::string source = condition.dynamic_axes().back().name();
+    if (f.first == 0 && f.second == 1) return "";
+    if (f.first == 1 && f.second == 0) return source;
+    if (f.first == 0) return source + "_fixedSliceOf_" + std::to_string(f.second);
+    return source + "_times_" + std::to_string(f.first) +
+           (f.second > 0 ? "_plus_" + std::to_string(f.second) : "_minus_" + std::to_string(-f.second));
+}
+}  // namespace
+
 FunctionPtr gather(const Variable& x, const Variable& condition, const std::string& name) {
     return detail::make_op(PrimitiveOp::sequence_gather, {x, condition},
-                           Attributes{{"newAxis", new_axis_name("gatherAxis")}}, name);
+                           Attributes{{"newAxis", where_axis_name(condition)}}, name);
 }
 FunctionPtr where(const Variable& condition, const std::string& name) {
     return detail::make_op(PrimitiveOp::sequence_where, {condition},
-                           Attributes{{"newAxis", new_axis_name("whereAxis")}}, name);
+                           Attributes{{"newAxis", where_axis_name(condition)}}, name);
+}
+FunctionPtr gather(const Variable& x, const Variable& condition, DerivedAxis new_axis,
+                   const std::string& name) {
+    const std::string axis = derived_axis_name(condition, new_axis, "sequence.gather");
+    if (axis.empty()) return first(sequence::gather(x, condition), name);
+    return detail::make_op(PrimitiveOp::sequence_gather, {x, condition}, Attributes{{"newAxis", axis}}, name);
+}
+FunctionPtr where(const Variable& condition, DerivedAxis new_axis, const std::string& name) {
+    const std::string axis = derived_axis_name(condition, new_axis, "sequence.where");
+    if (axis.empty()) return first(sequence::where(condition), name);
+    return detail::make_op(PrimitiveOp::sequence_where, {condition}, Attributes{{"newAxis", axis}}, name);
 }
 FunctionPtr scatter(const Variable& x, const Variable& condition, const std::string& name) {
     // CNTK scatters a per-sequence value ([#], e.g. sequence.last(x)) as a one-frame sequence each.
