@@ -206,7 +206,7 @@ struct LoadCall {
     std::vector<Variable>& in;
     const DictReader& r;
     const std::string& name;
-    // An IOError naming the op unless lo <= operands <= hi.
+    // An IOError naming the CNTK op unless lo <= operands <= hi.
     void expect(size_t lo, size_t hi) const;
     // The loaded primitive; the attributes no read asked for travel with it (kUnknownAttributesKey).
     FunctionPtr make(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs) const;
@@ -226,6 +226,12 @@ struct Row {
     FunctionPtr (*load)(const LoadCall& c) = nullptr;
 };
 using Rows = std::vector<Row>;
+// The load of an op that has operands and no attributes: lo..hi operands in ctk's order.
+template <PrimitiveOp Op, size_t Lo, size_t Hi>
+FunctionPtr load_plain(const LoadCall& c) {
+    c.expect(Lo, Hi);
+    return c.make(Op, std::move(c.in), {});
+}
 void add_math_rows(Rows& rows);   // cntk_v2_rows_math.cpp: element-wise, times, reductions, softmax, losses
 void add_shape_rows(Rows& rows);  // cntk_v2_rows_shape.cpp: reshape, slice, splice, transpose, ...
 void add_nn_rows(Rows& rows);     // cntk_v2_rows_nn.cpp: convolution, pooling, normalization, random

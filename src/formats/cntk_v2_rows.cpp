@@ -174,8 +174,9 @@ SavedOp save_op(const Function& f) {
 
 void LoadCall::expect(size_t lo, size_t hi) const {
     if (in.size() < lo || in.size() > hi)
-        throw IOError(r.where + ": " + std::to_string(in.size()) + " operands where " + std::to_string(lo) +
-                      (lo == hi ? "" : " to " + std::to_string(hi)) + " are expected");
+        throw IOError(r.where + ": CNTK op " + std::to_string(cntk_op) + " takes " + std::to_string(lo) +
+                      (lo == hi ? "" : " to " + std::to_string(hi)) + " operands, the file gives " +
+                      std::to_string(in.size()));
 }
 
 FunctionPtr LoadCall::make(PrimitiveOp op, std::vector<Variable> inputs, Attributes attrs) const {

@@ -22,14 +22,6 @@ FunctionPtr load_delay(const LoadCall& c) {
                   Attributes{{"offset", c.r.integer("offset", 1)}});
 }
 
-// CNTK's ReconcileDynamicAxis both broadcasts a non-sequence over `like`'s frames and relabels a sequence
-// (UnfoldFrom's loop state): ctk's reconcile_dynamic_axes does both, and sequence broadcast_as is written
-// as it.
-FunctionPtr load_reconcile(const LoadCall& c) {
-    c.expect(2, 2);
-    return c.make(PrimitiveOp::reconcile_dynamic_axes, std::move(c.in), {});
-}
-
 FunctionPtr load_batch_axis_op(const LoadCall& c) {
     c.expect(1, 1);
     return c.make(c.cntk_op == 79 ? PrimitiveOp::unpack_batch : PrimitiveOp::to_batch, std::move(c.in), {});
@@ -54,16 +46,20 @@ FunctionPtr load_to_sequence(const LoadCall& c) {
 void add_sequence_rows(Rows& rows) {
     rows.push_back(
         {{PrimitiveOp::past_value, PrimitiveOp::future_value}, {37, 38}, save_delay, nullptr, load_delay});
+    // CNTK's ReconcileDynamicAxis both broadcasts a non-sequence over `like`'s frames and relabels a
+    // sequence (UnfoldFrom's loop state): ctk's reconcile_dynamic_axes does both, and sequence broadcast_as
+    // is written as it.
     rows.push_back({{PrimitiveOp::sequence_broadcast_as, PrimitiveOp::reconcile_dynamic_axes},
                     {50},
                     as_numbered,
                     nullptr,
-                    load_reconcile});
+                    load_plain<PrimitiveOp::reconcile_dynamic_axes, 2, 2>});
     rows.push_back({{PrimitiveOp::to_sequence}, {70}, save_to_sequence, nullptr, load_to_sequence});
-    rows.push_back({{PrimitiveOp::to_sequence_like}, {71}, as_numbered, nullptr, [](const LoadCall& c) {
-                        c.expect(2, 2);
-                        return c.make(PrimitiveOp::to_sequence_like, std::move(c.in), {});
-                    }});
+    rows.push_back({{PrimitiveOp::to_sequence_like},
+                    {71},
+                    as_numbered,
+                    nullptr,
+                    load_plain<PrimitiveOp::to_sequence_like, 2, 2>});
     rows.push_back({{PrimitiveOp::unpack_batch, PrimitiveOp::to_batch},
                     {79, 80},
                     as_numbered,

@@ -240,19 +240,16 @@ void add_shape_rows(Rows& rows) {
     rows.push_back({{PrimitiveOp::one_hot}, {68}, save_one_hot, nullptr, load_one_hot});
     rows.push_back({{PrimitiveOp::top_k}, {87}, save_top_k, nullptr, load_top_k});
     rows.push_back({{PrimitiveOp::cast}, {91}, save_cast, nullptr, load_cast});
-    rows.push_back({{PrimitiveOp::stop_gradient}, {64}, as_numbered, nullptr, [](const LoadCall& c) {
-                        c.expect(1, 1);
-                        return c.make(PrimitiveOp::stop_gradient, std::move(c.in), {});
-                    }});
+    rows.push_back({{PrimitiveOp::stop_gradient},
+                    {64},
+                    as_numbered,
+                    nullptr,
+                    load_plain<PrimitiveOp::stop_gradient, 1, 1>});
     // CNTK's Pass and NoOp.
-    rows.push_back({{PrimitiveOp::pass}, {56, 62}, as_numbered, nullptr, [](const LoadCall& c) {
-                        c.expect(1, 1);
-                        return c.make(PrimitiveOp::pass, std::move(c.in), {});
-                    }});
-    rows.push_back({{PrimitiveOp::assign}, {73}, as_numbered, nullptr, [](const LoadCall& c) {
-                        c.expect(2, 2);
-                        return c.make(PrimitiveOp::assign, std::move(c.in), {});
-                    }});
+    rows.push_back(
+        {{PrimitiveOp::pass}, {56, 62}, as_numbered, nullptr, load_plain<PrimitiveOp::pass, 1, 1>});
+    rows.push_back(
+        {{PrimitiveOp::assign}, {73}, as_numbered, nullptr, load_plain<PrimitiveOp::assign, 2, 2>});
 }
 
 }  // namespace ctk::formats::v2

@@ -91,11 +91,7 @@ FunctionPtr load_special(const LoadCall& c) {
     const DictReader& r = c.r;
     const std::string& where = r.where;
     const std::string& name = c.name;
-    auto expect = [&](size_t n) {
-        if (in.size() != n)
-            throw IOError(where + ": CNTK op " + std::to_string(cntk) + " takes " + std::to_string(n) +
-                          " inputs, the file gives " + std::to_string(in.size()));
-    };
+    auto expect = [&](size_t n) { c.expect(n, n); };
     auto sampling = [&](PrimitiveOp op) {
         expect(1);
         Attributes attrs{{"numSamples", r.integer("numSamples")},
@@ -130,12 +126,7 @@ FunctionPtr load_special(const LoadCall& c) {
             return c.make(cntk == 59 ? PrimitiveOp::lambda_rank : PrimitiveOp::ndcg_at_1, std::move(in), {});
         case 61: {
             expect(2);
-            Dims ignore;
-            for (const auto& item : r.vector("TokensToIgnore")) {
-                if (item.value_type() != proto::DictionaryValue::SizeT)
-                    r.wrong("TokensToIgnore", "a Vector of SizeT", item);
-                ignore.push_back(static_cast<int64_t>(item.size_t_value()));
-            }
+            const Dims ignore = size_ts(r, "TokensToIgnore");
             return c.make(PrimitiveOp::edit_distance_error, std::move(in),
                           Attributes{{"subPen", r.real("SubstitutionPenalty")},
                                      {"delPen", r.real("DeletionPenalty")},
@@ -166,12 +157,7 @@ FunctionPtr load_special(const LoadCall& c) {
             if (in.size() != 2 || !r.has("offset"))
                 throw NotImplementedError(where +
                                           ": Crop without offsets (crop_automatic) is not supported yet");
-            Dims off;
-            for (const auto& item : r.vector("offset")) {
-                if (item.value_type() != proto::DictionaryValue::SizeT)
-                    r.wrong("offset", "a Vector of SizeT", item);
-                off.push_back(static_cast<int64_t>(item.size_t_value()));
-            }
+            const Dims off = size_ts(r, "offset");
             if (off.size() != 2) throw IOError(where + ": Crop's offset must hold (x, y)");
             return c.make(PrimitiveOp::crop, std::move(in), Attributes{{"offset", off}});
         }

@@ -9,9 +9,13 @@ namespace ctk {
 
 namespace {
 
+std::string source(const BindOptions& o) {
+    return o.stream.empty() ? "" : "stream '" + std::string(o.stream) + "': ";
+}
+
 std::string describe(const Value& value, const Variable& var, const BindOptions& o) {
-    return (o.source.empty() ? "" : o.source + ": ") + (value.is_one_hot() ? "one-hot data" : "data") +
-           " of shape " + value.shape().to_string() + " for " + var.to_string();
+    return source(o) + (value.is_one_hot() ? "one-hot data" : "data") + " of shape " +
+           value.shape().to_string() + " for " + var.to_string();
 }
 
 // Sequences of one frame each for an input without a sequence axis: a batch (CNTK's readers deliver
@@ -84,8 +88,7 @@ Tensor arrange_samples(const Variable& var, Tensor data, const Value& value, con
 }  // namespace
 
 Value bind_input(const Variable& var, const Value& given, const BindOptions& o) {
-    CTK_CHECK(given.defined(), ValueError, (o.source.empty() ? "" : o.source + ": "), "no data given for ",
-              var.to_string());
+    CTK_CHECK(given.defined(), ValueError, source(o), "no data given for ", var.to_string());
     Value value = o.device ? given.to(*o.device) : given;
     if (value.layout() && !var.has_sequence_axis() && var.has_batch_axis())
         value = frames_as_batch(var, value, o);

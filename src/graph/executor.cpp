@@ -323,7 +323,7 @@ std::shared_ptr<BackPropState> detail::run_forward(std::shared_ptr<const Plan> p
             CTK_CHECK(it != arguments.end(), ValueError, "forward: no value given for argument ",
                       v.to_string());
             values[static_cast<size_t>(s)] = bind_input(
-                v, it->second, BindOptions{.device = device, .reshape_samples = false, .source = {}});
+                v, it->second, BindOptions{.device = device, .reshape_samples = false, .stream = {}});
         } else {
             values[static_cast<size_t>(s)] = Value(detail::value_on(v, device));
         }

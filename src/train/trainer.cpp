@@ -82,10 +82,9 @@ MinibatchArguments bind_minibatch(const std::unordered_map<std::string, Minibatc
         auto it = minibatch.find(stream);
         CTK_CHECK(it != minibatch.end(), ValueError, "the minibatch has no stream '", stream, "' for input ",
                   input.to_string(), "; its streams are ", known_streams(minibatch));
-        args.emplace(input, bind_input(input, it->second.data,
-                                       BindOptions{.device = device,
-                                                   .reshape_samples = true,
-                                                   .source = "stream '" + stream + "'"}));
+        args.emplace(input,
+                     bind_input(input, it->second.data,
+                                BindOptions{.device = device, .reshape_samples = true, .stream = stream}));
     }
     return args;
 }

@@ -24,10 +24,10 @@ std::string error_of(const std::function<void()>& f) {
     return "";
 }
 
-BindOptions stream(const std::string& name) {
+BindOptions stream(std::string_view name) {
     BindOptions o;
     o.reshape_samples = true;
-    o.source = "stream '" + name + "'";
+    o.stream = name;
     return o;
 }
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <optional>
-#include <string>
+#include <string_view>
 
 #include "ctk/graph/value.h"
 #include "ctk/graph/variable.h"
@@ -19,8 +19,9 @@ struct BindOptions {
     // 784-dim MNIST stream into a (1, 28, 28) input). For reader streams, whose sample shape is the
     // file's; data given directly must come in the input's shape.
     bool reshape_samples = false;
-    // How errors name the data ("stream 'features'"); empty: by its shape alone.
-    std::string source;
+    // The reader stream the data comes from, named in errors ("stream 'features'"); empty: the data is
+    // named by its shape alone. A view: formatted only when an error is raised (binding runs every step).
+    std::string_view stream;
 };
 
 // `value` as `input` takes it, or an error naming the input, the data and what was expected:
