@@ -29,6 +29,8 @@ from .initializer import *  # noqa: E402,F401,F403
 from . import (axis, core, debugging, device, eval, initializer, internal, io, layers,  # noqa: E402,F401
                learners, logging, losses, metrics, ops, random, tensor, train, variables)
 from .ops import sequence  # noqa: E402,F401
+# CNTK's `from .train import *` also copied the submodules it names: C.trainer, C.distributed.
+from .train import trainer, distributed  # noqa: E402,F401
 from ctk._ctk import Value, NDArrayView, set_fixed_random_seed, set_num_threads, num_threads  # noqa: E402,F401
 from ctk.function_api import BlockFunction  # noqa: E402,F401
 # The module cntk.default_options is imported by path; the name is the context manager, as in CNTK.

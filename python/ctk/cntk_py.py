@@ -6,6 +6,7 @@ import sys
 
 from . import _ctk
 from ._ctk import set_fixed_random_seed, constant_initializer, Value, NDArrayView  # noqa: F401
+from ._ctk.learners import universal_learner  # noqa: F401
 from .debugging import (force_deterministic_algorithms, set_computation_network_trace_level,  # noqa: F401
                         set_checked_mode, get_checked_mode)
 from .debugging import deterministic_algorithms_forced as should_force_deterministic_algorithms  # noqa: F401
@@ -110,4 +111,4 @@ __all__ = ['Dictionary', 'allow_renaming_functions', 'MinibatchSourceConfig', 't
            'enable_synchronous_gpukernel_execution', 'disable_forward_values_sharing', 'enable_cpueval_optimization',
            'disable_cpueval_optimization', 'set_gpumemory_allocation_trace_level', 'constant_initializer',
            'InferredDimension',
-           'FreeDimension', 'Value', 'NDArrayView']
+           'FreeDimension', 'Value', 'NDArrayView', 'universal_learner']

@@ -681,6 +681,15 @@ void bind_layers_learners(py::module_& m) {
                 params);
         },
         arg("update_func"), arg("parameters"));
+    // CNTK's low-level form (cntk_py.universal_learner): the update already built over `gradients`.
+    ln.def(
+        "universal_learner",
+        [](const std::vector<Variable>& params, const std::vector<Variable>& gradients, const py::object& update) {
+            return universal(params, gradients,
+                             py::isinstance<Function>(update) ? update.cast<FunctionPtr>()
+                                                              : as_function(to_variable(update)));
+        },
+        arg("parameters"), arg("gradients"), arg("update"));
 }
 
 }  // namespace ctk::python

@@ -194,6 +194,43 @@ Tensor pad(const Tensor& x, const Dims& lo, const Dims& hi, PadMode mode, double
     return out;
 }
 
+// The adjoint of pad: the gradient of x from the gradient of pad's output. Constant padding keeps the
+// interior; reflect and symmetric padding add each padded axis's mirrored cells back onto the cells they
+// copied, one scatter_add per padded axis (the mirrors of different axes compose, as the copies did).
+Tensor pad_grad(const Tensor& dy, const Shape& x_shape, const Dims& lo, PadMode mode) {
+    check_defined("pad_grad", "dy", dy);
+    CTK_CHECK(static_cast<int>(lo.size()) == dy.rank() && x_shape.rank() == dy.rank(), ValueError,
+              "pad_grad: pads lo ", dims_to_string(lo), " and operand shape ", x_shape.to_string(),
+              " need one entry per axis of the gradient of shape ", dy.shape().to_string());
+    Tensor g = dy;
+    for (int d = 0; d < dy.rank(); ++d) {
+        const int64_t l = lo[static_cast<size_t>(d)], n = x_shape[d], out_n = g.dim(d);
+        CTK_CHECK(l >= 0 && out_n >= l + n, ValueError, "pad_grad: the gradient of shape ",
+                  dy.shape().to_string(), " does not hold operand shape ", x_shape.to_string(), " at lo ",
+                  dims_to_string(lo));
+        if (out_n == n) continue;
+        if (mode == PadMode::constant) {
+            g = g.slice(d, l, l + n);
+            continue;
+        }
+        Tensor source = Tensor::empty(Shape{out_n}, DataType::i64, Device::cpu());
+        auto* s = static_cast<int64_t*>(source.raw_data());
+        for (int64_t j = 0; j < out_n; ++j) {
+            const int64_t p = j - l;  // NumPy's mirrors, as the pad kernels read them
+            if (p < 0) s[j] = mode == PadMode::reflect ? -p : -p - 1;
+            else if (p >= n) s[j] = mode == PadMode::reflect ? 2 * (n - 1) - p : 2 * n - 1 - p;
+            else s[j] = p;
+            CTK_CHECK(s[j] >= 0 && s[j] < n, ValueError, "pad_grad: padding ", l, " on axis ", d,
+                      " mirrors outside the operand's ", n, " cells");
+        }
+        Dims target = g.shape().dims();
+        target[static_cast<size_t>(d)] = n;
+        g = detail::scatter_add_of_checked(Tensor::zeros(Shape(target), g.dtype(), g.device()),
+                                           source.to(g.device()), g.contiguous(), d);
+    }
+    return g.contiguous();
+}
+
 // The class axis is inserted at `axis` of the result (-1: last, CNTK's default).
 Tensor one_hot(const Tensor& indices, int64_t num_classes, int axis, DataType dtype) {
     check_defined("one_hot", "indices", indices);

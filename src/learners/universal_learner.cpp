@@ -13,37 +13,33 @@ namespace {
 
 class UniversalLearner final : public Learner {
 public:
-    UniversalLearner(const UniversalUpdateFunction& update_func, const std::vector<Variable>& parameters)
-        : Learner(parameters, TrainingParameterSchedule(1.0), LearnerOptions{}, "universal") {
-        CTK_CHECK(update_func != nullptr, ValueError, name_, ": update_func is empty");
-        for (const Variable& p : parameters_) {
-            CTK_CHECK(!p.has_inferred_dims(), ValueError, name_, ": parameter ", p.to_string(),
+    UniversalLearner(const std::vector<Variable>& parameters, const std::vector<Variable>& gradients,
+                     const FunctionPtr& update)
+        : Learner(parameters, TrainingParameterSchedule(1.0), LearnerOptions{}, "universal"),
+          gradients_(gradients), update_func_(update) {
+        check_shapes_known(parameters_);
+        CTK_CHECK(update_func_ != nullptr, ValueError, name_, ": the update function is null");
+        CTK_CHECK(gradients_.size() == parameters_.size(), ValueError, name_, ": ", gradients_.size(),
+                  " gradient variables for ", parameters_.size(), " parameters");
+        for (size_t i = 0; i < gradients_.size(); ++i)
+            CTK_CHECK(gradients_[i].shape() == parameters_[i].shape(), ShapeError, name_, ": gradient variable ",
+                      gradients_[i].to_string(), " does not have the shape of ", parameters_[i].to_string());
+        check_update();
+    }
+
+    static void check_shapes_known(const std::vector<Variable>& parameters) {
+        for (const Variable& p : parameters)
+            CTK_CHECK(!p.has_inferred_dims(), ValueError, "universal: parameter ", p.to_string(),
                       " has inferred dimensions; create the learner once every parameter's shape is known");
+    }
+    // The gradients made here: inputs without dynamic axes, named after their parameters.
+    static std::vector<Variable> gradient_inputs(const std::vector<Variable>& parameters) {
+        std::vector<Variable> gradients;
+        for (const Variable& p : parameters) {
             const std::string label = p.name().empty() ? p.uid() : p.name();
-            gradients_.push_back(input_variable(p.shape(), p.dtype(), false, false, {}, label + "_grad"));
+            gradients.push_back(input_variable(p.shape(), p.dtype(), false, false, {}, label + "_grad"));
         }
-        update_func_ = update_func(parameters_, gradients_);
-        CTK_CHECK(update_func_ != nullptr, ValueError, name_, ": update_func returned a null Function");
-
-        const std::vector<Variable> fn_params = update_func_->parameters();
-        for (const Variable& p : parameters_)
-            CTK_CHECK(std::find(fn_params.begin(), fn_params.end(), p) != fn_params.end(), ValueError, name_,
-                      ": the update function ", update_func_->to_string(), " does not use parameter ",
-                      p.to_string());
-        const std::vector<Variable> args = update_func_->arguments();
-        for (const Variable& a : args)
-            CTK_CHECK(std::find(gradients_.begin(), gradients_.end(), a) != gradients_.end(), ValueError,
-                      name_, ": the update function has argument ", a.to_string(),
-                      " besides the gradients; it can only read parameters, constants and gradients");
-        // A gradient the Function does not read cannot be bound (forward rejects foreign arguments).
-        for (const Variable& g : gradients_)
-            bound_.push_back(std::find(args.begin(), args.end(), g) != args.end());
-
-        // The update's own state: its constants and the parameters that are not the learner's.
-        for (const Variable& c : update_func_->constants()) state_vars_.push_back(c);
-        for (const Variable& p : fn_params)
-            if (std::find(parameters_.begin(), parameters_.end(), p) == parameters_.end())
-                state_vars_.push_back(p);
+        return gradients;
     }
 
     // The protocol's steps (ctk/learners/learner.h): the base's takes_step (the count checked, the fixed
@@ -62,8 +58,11 @@ public:
     void prepare_step(int64_t /*mb_size*/) override {}
     bool apply_step(const GradientMap& gradients, int64_t /*mb_size*/) override {
         ValueMap args;
-        for (size_t i = 0; i < parameters_.size(); ++i)
-            if (bound_[i]) args.emplace(gradients_[i], Value(gradients.at(parameters_[i])));
+        for (size_t i = 0; i < parameters_.size(); ++i) {
+            const Tensor& g = gradients.at(parameters_[i]);
+            if (bound_[i]) args.emplace(gradients_[i], Value(g));
+            else if (gradients_[i].is_constant() || gradients_[i].is_parameter()) gradients_[i].set_value(g);
+        }
         // Inference-mode evaluation where the parameters live: the assigns take effect when it returns.
         update_func_->eval(args, {}, parameters_.front().value().device());
         return true;
@@ -111,6 +110,34 @@ protected:
     }
 
 private:
+    void check_update() {
+        const std::vector<Variable> fn_params = update_func_->parameters();
+        for (const Variable& p : parameters_)
+            CTK_CHECK(std::find(fn_params.begin(), fn_params.end(), p) != fn_params.end(), ValueError, name_,
+                      ": the update function ", update_func_->to_string(), " does not use parameter ",
+                      p.to_string());
+        const std::vector<Variable> args = update_func_->arguments();
+        for (const Variable& a : args)
+            CTK_CHECK(std::find(gradients_.begin(), gradients_.end(), a) != gradients_.end(), ValueError,
+                      name_, ": the update function has argument ", a.to_string(),
+                      " besides the gradients; it can only read parameters, constants and gradients");
+        // A gradient input the Function does not read cannot be bound (forward rejects foreign arguments);
+        // a constant or parameter standing for a gradient is set instead.
+        for (const Variable& g : gradients_)
+            bound_.push_back(std::find(args.begin(), args.end(), g) != args.end());
+
+        // The update's own state: its constants and the parameters that are not the learner's, except
+        // those standing for gradients.
+        auto is_gradient = [&](const Variable& v) {
+            return std::find(gradients_.begin(), gradients_.end(), v) != gradients_.end();
+        };
+        for (const Variable& c : update_func_->constants())
+            if (!is_gradient(c)) state_vars_.push_back(c);
+        for (const Variable& p : fn_params)
+            if (std::find(parameters_.begin(), parameters_.end(), p) == parameters_.end() && !is_gradient(p))
+                state_vars_.push_back(p);
+    }
+
     std::vector<Variable> gradients_;
     std::vector<bool> bound_;
     FunctionPtr update_func_;
@@ -120,7 +147,17 @@ private:
 }  // namespace
 
 LearnerPtr universal(const UniversalUpdateFunction& update_func, const std::vector<Variable>& parameters) {
-    return std::make_shared<UniversalLearner>(update_func, parameters);
+    CTK_CHECK(update_func != nullptr, ValueError, "universal: update_func is empty");
+    UniversalLearner::check_shapes_known(parameters);
+    std::vector<Variable> gradients = UniversalLearner::gradient_inputs(parameters);
+    FunctionPtr update = update_func(parameters, gradients);
+    CTK_CHECK(update != nullptr, ValueError, "universal: update_func returned a null Function");
+    return std::make_shared<UniversalLearner>(parameters, gradients, update);
+}
+
+LearnerPtr universal(const std::vector<Variable>& parameters, const std::vector<Variable>& gradients,
+                     const FunctionPtr& update) {
+    return std::make_shared<UniversalLearner>(parameters, gradients, update);
 }
 
 }  // namespace ctk

@@ -342,6 +342,23 @@ TEST(Pad, NumPyModes) {
               (std::vector<float>{3, 2, 3, 1, 0, 1, 3, 2, 3}));
 }
 
+// Gradients of ones through CNTK's own pad tests' patterns (each cell counts the output cells that copy it).
+TEST(Pad, GradientCountsTheCopies) {
+    Tensor ones = Tensor::ones(Shape{4, 7});  // symmetric [(1, 0), (2, 1)] of a [2, 3]
+    EXPECT_EQ(pad_grad(ones.slice(0, 0, 3).slice(1, 0, 6), Shape{2, 3}, {1, 2}, PadMode::symmetric)
+                  .to_vector<float>(),
+              (std::vector<float>{4, 4, 4, 2, 2, 2}));
+    EXPECT_EQ(pad_grad(ones, Shape{2, 3}, {1, 2}, PadMode::reflect).to_vector<float>(),
+              (std::vector<float>{4, 6, 4, 4, 6, 4}));
+    // Constant padding passes the interior through; a weighted gradient lands on the mirrored cells.
+    EXPECT_EQ(pad_grad(ones, Shape{2, 3}, {1, 2}, PadMode::constant).to_vector<float>(),
+              (std::vector<float>(6, 1.0f)));
+    EXPECT_EQ(pad_grad(vec<double>({10, 20, 1, 2, 3, 30}), Shape{3}, {2}, PadMode::reflect).to_vector<double>(),
+              (std::vector<double>{1, 2 + 20 + 30, 3 + 10}));
+    expect_error<ValueError>([&] { pad_grad(ones, Shape{2, 8}, {1, 2}, PadMode::reflect); },
+                             {"pad_grad", "[4, 7]", "[2, 8]"});
+}
+
 // ---- one_hot ----
 
 TEST(OneHot, Errors) {

@@ -75,6 +75,21 @@ def test_universal_learner_matches_sgd():
     for u, v in zip(a, b):
         np.testing.assert_allclose(u, v, rtol=1e-6)
 
+    # CNTK's low-level form: the update built over variables standing for the gradients, here constants
+    # (as CNTK's own gather test builds it) and inputs.
+    def low_level(ps, make_gradient):
+        grads = [make_gradient(p) for p in ps]
+        return C.cntk_py.universal_learner(ps, grads, sgd_update(ps, grads))
+
+    c = run(lambda ps: low_level(ps, lambda p: C.constant(0, shape=p.shape)))
+    d = run(lambda ps: low_level(ps, lambda p: C.input_variable(p.shape, dynamic_axes=[])))
+    for u, v, w in zip(b, c, d):
+        np.testing.assert_allclose(u, v, rtol=1e-6)
+        np.testing.assert_allclose(u, w, rtol=1e-6)
+    x = C.parameter((2, 3))
+    with pytest.raises(ValueError, match="gradient variable"):
+        C.cntk_py.universal_learner([x], [C.constant(0, shape=(3, 2))], C.assign(x, x))
+
 
 def test_trace_level_and_top_level_devices():
     from cntk.logging import TraceLevel, get_trace_level, set_trace_level

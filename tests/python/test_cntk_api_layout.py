@@ -48,6 +48,8 @@ def test_names_scripts_import():
     from cntk.internal.utils import get_python_function_arguments, map_function_arguments  # noqa: F401
     from cntk.default_options import default_override_or, get_default_override  # noqa: F401
     assert C.layers.Parameter is C.Parameter and C.DATATYPE is np.float32
+    # `from .train import *` in CNTK's package also brought the submodules it had imported.
+    assert C.trainer.Trainer is C.Trainer and C.distributed.Communicator is C.Communicator
     assert C.InferredDimension == -1 and C.FreeDimension == -3
 
 

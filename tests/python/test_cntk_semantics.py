@@ -508,3 +508,36 @@ def test_gather_with_derived_axis_typeinfo():
     assert g2.dynamic_axes[1].name.endswith('_times_2_plus_1')
     with pytest.raises(ValueError, match="no frames"):
         C.sequence.gather(a, C.sequence.is_last(a), new_sequence_axis_typeinfo=(0, 0))
+
+
+def test_classification_error_gradient_is_cntks():
+    # CNTK's error was 1 - sum(t * hardmax(z)): d/dt = -hardmax(z) per sample, d/dz = 0.
+    z = C.input_variable(4, needs_gradient=True)
+    t = C.input_variable(4, needs_gradient=True)
+    err = C.classification_error(z, t)
+    zs = np.array([[1, 2, 3, 4], [1, 5, 3, 4]], np.float32)
+    ts = np.array([[1, 0, 0, 0], [0, 1, 0, 0]], np.float32)
+    g = err.grad({z: zs, t: ts}, wrt=[z, t])
+    np.testing.assert_array_equal(g[t], [[0, 0, 0, -1], [0, -1, 0, 0]])
+    np.testing.assert_array_equal(g[z], np.zeros_like(zs))
+    # Along another axis the error is the mean over the slices (CNTK compared argmaxes: no gradient).
+    z2 = C.input_variable((2, 3), needs_gradient=True)
+    t2 = C.input_variable((2, 3))
+    e2 = C.classification_error(z2, t2, axis=0)
+    zs2 = np.array([[[1, 5, 0], [2, 4, 1]]], np.float32)
+    ts2 = np.array([[[1, 1, 0], [0, 0, 1]]], np.float32)  # column 0 wrong, 1 and 2 right
+    np.testing.assert_allclose(np.asarray(e2.eval({z2: zs2, t2: ts2})).reshape(-1), [1 / 3], rtol=1e-6)
+    np.testing.assert_array_equal(e2.grad({z2: zs2, t2: ts2}, wrt=[z2]), np.zeros_like(zs2))
+    # The last axis given as a positive number is CNTK's composite form too: no gradient.
+    t3 = C.input_variable(4, needs_gradient=True)
+    g3 = C.classification_error(z, t3, axis=0).grad({z: zs, t3: ts}, wrt=[t3])
+    np.testing.assert_array_equal(g3, np.zeros_like(ts))
+
+
+def test_pad_gradients_count_the_mirrored_copies():
+    # The patterns of CNTK's own pad test: a mirrored cell's gradient goes back to the cell it copied.
+    x = C.parameter(init=np.arange(6, dtype=np.float32).reshape((2, 3)))
+    g = C.pad(x, mode=C.ops.SYMMETRIC_PAD, pattern=[(1, 0), (2, 1)]).grad({}, [x])
+    np.testing.assert_array_equal(g, [[4, 4, 4], [2, 2, 2]])
+    g = C.pad(x, mode=C.ops.REFLECT_PAD, pattern=[(1, 1), (2, 2)]).grad({}, [x])
+    np.testing.assert_array_equal(g, [[4, 6, 4], [4, 6, 4]])

@@ -147,6 +147,8 @@ Tensor permute(const Tensor& x, const std::vector<int>& order);  // a contiguous
 Tensor concat(const std::vector<Tensor>& xs, int axis);
 Tensor pad(const Tensor& x, const Dims& lo, const Dims& hi, PadMode mode = PadMode::constant,
            double value = 0.0);
+// The gradient of x from the gradient `dy` of pad(x, lo, hi, mode) (the hi pads follow from the shapes).
+Tensor pad_grad(const Tensor& dy, const Shape& x_shape, const Dims& lo, PadMode mode);
 Tensor one_hot(const Tensor& indices, int64_t num_classes, int axis = -1, DataType dtype = DataType::f32);
 namespace detail {
 // gather and scatter_add along `axis` (already normalized) with int64 indices that the caller has already

@@ -250,5 +250,10 @@ LearnerPtr adadelta(const std::vector<Variable>& parameters,
 using UniversalUpdateFunction = std::function<FunctionPtr(const std::vector<Variable>& parameters,
                                                           const std::vector<Variable>& gradients)>;
 LearnerPtr universal(const UniversalUpdateFunction& update_func, const std::vector<Variable>& parameters);
+// The same with the update already built over `gradients` (CNTK's C++ UniversalLearner and
+// cntk_py.universal_learner): one per parameter, of its shape; an input is bound to the gradient, a
+// constant or parameter (CNTK's tests use constants) takes the gradient as its value before each update.
+LearnerPtr universal(const std::vector<Variable>& parameters, const std::vector<Variable>& gradients,
+                     const FunctionPtr& update);
 
 }  // namespace ctk

@@ -347,18 +347,10 @@ void forward_pad(ForwardContext& c) {
                   static_cast<PadMode>(c.attrs.get<int64_t>("mode")), c.attrs.get<double>("constantValue"))));
 }
 void backward_pad(BackwardContext& c) {
-    const auto mode = static_cast<PadMode>(c.attrs.get<int64_t>("mode"));
-    CTK_CHECK(mode == PadMode::constant, NotImplementedError, c.where,
-              ": the gradient of reflect/symmetric padding");
-    const Tensor& x = c.inputs[0].data();
-    const Dims& lo = c.attrs.get<Dims>("padLo");
     const int dyn = c.dyn_rank(0);
-    Tensor v = c.output_grads[0];
-    for (size_t i = 0; i < lo.size(); ++i) {
-        const int ax = dyn + static_cast<int>(i);
-        v = v.slice(ax, lo[i], lo[i] + x.dim(ax));
-    }
-    c.input_grads[0] = v.contiguous();
+    c.input_grads[0] = pad_grad(c.output_grads[0], c.inputs[0].data().shape(),
+                                full_pad(c.attrs.get<Dims>("padLo"), dyn),
+                                static_cast<PadMode>(c.attrs.get<int64_t>("mode")));
 }
 
 // ---- gather ----

@@ -226,9 +226,28 @@ void forward_error(ForwardContext& c) {
         correct = reduce_max(equal(idx, cls.broadcast_to(idx.shape())).to(z.dtype()), {ax}, true);
     }
     Tensor err = minus(scalar_like(1.0, z), correct);
+    // One error per slice along the axis; but for top 1 along the last axis (CNTK's [.. x 1] result) a
+    // sample's error is the mean over its slices.
+    if (top_n == 1 && ax == z.rank() - 1) {
+        c.outputs.push_back(Value(err));
+        return;
+    }
     Dims out(z.shape().dims().begin(), z.shape().dims().begin() + dyn);
-    if (top_n == 1 && ax == z.rank() - 1) out = err.shape().dims();
-    c.outputs.push_back(Value(err.reshape(out)));
+    c.outputs.push_back(Value(reduce_mean(err, static_axes(dyn, rank), false).reshape(out)));
+}
+
+// CNTK's ClassificationError with topN 1 and the default axis (-1) was its primitive, whose gradient is
+// none for z and -hardmax(z) per sample for the target, which CNTK's own metric tests check; with an
+// axis given (even the last one, as a positive number) it was a composite of argmax comparisons, which has
+// no gradient. Other topN had none either.
+void backward_error(BackwardContext& c) {
+    if (!c.needs[1] || !c.output_grads[0].defined() || c.attrs.get<int64_t>("topN") != 1) return;
+    const int rank = c.input_vars[0].rank(), dyn = std::max(c.dyn_rank(0), c.dyn_rank(1));
+    const Tensor z = align(c.inputs[0].data(), c.dyn_rank(0), dyn, rank);
+    const int ax = dyn + normalize_static_axis(c.attrs.get<Axis>("axis"), rank, c.where);
+    if (!(c.attrs.get<Axis>("axis") == Axis(-1))) return;
+    const Tensor g = negate(element_times(hardmax(z, ax), c.output_grads[0]));
+    c.input_grads[1] = reduce_to_operand(g, c.inputs[1].data(), c.dyn_rank(1), dyn, rank);
 }
 
 // ---- squared_error, binary cross entropy, cosine distance: per-sample scalars ----
@@ -431,7 +450,8 @@ void register_loss_ops(OpTable& t) {
     t.backward_reads(PrimitiveOp::cross_entropy_with_softmax,
                      reads_input(1));  // the logits' log_softmax and log-sum-exp are saved
     t.add(PrimitiveOp::classification_error,
-          OpDef{"ClassificationError", 2, 2, infer_error, forward_error, nullptr});
+          OpDef{"ClassificationError", 2, 2, infer_error, forward_error, backward_error});
+    t.backward_reads(PrimitiveOp::classification_error, reads_input(0));
     t.add(PrimitiveOp::squared_error,
           OpDef{"SquaredError", 2, 2, infer_scalar_loss, forward_squared_error, backward_squared_error});
     t.add(PrimitiveOp::binary_cross_entropy,

@@ -193,6 +193,23 @@ std::vector<GraphCase> structure_graph_cases() {
         [](T in) {
             return pad(in[0], {0, 1, 0}, {0, 0, 2}, PadMode::constant, 0.5);
         }));
+    // Mirrored pads: their gradient adds each mirrored cell back onto the cell it copied (corners too).
+    cases.push_back(make_case(
+        "pad/reflect", {PrimitiveOp::pad}, {Slot::input({3, 4})},
+        [](V v) {
+            return pad(v[0], {{1, 2}, {3, 1}}, PadMode::reflect);
+        },
+        [](T in) {
+            return pad(in[0], {0, 1, 3}, {0, 2, 1}, PadMode::reflect);
+        }));
+    cases.push_back(make_case(
+        "pad/symmetric", {PrimitiveOp::pad}, {Slot::input({2, 3})},
+        [](V v) {
+            return pad(v[0], {{2, 1}, {0, 3}}, PadMode::symmetric);
+        },
+        [](T in) {
+            return pad(in[0], {0, 2, 0}, {0, 1, 3}, PadMode::symmetric);
+        }));
     cases.push_back(make_case(
         "gather/embedding", {PrimitiveOp::gather}, {Slot::param({5, 3}), Slot::input({2}, 0, 5).ints()},
         [](V v) { return gather(v[0], v[1]); }, [](T in) { return gather(in[0], in[1], 0); }));
