@@ -361,8 +361,9 @@ namespace CNTK
         public static void ResetRandomSeed(uint value)
         {
             Status.EnsureAbi();
-            Status.Check(Native.ctk_set_fixed_random_seed(value));
+            Status.Check(Native.ctk_reset_random_seed(value));
             randomSeed = value;
+            randomSeedFixed = false;
         }
 
         public static bool IsRandomSeedFixed() { return randomSeedFixed; }

@@ -63,6 +63,7 @@ namespace CNTK.Interop
         [DllImport(Lib)] public static extern int ctk_set_default_device(NativeDevice device);
         [DllImport(Lib)] public static extern int ctk_device_available(NativeDevice device, out int available);
         [DllImport(Lib)] public static extern int ctk_set_fixed_random_seed(ulong seed);
+        [DllImport(Lib)] public static extern int ctk_reset_random_seed(ulong seed);
         [DllImport(Lib)] public static extern int ctk_force_deterministic_algorithms(int on);
         [DllImport(Lib)] public static extern int ctk_deterministic_algorithms_forced(out int on);
         [DllImport(Lib)] public static extern int ctk_set_max_num_cpu_threads(int threads);

@@ -36,9 +36,10 @@ class ProgressWriter(_PythonProgressWriter):
 
 
 def reset_random_seed(value):
-    """Restarts the seeds drawn for initializers and random ops created without a seed from `value`
-    (CNTK's conftest calls it before each test so that results do not depend on test order)."""
-    _ctk.set_fixed_random_seed(int(value))
+    """Initializers and random ops created without a seed get seeds value, value + 1, ... from now on,
+    and a fixed seed is no longer fixed (CNTK's conftest calls it before each test so that results do not
+    depend on test order)."""
+    _ctk.reset_random_seed(int(value))
 
 
 def set_max_num_cpu_threads(num_threads):

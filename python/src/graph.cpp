@@ -243,20 +243,27 @@ void bind_graph(py::module_& m) {
     m.attr("SentinelValueForAutoSelectRandomSeed") = kSeed;
     // CNTK's native constant_initializer (imported from _cntk_py by CNTK's own examples).
     m.def("constant_initializer", &constant_initializer, py::arg("value") = 0.0);
-    m.def("uniform", &uniform, py::arg("scale"), py::arg("seed") = kSeed);
-    m.def("normal", &normal, py::arg("scale"), py::arg("output_rank") = kRank, py::arg("filter_rank") = kRank,
-          py::arg("seed") = kSeed);
-    m.def("truncated_normal", &truncated_normal, py::arg("stdev"), py::arg("seed") = kSeed);
-    m.def("xavier", &xavier, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
-          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
-    m.def("glorot_uniform", &glorot_uniform, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
-          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
-    m.def("glorot_normal", &glorot_normal, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
-          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
-    m.def("he_uniform", &he_uniform, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
-          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
-    m.def("he_normal", &he_normal, py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
-          py::arg("filter_rank") = kRank, py::arg("seed") = kSeed);
+    // CNTK's initializers take seed=None (the default) for a seed drawn from the process's seed source.
+    using Seed = std::optional<uint64_t>;
+    m.def(
+        "uniform", [](double scale, Seed seed) { return uniform(scale, seed.value_or(kSentinelSeed)); },
+        py::arg("scale"), py::arg("seed") = py::none());
+    m.def(
+        "truncated_normal", [](double stdev, Seed seed) { return truncated_normal(stdev, seed.value_or(kSentinelSeed)); },
+        py::arg("stdev"), py::arg("seed") = py::none());
+    using Ranked = Initializer (*)(double, int, int, uint64_t);
+    auto ranked = [](Ranked make) {
+        return [make](double scale, int output_rank, int filter_rank, Seed seed) {
+            return make(scale, output_rank, filter_rank, seed.value_or(kSentinelSeed));
+        };
+    };
+    m.def("normal", ranked(&normal), py::arg("scale"), py::arg("output_rank") = kRank,
+          py::arg("filter_rank") = kRank, py::arg("seed") = py::none());
+    for (auto [name, make] : {std::pair<const char*, Ranked>{"xavier", &xavier}, {"glorot_uniform", &glorot_uniform},
+                              {"glorot_normal", &glorot_normal}, {"he_uniform", &he_uniform},
+                              {"he_normal", &he_normal}})
+        m.def(name, ranked(make), py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
+              py::arg("filter_rank") = kRank, py::arg("seed") = py::none());
     m.def("bilinear", &bilinear, py::arg("kernel_width"), py::arg("kernel_height"));
     m.def(
         "initializer_with_rank",
@@ -266,6 +273,8 @@ void bind_graph(py::module_& m) {
         },
         py::arg("initializer"), py::arg("output_rank") = py::none(), py::arg("filter_rank") = py::none());
     m.def("set_fixed_random_seed", &set_fixed_random_seed, py::arg("value"));
+    m.def("reset_random_seed", &reset_random_seed, py::arg("value"));
+    m.def("is_random_seed_fixed", &random_seed_is_fixed);
 
     // ---- Variable ----
     // dynamic_attr: CNTK's layers library adds methods to variables (ForwardDeclaration's resolve_to).

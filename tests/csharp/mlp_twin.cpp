@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     try {
         const std::string dir = argv[1];
         const int64_t samples = argc > 3 ? std::atoll(argv[3]) : 60000;
-        set_fixed_random_seed(1);
+        reset_random_seed(1);
         Variable x = sequence_input_variable({784}, DataType::f32, false, false, Axis::default_dynamic_axis(),
                                              "features");
         Variable y = sequence_input_variable({10}, DataType::f32, false, false, Axis::default_dynamic_axis(),

@@ -23,7 +23,7 @@ def main():
     samples = int(sys.argv[3]) if len(sys.argv) > 3 else 60000
     images = idx(os.path.join(data, 'train-images-idx3-ubyte'), 16).reshape(-1, 784)[:samples].astype(np.float32)
     labels = idx(os.path.join(data, 'train-labels-idx1-ubyte'), 8)[:samples]
-    C.cntk_py.set_fixed_random_seed(1)
+    C.cntk_py.reset_random_seed(1)
     x = C.sequence.input_variable(784, name='features')
     y = C.sequence.input_variable(10, name='labels')
     w1 = C.parameter((784, 200), init=C.glorot_uniform(), name='W1')

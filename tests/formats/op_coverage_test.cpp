@@ -56,6 +56,7 @@ const std::set<PrimitiveOp> kNotInOnnx = {
 // Ops exported in their common forms whose other forms ONNX export refuses, naming why.
 const std::set<PrimitiveOp> kSomeFormsNotInOnnx = {
     PrimitiveOp::gather,           // a per-sample reference
+    PrimitiveOp::pad,              // symmetric padding (ONNX Pad has constant, reflect and edge)
     PrimitiveOp::past_value,       // an offset above 1 (ONNX Scan carries its state one frame)
     PrimitiveOp::splice,           // operands of different ranks or dynamic axes
     PrimitiveOp::transpose_times,  // a right operand that is not a static matrix

@@ -541,3 +541,32 @@ def test_pad_gradients_count_the_mirrored_copies():
     np.testing.assert_array_equal(g, [[4, 4, 4], [2, 2, 2]])
     g = C.pad(x, mode=C.ops.REFLECT_PAD, pattern=[(1, 1), (2, 2)]).grad({}, [x])
     np.testing.assert_array_equal(g, [[4, 6, 4], [4, 6, 4]])
+
+
+def test_random_seeds_follow_cntks_rules():
+    def value(seed=None):
+        return C.parameter(shape=(10,), init=C.glorot_uniform(seed=seed)).value
+
+    def dropout_seed(seed=None):
+        f = C.dropout(C.input_variable(2), 0.5, seed=seed) if seed else C.dropout(C.input_variable(2), 0.5)
+        return f.root_function.attributes['rngSeed']
+    try:
+        # reset_random_seed(s): the draws count up from s, and restart there when reset again.
+        C.cntk_py.reset_random_seed(2)
+        a, b = value(), value()
+        assert not np.allclose(a, b)
+        C.cntk_py.reset_random_seed(2)
+        np.testing.assert_array_equal(value(), a)
+        C.cntk_py.reset_random_seed(789)
+        assert dropout_seed() == 789 and dropout_seed() == 790
+        # set_fixed_random_seed(s): every draw is s; an explicit seed still wins.
+        C.cntk_py.set_fixed_random_seed(789)
+        np.testing.assert_array_equal(value(), value())
+        assert dropout_seed() == 789 and dropout_seed() == 789 and dropout_seed(123) == 123
+        assert not np.allclose(value(123), value(456))
+        C.cntk_py.set_fixed_random_seed(987)
+        c = value()
+        C.cntk_py.set_fixed_random_seed(789)
+        assert not np.allclose(c, value())
+    finally:
+        C.cntk_py.reset_random_seed(0)

@@ -87,9 +87,11 @@ CTK_C_API ctk_status ctk_default_device(ctk_device* out);
 CTK_C_API ctk_status ctk_set_default_device(ctk_device device);
 CTK_C_API ctk_status ctk_device_available(ctk_device device, int32_t* available);
 
-/* CNTK's SetFixedRandomSeed / ResetRandomSeed: initializers and random ops made without a seed draw
- * their seeds from this one, in creation order, so two runs that build the same graph match bit for bit. */
+/* CNTK's SetFixedRandomSeed and ResetRandomSeed: initializers and random ops made without a seed get
+ * `seed` each (fixed) or seed, seed + 1, ... in creation order (reset), so two runs that build the same
+ * graph match bit for bit. */
 CTK_C_API ctk_status ctk_set_fixed_random_seed(uint64_t seed);
+CTK_C_API ctk_status ctk_reset_random_seed(uint64_t seed);
 /* CNTK's ForceDeterministicAlgorithms: GPU algorithms that are not bit-reproducible are not used (the
  * CPU kernels are deterministic for a given thread count). */
 CTK_C_API ctk_status ctk_force_deterministic_algorithms(int32_t on);

@@ -69,9 +69,13 @@ Initializer bilinear(int64_t kernel_width, int64_t kernel_height);
 // with as many elements (its inferred dims resolved first); ShapeError naming both shapes otherwise.
 Initializer initial_values(const Tensor& values);
 
-// The process-wide seed source for initializers and random ops created without an explicit seed
-// (CNTK's set_fixed_random_seed: every later draw is a pure function of it and the creation order).
+// The process-wide seed source for initializers and random ops created without an explicit seed, with
+// CNTK's rules: set_fixed_random_seed(s) makes every later draw s (two glorot_uniform parameters of one
+// shape come out equal, every dropout gets seed s); reset_random_seed(s) makes the draws s, s + 1, ...
+// in creation order. The process starts as reset_random_seed(0).
 void set_fixed_random_seed(uint64_t seed);
+void reset_random_seed(uint64_t seed);
+bool random_seed_is_fixed();
 uint64_t next_random_seed();
 
 // The seed of a random op (dropout, random sampling) created without one: CNTK's worker-specific rule
