@@ -375,6 +375,19 @@ void bind_graph(py::module_& m) {
                                    return owner ? owner : f;
                                })
         .def(
+            "set_attribute",
+            [](Function& f, const std::string& name, const py::object& value) {
+                if (py::isinstance<py::bool_>(value) ||
+                    !(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) ||
+                      py::hasattr(value, "__float__")))
+                    throw py::type_error("set_attribute: the value of '" + name + "' must be a number");
+                if (py::isinstance<py::int_>(value) || py::hasattr(value, "__index__"))
+                    f.set_attribute(name, value.cast<int64_t>());
+                else
+                    f.set_attribute(name, value.cast<double>());
+            },
+            py::arg("name"), py::arg("value"))
+        .def(
             "find_by_name",
             [](const Function& f, const std::string& name, int depth) {
                 return f.find_by_name(name, depth != 0);

@@ -31,6 +31,36 @@ std::string Function::op_name() const {
     return detail::op_def(op_).cntk_name;
 }
 
+void Function::set_attribute(const std::string& name, const AttrValue& value) {
+    if (kind_ == Kind::composite && composite_outputs_.size() == 1 && composite_outputs_[0].owner() &&
+        composite_outputs_[0].owner().get() != this)
+        return composite_outputs_[0].owner()->set_attribute(name, value);
+    const std::string who = op_name() + " '" + name_ + "'";
+    if (name == "dropoutRate") {
+        CTK_CHECK(kind_ == Kind::primitive && op_ == PrimitiveOp::dropout, ValueError, "set_attribute: ", who,
+                  " has no dropoutRate (only dropout does)");
+        const double* d = std::get_if<double>(&value);
+        const int64_t* i = std::get_if<int64_t>(&value);
+        CTK_CHECK(d || i, TypeError, "set_attribute: ", who, ": dropoutRate must be a number");
+        const double rate = d ? *d : static_cast<double>(*i);
+        CTK_CHECK(rate >= 0.0 && rate < 1.0, ValueError, "set_attribute: ", who, ": dropoutRate ", rate,
+                  " must be in [0, 1)");
+        attributes_.set(name, rate);
+        return;
+    }
+    if (name == "rngSeed") {
+        CTK_CHECK(kind_ == Kind::primitive && attributes_.has("rngSeed"), ValueError, "set_attribute: ", who,
+                  " has no rngSeed (only dropout and the random ops do)");
+        const int64_t* seed = std::get_if<int64_t>(&value);
+        CTK_CHECK(seed, TypeError, "set_attribute: ", who, ": rngSeed must be an integer");
+        attributes_.set(name, *seed);
+        rng_offset_ = 0;  // the new seed's stream from its start
+        return;
+    }
+    CTK_THROW(ValueError, "set_attribute: attribute '", name, "' of ", who,
+              " cannot be changed (CNTK allows dropoutRate and rngSeed)");
+}
+
 std::vector<Variable> Function::outputs() const {
     if (kind_ == Kind::composite) return composite_outputs_;
     std::vector<Variable> out;

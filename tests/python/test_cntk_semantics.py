@@ -570,3 +570,27 @@ def test_random_seeds_follow_cntks_rules():
         assert not np.allclose(c, value())
     finally:
         C.cntk_py.reset_random_seed(0)
+
+
+def test_set_attribute_changes_dropout_rate_and_seed():
+    x = C.input_variable((100, 100))
+    d = C.dropout(x, dropout_rate=0.1, seed=5)
+    ones = np.ones((1, 100, 100), np.float32)
+
+    def kept():  # the fraction of elements kept by a training-mode forward
+        _, out = d.forward({x: ones}, [d.output], set([d.output]))
+        return np.count_nonzero(out[d.output]) / ones.size
+    for rate in [0.0, 0.25, 0.78]:
+        d.set_attribute('dropoutRate', rate)
+        assert d.root_function.attributes['dropoutRate'] == rate
+        assert abs(kept() - (1 - rate)) < 0.02
+    d.set_attribute('rngSeed', 7)
+    first = kept()
+    d.set_attribute('rngSeed', 7)  # the same seed: the stream restarts
+    assert kept() == first
+    with pytest.raises(ValueError, match="dropoutRate"):
+        d.set_attribute('dropoutRate', 1.5)
+    with pytest.raises(ValueError, match="cannot be changed"):
+        d.set_attribute('axis', 1)
+    with pytest.raises(ValueError, match="only dropout"):
+        C.relu(x).set_attribute('dropoutRate', 0.5)

@@ -89,6 +89,10 @@ public:
     void set_name(std::string name) { name_ = std::move(name); }
     const std::string& uid() const { return uid_; }
     const Attributes& attributes() const { return attributes_; }
+    // CNTK's Function.set_attribute: the attributes CNTK let change after construction, "dropoutRate" of
+    // dropout (in [0, 1)) and "rngSeed" of dropout and the random ops (its stream restarts). Others:
+    // ValueError naming the attribute. A composite changes its root primitive's.
+    void set_attribute(const std::string& name, const AttrValue& value);
 
     // Primitives and blocks: their operands. Composites: the leaves of the graph (as CNTK's Inputs()).
     std::vector<Variable> inputs() const;
