@@ -142,8 +142,10 @@ Tensor value_on(const Variable& v, Device device);
 
 // A delay's initial state as one frame [N, 1, sample...] (a per-sequence [#] state, or a value that
 // broadcasts over the sample), and the gradient of that state from a frame gradient [N, 1, sample...].
-Tensor delay_initial_frame(const Variable& init_var, const Value& init, const Dims& frame_dims);
-Tensor delay_initial_grad(const Variable& init_var, const Value& init, const Tensor& frame_grad);
+// An initial state that is itself a sequence (CNTK's per-sequence state; offset 1) gives each sequence
+// its last frame for a past delay, its first for a future one (`past`).
+Tensor delay_initial_frame(const Variable& init_var, const Value& init, const Dims& frame_dims, bool past);
+Tensor delay_initial_grad(const Variable& init_var, const Value& init, const Tensor& frame_grad, bool past);
 
 // The op table (src/graph/ops/op_table.cpp), built on first use from each family's explicit registration.
 const OpDef& op_def(PrimitiveOp op);

@@ -594,3 +594,34 @@ def test_set_attribute_changes_dropout_rate_and_seed():
         d.set_attribute('axis', 1)
     with pytest.raises(ValueError, match="only dropout"):
         C.relu(x).set_attribute('dropoutRate', 0.5)
+
+
+def test_delay_whose_initial_state_becomes_a_sequence_later():
+    # A placeholder initial state bound afterwards to a sequence over another axis: each sequence starts
+    # from its state sequence's last frame (past) or first frame (future), as when built with it known.
+    state_axis = C.Axis('stateAxis')
+    x = C.sequence.input_variable(2, name='x')
+    s = C.sequence.input_variable(2, sequence_axis=state_axis, name='s')
+    xs = [np.array([[1, 2], [3, 4], [5, 6]], np.float32), np.array([[7, 8]], np.float32)]
+    ss = [np.array([[10, 20], [30, 40]], np.float32), np.array([[50, 60], [70, 80], [90, 99]], np.float32)]
+    for past, pick in [(True, C.sequence.last), (False, C.sequence.first)]:
+        p = C.placeholder()
+        delayed = (C.sequence.past_value if past else C.sequence.future_value)(x, p)
+        late = delayed.replace_placeholders({p: s})
+        known = (C.sequence.past_value if past else C.sequence.future_value)(x, s)
+        explicit = (C.sequence.past_value if past else C.sequence.future_value)(x, pick(s))
+        for f in (late, known):
+            out = f.eval({x: xs, s: ss})
+            ref = explicit.eval({x: xs, s: ss})
+            for a, b in zip(out, ref):
+                np.testing.assert_array_equal(a, b)
+        # The state's gradient lands on the frame it was taken from.
+        sg = C.sequence.input_variable(2, sequence_axis=state_axis, needs_gradient=True)
+        p2 = C.placeholder()
+        f = (C.sequence.past_value if past else C.sequence.future_value)(x, p2).replace_placeholders({p2: sg})
+        g = f.grad({x: xs, sg: ss}, wrt=[sg])
+        frame = -1 if past else 0
+        for seq_grad, seq in zip(g, ss):
+            expected = np.zeros_like(seq)
+            expected[frame] = 1
+            np.testing.assert_array_equal(seq_grad, expected)

@@ -39,9 +39,17 @@ void require_sequence(const Variable& x, const std::string& where) {
 std::vector<OutputSpec> infer_delay(InferContext& c) {
     const Variable &x = c.inputs[0], &init = c.inputs[1];
     require_sequence(x, c.where);
-    CTK_CHECK(init.dynamic_axes().empty() || (init.dynamic_axes().size() == 1 && init.has_batch_axis()),
+    // A sequence of another axis as initial state (past_value built it as a sequence op when it knew;
+    // a placeholder bound later lands here): each sequence starts from its state sequence's boundary frame.
+    const bool state_sequence = init.dynamic_axes().size() == 2 && init.has_sequence_axis() &&
+                                init.dynamic_axes()[0] == x.dynamic_axes()[0];
+    CTK_CHECK(init.dynamic_axes().empty() || (init.dynamic_axes().size() == 1 && init.has_batch_axis()) ||
+                  state_sequence,
               ShapeError, c.where, ": the initial state ", init.to_string(),
-              " must be static or have only the batch axis");
+              " must be static, have only the batch axis or be a sequence with ", x.to_string(), "'s batch axis");
+    CTK_CHECK(!state_sequence || c.attrs.get<int64_t>("offset") == 1, ShapeError, c.where,
+              ": an initial state that is a sequence (", init.to_string(), ") takes offset 1 here; build the "
+              "delay with the sequence already known for larger offsets");
     CTK_CHECK(init.rank() <= x.rank(), ShapeError, c.where, ": the initial state ", init.to_string(),
               " does not broadcast to ", x.to_string());
     for (size_t i = 0; i < init.shape().size(); ++i) {
@@ -61,7 +69,7 @@ void forward_delay(ForwardContext& c) {
     const int64_t frames = x.dim(1), k = c.attrs.get<int64_t>("offset");
     Dims block = x.shape().dims();
     block[1] = 1;
-    Tensor init = delay_initial_frame(c.input_vars[1], c.inputs[1], block);
+    Tensor init = delay_initial_frame(c.input_vars[1], c.inputs[1], block, Past);
     Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
     const int64_t shift = std::min(k, frames);
     for (int64_t t = 0; t < shift; ++t) {  // frames with nothing k steps away: the initial state
@@ -105,7 +113,8 @@ void backward_delay(BackwardContext& c) {
         c.input_grads[0] = dx;
     }
     if (c.needs[1])
-        c.input_grads[1] = delay_initial_grad(c.input_vars[1], c.inputs[1], reduce_sum(to_init, {1}, true));
+        c.input_grads[1] =
+            delay_initial_grad(c.input_vars[1], c.inputs[1], reduce_sum(to_init, {1}, true), Past);
 }
 
 // ---- first, last: one frame per sequence ----
