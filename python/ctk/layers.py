@@ -7,7 +7,7 @@ from .typing import required_positional_parameters
 from .default_options import default_options, default_options_for  # noqa: F401
 from ._ctk.layers import Sequential as _Sequential
 from ._ctk.layers import ResNetBlock as _ResNetBlock
-from ._ctk.layers import (identity, Dense, Convolution, Convolution1D,  # noqa: F401
+from ._ctk.layers import (identity, Dense, Convolution, SequentialConvolution, Convolution1D,  # noqa: F401
                           Convolution2D, Convolution3D, MaxPooling, AveragePooling, GlobalMaxPooling,
                           GlobalAveragePooling, Dropout, BatchNormalization, LayerNormalization, Embedding,
                           Activation, Stabilizer, Label, SequentialClique, LSTM, GRU,
@@ -189,7 +189,7 @@ def Delay(T=1, initial_state=0, name=''):
     return as_block(as_function(body), [(inner, placeholder())], 'Delay', name)
 
 
-__all__ = ['Delay', 'identity', 'default_options', 'default_options_for', 'Dense', 'Convolution', 'Convolution1D', 'Convolution2D',
+__all__ = ['Delay', 'identity', 'default_options', 'default_options_for', 'Dense', 'Convolution', 'SequentialConvolution', 'Convolution1D', 'Convolution2D',
            'Convolution3D', 'MaxPooling', 'AveragePooling', 'GlobalMaxPooling', 'GlobalAveragePooling',
            'Dropout', 'BatchNormalization', 'LayerNormalization', 'Embedding', 'Activation', 'Stabilizer',
            'Label', 'Sequential', 'ResNetBlock', 'SequentialClique', 'For', 'LSTM', 'GRU', 'RNNStep',

@@ -212,7 +212,12 @@ layers::ConvolutionOptions conv_options(const py::object& activation, const py::
     o.pad = opt<bool>(pad);
     o.strides = dims_arg(strides);
     o.bias = opt<bool>(bias);
-    o.init_bias = opt<double>(init_bias);
+    // CNTK took one value or one per filter.
+    if (!init_bias.is_none() && !is_unset(init_bias) &&
+        (py::isinstance<py::list>(init_bias) || py::isinstance<py::tuple>(init_bias) || py::hasattr(init_bias, "shape")))
+        o.init_bias_values = tensor_from_numpy(py::module_::import("numpy").attr("asarray")(init_bias), DataType::f32);
+    else
+        o.init_bias = opt<double>(init_bias);
     o.dilation = dims_arg(dilation);
     o.name = name;
     return o;
@@ -297,28 +302,64 @@ void bind_layers_learners(py::module_& m) {
         },
         arg("shape"), arg("activation") = U, arg("init") = U, arg("input_rank") = py::none(),
         arg("map_rank") = py::none(), arg("bias") = U, arg("init_bias") = U, arg("name") = "");
-    auto conv = [U, &l](const char* pyname,
-                        FunctionPtr (*make)(const Dims&, int64_t, const layers::ConvolutionOptions&)) {
+    // CNTK's num_filters: a count, or None / () for no filter axis in the output (0 here).
+    auto filter_count = [](const py::object& n) -> int64_t {
+        if (n.is_none() || (py::isinstance<py::tuple>(n) && py::len(n) == 0)) return 0;
+        return n.cast<int64_t>();
+    };
+    auto conv = [U, &l, filter_count](const char* pyname,
+                                      FunctionPtr (*make)(const Dims&, int64_t, const layers::ConvolutionOptions&)) {
         l.def(
             pyname,
-            [make, pyname](const py::object& filter_shape, int64_t num_filters, const py::object& activation,
-                           const py::object& init, const py::object& pad, const py::object& strides,
-                           const py::object& bias, const py::object& init_bias, int reduction_rank,
-                           const py::object& dilation, int64_t groups, const std::string& name) {
+            [make, filter_count](const py::object& filter_shape, const py::object& num_filters,
+                                 const py::object& activation, const py::object& init, const py::object& pad,
+                                 const py::object& strides, const py::object& bias, const py::object& init_bias,
+                                 int reduction_rank, const py::object& dilation, int64_t groups,
+                                 const std::string& name) {
                 layers::ConvolutionOptions o =
                     conv_options(activation, init, pad, strides, bias, init_bias, dilation, name);
                 o.groups = groups;
                 o.reduction_rank = reduction_rank;
-                return make(dims_arg(filter_shape), num_filters, o);
+                return make(dims_arg(filter_shape), filter_count(num_filters), o);
             },
-            arg("filter_shape"), arg("num_filters"), arg("activation") = U, arg("init") = U, arg("pad") = U,
-            arg("strides") = 1, arg("bias") = U, arg("init_bias") = U, arg("reduction_rank") = 1,
+            arg("filter_shape"), arg("num_filters") = py::none(), arg("activation") = U, arg("init") = U,
+            arg("pad") = U, arg("strides") = 1, arg("bias") = U, arg("init_bias") = U, arg("reduction_rank") = 1,
             arg("dilation") = 1, arg("groups") = 1, arg("name") = "");
     };
-    conv("Convolution", &layers::Convolution);
     conv("Convolution1D", &layers::Convolution1D);
     conv("Convolution2D", &layers::Convolution2D);
     conv("Convolution3D", &layers::Convolution3D);
+    // Convolution and SequentialConvolution in CNTK 2.7's argument order (Convolution's third is
+    // `sequential`: True makes it a SequentialConvolution).
+    for (const bool sequential_layer : {false, true}) {
+        l.def(
+            sequential_layer ? "SequentialConvolution" : "Convolution",
+            [sequential_layer, filter_count](
+                const py::object& filter_shape, const py::object& num_filters, bool sequential,
+                const py::object& activation, const py::object& init, const py::object& pad,
+                const py::object& strides, const py::object& sharing, const py::object& bias,
+                const py::object& init_bias, int reduction_rank, bool transpose_weight, const py::object& dilation,
+                int64_t groups, int64_t /*max_temp_mem_size_in_samples*/, const std::string& /*op_name*/,
+                const std::string& name) {
+                CTK_CHECK(sharing.is_none() || is_unset(sharing) || sharing.cast<bool>(), NotImplementedError,
+                          "Convolution: sharing=False is not supported");
+                CTK_CHECK(!transpose_weight, NotImplementedError, "Convolution: transpose_weight=True is not "
+                          "supported");
+                layers::ConvolutionOptions o =
+                    conv_options(activation, init, pad, strides, bias, init_bias, dilation, name);
+                o.groups = groups;
+                o.reduction_rank = reduction_rank;
+                const Dims filter = dims_arg(filter_shape);
+                if (sequential_layer || sequential)
+                    return layers::SequentialConvolution(filter, filter_count(num_filters), o);
+                return layers::Convolution(filter, filter_count(num_filters), o);
+            },
+            arg("filter_shape"), arg("num_filters") = py::none(), arg("sequential") = false,
+            arg("activation") = U, arg("init") = U, arg("pad") = U, arg("strides") = 1, arg("sharing") = U,
+            arg("bias") = U, arg("init_bias") = U, arg("reduction_rank") = 1, arg("transpose_weight") = false,
+            arg("dilation") = 1, arg("groups") = 1, arg("max_temp_mem_size_in_samples") = 0,
+            arg("op_name") = sequential_layer ? "SequentialConvolution" : "Convolution", arg("name") = "");
+    }
     for (int rank : {0, 1, 2, 3}) {
         static const char* const kNames[] = {"ConvolutionTranspose", "ConvolutionTranspose1D",
                                              "ConvolutionTranspose2D", "ConvolutionTranspose3D"};

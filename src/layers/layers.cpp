@@ -101,11 +101,32 @@ FunctionPtr Dense(const Dims& shape, std::optional<ActivationFn> activation, std
 }
 
 namespace {
+// A convolution layer's bias [filters, 1 per spatial axis], or none when the options say so. Given as an
+// array, it has the array's own shape when `array_shape` (CNTK's SequentialConvolution: see there).
+Variable convolution_bias(const ConvolutionOptions& o, int64_t filters, size_t spatial, const std::string& where,
+                          bool array_shape = false) {
+    if (!option(o.bias, &LayerDefaults::bias, true)) return {};
+    Dims b_shape(spatial + 1, 1);
+    b_shape[0] = filters;
+    if (o.init_bias_values.defined() && array_shape)
+        return parameter(o.init_bias_values.shape().dims(), initial_values(o.init_bias_values), DataType::f32, "b");
+    if (o.init_bias_values.defined()) {
+        CTK_CHECK(o.init_bias_values.numel() == filters, ValueError, where, ": init_bias has ",
+                  o.init_bias_values.numel(), " values for ", filters, " filters");
+        return parameter(b_shape, initial_values(o.init_bias_values), DataType::f32, "b");
+    }
+    return parameter(b_shape, constant_initializer(option(o.init_bias, &LayerDefaults::init_bias, 0.0)),
+                     DataType::f32, "b");
+}
+
 FunctionPtr convolution_layer(const Dims& filter_shape, int64_t num_filters, const ConvolutionOptions& o,
                               bool transpose, const Dims& output_shape, const char* op_name) {
     const std::string where = std::string(op_name) + " '" + o.name + "'";
     CTK_CHECK(!filter_shape.empty(), ValueError, where, ": empty filter_shape");
-    CTK_CHECK(num_filters > 0, ValueError, where, ": num_filters must be > 0, got ", num_filters);
+    CTK_CHECK(num_filters > 0 || (num_filters == 0 && !transpose), ValueError, where,
+              ": num_filters must be > 0", transpose ? "" : " (or 0: no filter axis)", ", got ", num_filters);
+    const bool filter_axis = num_filters > 0;
+    if (!filter_axis) num_filters = 1;
     CTK_CHECK(o.groups >= 1 && num_filters % o.groups == 0, ValueError, where, ": groups ", o.groups,
               " must divide num_filters ", num_filters);
     CTK_CHECK(o.reduction_rank == 0 || o.reduction_rank == 1, ValueError, where,
@@ -133,19 +154,14 @@ FunctionPtr convolution_layer(const Dims& filter_shape, int64_t num_filters, con
     Dims w_shape = transpose ? Dims{in_channels, num_filters} : Dims{num_filters, in_channels};
     w_shape.insert(w_shape.end(), filter_shape.begin(), filter_shape.end());
     Variable W = parameter(w_shape, w_init, DataType::f32, "W");
-    Variable b;
-    if (option(o.bias, &LayerDefaults::bias, true)) {
-        Dims b_shape(spatial + 1, 1);
-        b_shape[0] = num_filters;
-        b = parameter(b_shape, constant_initializer(option(o.init_bias, &LayerDefaults::init_bias, 0.0)),
-                      DataType::f32, "b");
-    }
+    const Variable b = convolution_bias(o, num_filters, spatial, where);
     const int64_t groups = o.groups;
     return make_layer(op_name, o.name, [=](const Variable& x_in) {
         const Variable x = add_channel_axis ? Variable(expand_dims(x_in, 0)) : x_in;
         FunctionPtr r = transpose ? convolution_transpose(W, x, strides, auto_padding, output_shape, dilation)
                                   : convolution(W, x, strides, auto_padding, dilation, groups);
         if (b.defined()) r = plus(r, b);
+        if (!filter_axis) r = reshape(r, {}, 0, 1);
         return activate(act, r);
     });
 }
@@ -169,6 +185,69 @@ FunctionPtr Convolution3D(const Dims& filter_shape, int64_t num_filters, const C
     return Convolution(filter_shape.size() == 3 ? filter_shape : Dims(3, filter_shape[0]), num_filters,
                        options);
 }
+FunctionPtr SequentialConvolution(const Dims& filter_shape, int64_t num_filters, const ConvolutionOptions& o) {
+    const std::string where = "SequentialConvolution '" + o.name + "'";
+    CTK_CHECK(!filter_shape.empty(), ValueError, where, ": empty filter_shape");
+    CTK_CHECK(num_filters >= 0, ValueError, where, ": num_filters must be >= 0 (0: none), got ", num_filters);
+    CTK_CHECK(o.reduction_rank == 0 || o.reduction_rank == 1, ValueError, where,
+              ": reduction_rank must be 0 or 1, got ", o.reduction_rank);
+    CTK_CHECK(o.groups == 1, NotImplementedError, where, ": groups other than 1");
+    const size_t axes = filter_shape.size();  // the sequence axis, then the sample's spatial axes
+    const ActivationFn act = option(o.activation, &LayerDefaults::activation, ActivationFn());
+    Initializer w_init = option(o.init, &LayerDefaults::init, glorot_uniform());
+    if (w_init.filter_rank == kSentinelRank) w_init.filter_rank = static_cast<int>(axes);
+    if (w_init.output_rank == kSentinelRank) w_init.output_rank = -1;
+    const bool pad = option(o.pad, &LayerDefaults::pad, false);
+    const Dims strides = repeat(o.strides, axes, "strides", where);
+    const Dims dilation = repeat(o.dilation, axes, "dilation", where);
+    Dims conv_strides{1}, conv_dilation{1};  // the channel axis first, as convolution() takes them
+    conv_strides.insert(conv_strides.end(), strides.begin(), strides.end());
+    conv_dilation.insert(conv_dilation.end(), dilation.begin(), dilation.end());
+    std::vector<bool> auto_padding(axes + 1, pad);
+    auto_padding[0] = false;
+
+    const int64_t filters = std::max<int64_t>(num_filters, 1);
+    Dims w_shape{filters, o.reduction_rank == 0 ? 1 : kInferredDim};
+    w_shape.insert(w_shape.end(), filter_shape.begin(), filter_shape.end());
+    Variable W = parameter(w_shape, w_init, DataType::f32, "W");
+    // CNTK added the bias to each output frame [filters, spatial'...], and a bias given as an array kept
+    // the array's shape: one value per filter without spatial axes, else (CNTK's quirk, kept) aligned
+    // with the last spatial axis as NumPy broadcasting aligns it.
+    const Variable b = convolution_bias(o, filters, axes - 1, where, true);
+    const double kernel_frames = static_cast<double>((filter_shape[0] - 1) * dilation[0] + 1);
+    const auto stride = static_cast<double>(strides[0]);
+    const int reduction_rank = o.reduction_rank;
+    // Axes 0 and 1 swapped in a rank-(axes + 1) tensor (x's shape is unknown until the layer is applied).
+    std::vector<int> swap01{1, 0};
+    for (int a = 2; a <= static_cast<int>(axes); ++a) swap01.push_back(a);
+    return make_layer("SequentialConvolution", o.name, [=](const Variable& x) {
+        // [#, *] x [sample] -> [#] x [T, sample] with zeros past each end -> an image [C, T, spatial...].
+        const Variable frames = sequence::unpack(x, 0.0)->outputs()[0];
+        // (A unit axis put in front by reshaping the empty range before axis 0: T is a free dim.)
+        const Variable image =
+            reduction_rank == 0 ? Variable(reshape(frames, {1}, 0, 0)) : Variable(transpose(frames, swap01));
+        const Variable y = convolution(W, image, conv_strides, auto_padding, conv_dilation, 1);
+        Variable per_frame = transpose(y, swap01);  // [T', filters, spatial'...]
+        if (b.defined()) per_frame = plus(per_frame, b);
+        if (num_filters == 0) per_frame = reshape(per_frame, {}, 1, 2);
+        FunctionPtr out;
+        if (pad && strides[0] == 1) {
+            out = to_sequence_like(per_frame, x);
+        } else {
+            const Variable one_per_frame =
+                plus(element_times(sequence::is_first(x), constant(0.0, x.dtype())), constant(1.0, x.dtype()));
+            const Variable length = sequence::reduce_sum(one_per_frame);
+            const Variable s = constant(stride, x.dtype());
+            const Variable out_length =
+                pad ? Variable(ceil(element_divide(length, s)))
+                    : Variable(relu(plus(floor(element_divide(minus(length, constant(kernel_frames, x.dtype())), s)),
+                                         constant(1.0, x.dtype()))));
+            out = to_sequence(per_frame, out_length);
+        }
+        return activate(act, out->output());
+    });
+}
+
 FunctionPtr ConvolutionTranspose(const Dims& filter_shape, int64_t num_filters,
                                  const ConvolutionOptions& options, const Dims& output_shape) {
     CTK_CHECK(options.groups == 1, NotImplementedError, "ConvolutionTranspose: groups other than 1");

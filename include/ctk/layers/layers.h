@@ -65,6 +65,7 @@ struct ConvolutionOptions {
     Dims strides{1};            // per spatial axis (one value: all)
     std::optional<bool> bias{};
     std::optional<double> init_bias{};
+    Tensor init_bias_values{};  // one value per filter (CNTK's init_bias as an array); overrides init_bias
     Dims dilation{1};
     int64_t groups = 1;
     // 1: x's first axis is the input channels (reduced over); 0: x has no channel axis (one channel).
@@ -72,7 +73,8 @@ struct ConvolutionOptions {
     std::string name{};
 };
 // Convolution over the trailing filter_shape.size() axes of x [C, spatial...]; W is
-// [num_filters, C / groups, filter_shape...] with C inferred, b is [num_filters, 1, ...].
+// [num_filters, C / groups, filter_shape...] with C inferred, b is [num_filters, 1, ...]. num_filters 0 is
+// CNTK's None: one filter, and no filter axis in the output.
 FunctionPtr Convolution(const Dims& filter_shape, int64_t num_filters,
                         const ConvolutionOptions& options = {});
 FunctionPtr Convolution1D(const Dims& filter_shape, int64_t num_filters,
@@ -81,6 +83,15 @@ FunctionPtr Convolution2D(const Dims& filter_shape, int64_t num_filters,
                           const ConvolutionOptions& options = {});
 FunctionPtr Convolution3D(const Dims& filter_shape, int64_t num_filters,
                           const ConvolutionOptions& options = {});
+// CNTK 2.7's SequentialConvolution: the first filter axis runs along x's sequence axis, the others over
+// the sample's spatial axes (x a sequence of [C, spatial...], or of [spatial...] with reduction_rank 0).
+// W is [max(num_filters, 1), C, filter_shape...]; num_filters 0 (CNTK's None) leaves the filter axis out
+// of the output, which is a sequence of [num_filters, spatial'...]. Each sequence is convolved on its own
+// (zeros past its end, CNTK's auto padding at its start) into ceil(T / stride) frames with pad and
+// floor((T - dilated kernel) / stride) + 1 without: on x's sequence axis when that keeps every length
+// (stride 1 with pad), else on a new one. groups other than 1: NotImplementedError.
+FunctionPtr SequentialConvolution(const Dims& filter_shape, int64_t num_filters,
+                                  const ConvolutionOptions& options = {});
 // W is [C, num_filters, filter_shape...]; output_shape: the spatial dims wanted (empty: computed).
 FunctionPtr ConvolutionTranspose(const Dims& filter_shape, int64_t num_filters,
                                  const ConvolutionOptions& options = {}, const Dims& output_shape = {});
