@@ -133,6 +133,39 @@ TEST(Layers, ConvNetMnistShapesAndParameterCount) {
     EXPECT_GT(max_abs, 0.8 * bound);
 }
 
+// CNTK's example: the filter [4, 2, 1] along a sequence of scalars; stride 2 with pad gives ceil(T / 2)
+// frames on a new sequence axis, stride 1 with pad keeps x's own.
+TEST(Layers, SequentialConvolutionRunsAlongTheSequenceAxis) {
+    Variable x = sequence_input_variable(Dims{});
+    ConvolutionOptions o;
+    o.reduction_rank = 0;
+    o.bias = false;
+    o.pad = false;
+    o.init = initial_values(Tensor::from_vector(std::vector<float>{4, 2, 1}, {3}));
+    FunctionPtr y = call(SequentialConvolution({3}, 0, o), x);
+    EXPECT_EQ(y->output().shape(), Dims{});
+    EXPECT_EQ(find_param(y, "W").shape(), (Dims{1, 1, 3}));
+    Value in = Value::from_sequences({Tensor::from_vector(std::vector<float>{2, 6, 4, 8, 6}, {5}),
+                                      Tensor::from_vector(std::vector<float>{1, 2, 3}, {3})});
+    ValueMap out = y->eval({{x, in}});
+    const Value& v = out.at(y->output());
+    EXPECT_EQ(v.layout()->lengths(), (std::vector<int64_t>{3, 1}));
+    EXPECT_EQ(v.data().select(0, 0).to_vector<float>(), (std::vector<float>{24, 40, 38}));
+    EXPECT_EQ(v.data().select(0, 1).slice(0, 0, 1).to_vector<float>(), (std::vector<float>{11}));
+    EXPECT_NE(y->output().dynamic_axes(), x.dynamic_axes());
+
+    o.pad = true;
+    o.strides = {2};
+    FunctionPtr strided = call(SequentialConvolution({3}, 0, o), x);
+    EXPECT_EQ(strided->eval({{x, in}}).at(strided->output()).layout()->lengths(), (std::vector<int64_t>{3, 2}));
+    o.strides = {1};
+    FunctionPtr same = call(SequentialConvolution({3}, 2, o), x);
+    EXPECT_EQ(same->output().dynamic_axes(), x.dynamic_axes());
+    EXPECT_EQ(same->output().shape(), (Dims{2}));
+    o.groups = 2;
+    EXPECT_THROW(SequentialConvolution({3}, 2, o), NotImplementedError);
+}
+
 TEST(Layers, ConvolutionMatchesTheOp) {
     Variable x = input_variable({2, 5, 5});
     ConvolutionOptions o;
