@@ -150,6 +150,13 @@ std::optional<DataType> ctk_dtype_of(const py::array& a) {
 
 }  // namespace
 
+Tensor float_tensor_from_python(const py::handle& obj, std::optional<DataType> dtype) {
+    if (dtype) return tensor_from_numpy(obj, dtype);
+    Tensor t = tensor_from_numpy(obj);
+    const bool numpy_float = py::isinstance<py::array>(obj) && is_floating(t.dtype());
+    return numpy_float ? t : t.to(DataType::f32);
+}
+
 Tensor tensor_from_numpy(const py::handle& obj, std::optional<DataType> dtype) {
     if (py::isinstance<Tensor>(obj)) {  // an NDArrayView: CNTK took one wherever it took data (copied)
         const Tensor t = obj.cast<Tensor>();

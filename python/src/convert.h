@@ -40,6 +40,9 @@ DataType dtype_from_python(const py::handle& obj);
 // A Tensor over the array's memory when it is C-contiguous with a ctk dtype (kept alive by the Tensor),
 // else a contiguous copy; `dtype` given: converted to it (a copy when it differs).
 Tensor tensor_from_numpy(const py::handle& obj, std::optional<DataType> dtype = std::nullopt);
+// Learnable values given as data (parameter(init=...), Embedding(weights=...)): a NumPy float array keeps
+// its dtype; integers, booleans and lists become float32 (CNTK had no integer parameters), or `dtype`.
+Tensor float_tensor_from_python(const py::handle& obj, std::optional<DataType> dtype = std::nullopt);
 // A NumPy array sharing the tensor's memory (made contiguous first; CPU only, copied from a GPU).
 py::array numpy_from_tensor(const Tensor& t);
 

@@ -619,8 +619,8 @@ void bind_graph(py::module_& m) {
            const std::string& name) {
             const bool is_array = py::isinstance<py::array>(init) || py::isinstance<py::list>(init);
             if (is_array) {
-                return parameter_from(tensor_from_numpy(init, dtype.is_none() ? std::optional<DataType>()
-                                                                              : dtype_from_python(dtype))
+                return parameter_from(float_tensor_from_python(init, dtype.is_none() ? std::optional<DataType>()
+                                                                                     : dtype_from_python(dtype))
                                           .to(device_from(device)),
                                       name);
             }

@@ -432,7 +432,7 @@ void bind_layers_learners(py::module_& m) {
         "Embedding",
         [](const py::object& shape, const py::object& init, const py::object& weights,
            const std::string& name) {
-            Tensor w = weights.is_none() ? Tensor() : tensor_from_numpy(weights);
+            Tensor w = weights.is_none() ? Tensor() : float_tensor_from_python(weights);
             return layers::Embedding(dims_arg(shape), opt_init(init), w, name);
         },
         arg("shape") = py::none(), arg("init") = U, arg("weights") = py::none(), arg("name") = "");

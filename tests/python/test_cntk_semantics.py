@@ -625,3 +625,14 @@ def test_delay_whose_initial_state_becomes_a_sequence_later():
             expected = np.zeros_like(seq)
             expected[frame] = 1
             np.testing.assert_array_equal(seq_grad, expected)
+
+
+def test_learnable_values_given_as_integers_are_float32():
+    # CNTK had no integer parameters: integer arrays and lists become float32 (NumPy floats keep theirs).
+    assert C.parameter(init=np.array([1, 2])).dtype == np.float32
+    assert C.parameter(init=[[1, 2]]).dtype == np.float32
+    assert C.parameter(init=np.array([1., 2.])).dtype == np.float64
+    assert C.parameter(init=np.array([1, 2]), dtype=np.float64).dtype == np.float64
+    y = C.input_variable(2)
+    e = C.layers.Embedding(weights=[[1, 3, 2], [3, 4, 1]])
+    np.testing.assert_array_equal(e(y).eval({y: np.array([[-1., 1.]], np.float32)}), [[2., 1., -1.]])
