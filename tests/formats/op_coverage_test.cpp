@@ -55,6 +55,7 @@ const std::set<PrimitiveOp> kNotInOnnx = {
 };
 // Ops exported in their common forms whose other forms ONNX export refuses, naming why.
 const std::set<PrimitiveOp> kSomeFormsNotInOnnx = {
+    PrimitiveOp::convolution,      // a grouped kernel with every input channel (CNTK before 2.7)
     PrimitiveOp::gather,           // a per-sample reference
     PrimitiveOp::pad,              // symmetric padding (ONNX Pad has constant, reflect and edge)
     PrimitiveOp::past_value,       // an offset above 1 (ONNX Scan carries its state one frame)

@@ -87,6 +87,34 @@ Tensor with_out_channel(const Tensor& w, const Dims& x) {
     return w.reshape(with_batch(w.shape().dims()));
 }
 
+// CNTK before 2.7 took a grouped convolution's kernel with every input channel, [O, C, k...], and used
+// its block diagonal: output group g reads input group g. Such a kernel (in-channel dim C with groups > 1,
+// which no [O, C / groups, k...] kernel has) is cut to that diagonal for the kernels, and its gradient
+// put back, zero off the diagonal.
+bool full_grouped_kernel(const Dims& w, int64_t in_channels, int64_t groups) {
+    return groups > 1 && w.size() >= 2 && w[1] == in_channels;
+}
+Tensor kernel_diagonal(const Tensor& w, int64_t groups) {
+    const int64_t out_per = w.dim(0) / groups, in_per = w.dim(1) / groups;
+    Dims dims = w.shape().dims();
+    dims[1] = in_per;
+    Tensor d = Tensor::empty(Shape(dims), w.dtype(), w.device());
+    for (int64_t g = 0; g < groups; ++g) {
+        Tensor dst = d.slice(0, g * out_per, (g + 1) * out_per);
+        dst.copy_from(w.slice(0, g * out_per, (g + 1) * out_per).slice(1, g * in_per, (g + 1) * in_per));
+    }
+    return d;
+}
+Tensor from_kernel_diagonal(const Tensor& dd, const Dims& full, int64_t groups) {
+    const int64_t out_per = full[0] / groups, in_per = full[1] / groups;
+    Tensor w = Tensor::zeros(Shape(full), dd.dtype(), dd.device());
+    for (int64_t g = 0; g < groups; ++g) {
+        Tensor dst = w.slice(0, g * out_per, (g + 1) * out_per).slice(1, g * in_per, (g + 1) * in_per);
+        dst.copy_from(dd.slice(0, g * out_per, (g + 1) * out_per));
+    }
+    return w;
+}
+
 std::vector<OutputSpec> infer_conv(InferContext& c) {
     Variable &w = c.inputs[0], &x = c.inputs[1];
     const Dims& xs = x.shape();
@@ -102,21 +130,30 @@ std::vector<OutputSpec> infer_conv(InferContext& c) {
     CTK_CHECK(groups >= 1 && xs[0] % groups == 0, ValueError, c.where, ": groups ", groups,
               " does not divide the ", xs[0], " channels of ", x.to_string());
     if (ws[1] == kInferredDim) ws[1] = xs[0] / groups;
-    CTK_CHECK(ws[1] * groups == xs[0], ShapeError, c.where, ": ", w.to_string(), " expects ", ws[1] * groups,
-              " input channels but ", x.to_string(), " has ", xs[0]);
+    CTK_CHECK(ws[1] * groups == xs[0] || full_grouped_kernel(ws, xs[0], groups), ShapeError, c.where, ": ",
+              w.to_string(), " expects ", ws[1] * groups, " input channels but ", x.to_string(), " has ", xs[0]);
+    CTK_CHECK(!full_grouped_kernel(ws, xs[0], groups) || ws[0] % groups == 0, ValueError, c.where, ": groups ",
+              groups, " does not divide the ", ws[0], " output channels of ", w.to_string());
+    Dims run = ws;  // the kernel the convolution runs (a full grouped kernel's diagonal)
+    if (full_grouped_kernel(ws, xs[0], groups)) run[1] = xs[0] / groups;
     Dims out = infer_with_free_dims(xs, c.where, [&](const Dims& probe) {
-        ConvAttrs a = conv_attrs(c.attrs, probe, ws, c.where);
-        Dims sp = conv_output_spatial(Shape(with_batch(probe)), Shape(ws), a);
+        ConvAttrs a = conv_attrs(c.attrs, probe, run, c.where);
+        Dims sp = conv_output_spatial(Shape(with_batch(probe)), Shape(run), a);
         Dims o{ws[0]};
         o.insert(o.end(), sp.begin(), sp.end());
         return o;
     });
     return {{out, common_dtype(c.inputs, c.where), x.dynamic_axes()}};
 }
+// The kernel the convolution runs: with its output-channel axis, cut to its diagonal when full.
+Tensor run_kernel(const Tensor& given, const Dims& x_sample, int64_t groups) {
+    Tensor w = with_out_channel(given, x_sample);
+    return full_grouped_kernel(w.shape().dims(), x_sample[0], groups) ? kernel_diagonal(w, groups) : w;
+}
 void forward_conv(ForwardContext& c) {
     const Tensor& x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
-    const Tensor w = with_out_channel(c.inputs[0].data(), sample_dims(x, dyn));
+    const Tensor w = run_kernel(c.inputs[0].data(), sample_dims(x, dyn), c.attrs.get<int64_t>("groups"));
     ConvAttrs a = conv_attrs(c.attrs, sample_dims(x, dyn), w.shape().dims(), c.where);
     Tensor y = convolution(fold_dynamic(x, dyn), w, Tensor(), a);
     c.outputs.push_back(Value(unfold_dynamic(y, x, dyn)));
@@ -124,12 +161,16 @@ void forward_conv(ForwardContext& c) {
 void backward_conv(BackwardContext& c) {
     const Tensor& x = c.inputs[1].data();
     const int dyn = c.dyn_rank(1);
-    const Tensor w = with_out_channel(c.inputs[0].data(), sample_dims(x, dyn));
+    const int64_t groups = c.attrs.get<int64_t>("groups");
+    const Tensor w = run_kernel(c.inputs[0].data(), sample_dims(x, dyn), groups);
     ConvAttrs a = conv_attrs(c.attrs, sample_dims(x, dyn), w.shape().dims(), c.where);
     Tensor xf = fold_dynamic(x, dyn), dy = fold_dynamic(c.output_grads[0], dyn);
-    if (c.needs[0])
-        c.input_grads[0] = convolution_backward_weights(xf, dy, w.shape(), a, false)
-                               .dw.reshape(c.inputs[0].data().shape().dims());
+    if (c.needs[0]) {
+        Tensor dw = convolution_backward_weights(xf, dy, w.shape(), a, false).dw;
+        const Dims& given = c.inputs[0].data().shape().dims();
+        if (full_grouped_kernel(given, sample_dims(x, dyn)[0], groups)) dw = from_kernel_diagonal(dw, given, groups);
+        c.input_grads[0] = dw.reshape(given);
+    }
     if (c.needs[1])
         c.input_grads[1] = convolution_backward_data(dy, w, xf.shape(), a).reshape(x.shape().dims());
 }

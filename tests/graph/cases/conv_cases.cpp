@@ -62,6 +62,29 @@ std::vector<GraphCase> conv_graph_cases() {
         };
         cases.push_back(c);
     }
+    {
+        // CNTK's pre-2.7 grouped kernel with every input channel [O, C, k...]: output group g reads input
+        // group g through the kernel's diagonal block (the gradient off the diagonal is zero).
+        GraphCase c;
+        c.name = "convolution/groups_full_kernel";
+        c.ops = {PrimitiveOp::convolution};
+        c.slots = {Slot::param({4, 4, 3, 3}), Slot::input({4, 5, 5})};
+        c.build = [](V v) { return convolution(v[0], v[1], {1}, {false, true, true}, {1}, 2); };
+        c.reference = [](T in) {
+            ConvAttrs a;
+            a.strides = {1, 1};
+            a.dilation = {1, 1};
+            a.pad_lo = {1, 1};
+            a.pad_hi = {1, 1};
+            std::vector<Tensor> outs;
+            for (int64_t g = 0; g < 2; ++g) {
+                Tensor w = in[0].slice(0, 2 * g, 2 * g + 2).slice(1, 2 * g, 2 * g + 2).contiguous();
+                outs.push_back(convolution(in[1].slice(1, 2 * g, 2 * g + 2).contiguous(), w, Tensor(), a));
+            }
+            return concat(outs, 1);
+        };
+        cases.push_back(c);
+    }
     for (bool same : {true, false}) {
         // Naive scatter: y[co, i*s + a - lo, j*s + b - lo] += x[ci, i, j] * W[ci, co, a, b].
         GraphCase c;
