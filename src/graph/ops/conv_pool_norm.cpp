@@ -117,7 +117,7 @@ Tensor from_kernel_diagonal(const Tensor& dd, const Dims& full, int64_t groups) 
 
 std::vector<OutputSpec> infer_conv(InferContext& c) {
     Variable &w = c.inputs[0], &x = c.inputs[1];
-    const Dims& xs = x.shape();
+    Dims xs = x.shape();
     CTK_CHECK(xs.size() >= 2, ShapeError, c.where, ": the operand ", x.to_string(),
               " needs [channels, spatial...]");
     Dims one_out;  // the kernel seen with its output-channel axis, when it has none
@@ -127,6 +127,8 @@ std::vector<OutputSpec> infer_conv(InferContext& c) {
               " must have rank ", xs.size() + 1, " ([out_channels, in_channels/groups, kernel...]) for ",
               x.to_string());
     const int64_t groups = c.attrs.get<int64_t>("groups");
+    // A free channel dim (CNTK's free static axes) takes the kernel's; the data's is checked when it comes.
+    if (xs[0] == kFreeDim && ws[1] >= 0) xs[0] = ws[1] * groups;
     CTK_CHECK(groups >= 1 && xs[0] % groups == 0, ValueError, c.where, ": groups ", groups,
               " does not divide the ", xs[0], " channels of ", x.to_string());
     if (ws[1] == kInferredDim) ws[1] = xs[0] / groups;

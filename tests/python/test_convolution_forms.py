@@ -1,4 +1,5 @@
-# CNTK 2.7's SequentialConvolution (and Convolution(sequential=True), num_filters=None): a convolution whose
+# Convolution forms CNTK had beyond the plain one: SequentialConvolution (and Convolution(sequential=True)),
+# num_filters=None, free channel dims. SequentialConvolution runs a convolution whose
 # first filter axis runs along the sequence axis, checked against a NumPy reference per sequence: zeros past
 # each sequence's end, CNTK's auto padding at its start, ceil(T / stride) frames with pad and
 # floor((T - k) / stride) + 1 without.
@@ -127,3 +128,16 @@ def test_convolution_without_num_filters_has_no_filter_axis():
     out = c([np.array([[2, 6, 4, 8, 6]], np.float32)])
     np.testing.assert_array_equal(out, [[10, 24, 40, 38, 44]])
     assert C.layers.Convolution2D((3, 3))(C.input_variable((2, 8, 8))).shape == (6, 6)
+
+
+def test_free_channel_dim_takes_the_kernels_and_is_checked_with_data():
+    # CNTK's free static axes: [-3 x -3 x -3] convolved with a one-channel kernel.
+    x = C.input_variable((C.FreeDimension,) * 3)
+    w = C.constant(np.array([[[[1, 2], [3, 4]]]], np.float32))  # [1, 1, 2, 2]
+    y = C.convolution(w, x, auto_padding=[False])
+    data = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    out = y.eval({x: data})
+    np.testing.assert_allclose(out[0, 0, 0, 0], 0 * 1 + 1 * 2 + 4 * 3 + 5 * 4)
+    assert out.shape == (1, 1, 3, 3)
+    with pytest.raises(ValueError, match="channels"):
+        y.eval({x: np.zeros((1, 2, 4, 4), np.float32)})
