@@ -636,3 +636,14 @@ def test_learnable_values_given_as_integers_are_float32():
     y = C.input_variable(2)
     e = C.layers.Embedding(weights=[[1, 3, 2], [3, 4, 1]])
     np.testing.assert_array_equal(e(y).eval({y: np.array([[-1., 1.]], np.float32)}), [[2., 1., -1.]])
+
+
+def test_times_with_an_input_of_inferred_dims_checks_them_with_data():
+    a = C.input_variable((2, 2))
+    b = C.input_variable((C.InferredDimension, 2))
+    z = C.times(a, b)
+    av = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
+    bv = np.arange(8, dtype=np.float32).reshape(2, 2, 2) - 3
+    np.testing.assert_allclose(z.eval({a: av, b: bv}), np.matmul(av, bv))
+    with pytest.raises(ValueError, match="inner dims"):
+        z.eval({a: av, b: np.ones((2, 3, 2), np.float32)})

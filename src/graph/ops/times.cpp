@@ -40,8 +40,9 @@ std::vector<OutputSpec> infer_times(InferContext& c) {
             CTK_CHECK(!w.is_input(), ShapeError, c.where, ": cannot infer dims of ", w.to_string());
             wd = xd;
         }
-        CTK_CHECK(wd == xd || xd == kFreeDim, ShapeError, c.where, ": the inner dims of ", x.to_string(),
-                  " and ", w.to_string(), " differ");
+        // A free dim on either side (an input made with InferredDimension) is checked when data comes.
+        CTK_CHECK(wd == xd || xd == kFreeDim || wd == kFreeDim, ShapeError, c.where, ": the inner dims of ",
+                  x.to_string(), " and ", w.to_string(), " differ");
     }
     Dims out(xs.begin(), xs.end() - static_cast<std::ptrdiff_t>(k));
     out.insert(out.end(), ws.begin() + static_cast<std::ptrdiff_t>(k), ws.end());
@@ -89,10 +90,20 @@ SampleMats as_sample_matrices(const Tensor& x, const Tensor& w, int dyn, int64_t
     return {x.reshape({frames, -1, kk}), w.reshape({frames, kk, n})};
 }
 
+// Free dims (an input made with InferredDimension) are known only now: the contracted dims must agree.
+void check_inner_dims(const ForwardContext& c, const Tensor& x, const Tensor& w, int64_t k) {
+    const int wdyn = c.dyn_rank(1);
+    for (int64_t i = 0; i < k; ++i)
+        CTK_CHECK(x.dim(x.rank() - static_cast<int>(k - i)) == w.dim(wdyn + static_cast<int>(i)), ShapeError,
+                  c.where, ": the inner dims of the data of shapes ", x.shape().to_string(), " and ",
+                  w.shape().to_string(), " differ");
+}
+
 void forward_times(ForwardContext& c) {
     if (c.dyn_rank(1) > 0) {
         const Tensor &x = c.inputs[0].data(), &w = c.inputs[1].data();
         const int64_t k = c.attrs.get<int64_t>("contracted");
+        check_inner_dims(c, x, w, k);
         SampleMats m = as_sample_matrices(x, w, c.dyn_rank(1), k);
         Dims out(x.shape().dims().begin(), x.shape().dims().end() - k);
         out.insert(out.end(), w.shape().dims().begin() + c.dyn_rank(1) + k, w.shape().dims().end());
@@ -111,6 +122,7 @@ void forward_times(ForwardContext& c) {
     }
     const Tensor &x = c.inputs[0].data(), &w = c.inputs[1].data();
     const int64_t k = c.attrs.get<int64_t>("contracted");
+    check_inner_dims(c, x, w, k);
     TimesMats m = as_matrices(x, w, k);
     Dims out(x.shape().dims().begin(), x.shape().dims().end() - k);
     out.insert(out.end(), w.shape().dims().begin() + k, w.shape().dims().end());
