@@ -647,3 +647,17 @@ def test_times_with_an_input_of_inferred_dims_checks_them_with_data():
     np.testing.assert_allclose(z.eval({a: av, b: bv}), np.matmul(av, bv))
     with pytest.raises(ValueError, match="inner dims"):
         z.eval({a: av, b: np.ones((2, 3, 2), np.float32)})
+
+
+def test_sequence_slice_of_one_frame_is_a_batch():
+    a = C.sequence.input_variable(3, needs_gradient=True)
+    data = [np.array([[1, 2, 3], [-4, 5, 6], [7, 8, 9]], np.float32), np.array([[0, 1, 0], [2, 2, 2]], np.float32)]
+    one = C.sequence.slice(a, 1, 2)
+    assert len(one.dynamic_axes) == 1
+    np.testing.assert_array_equal(one.eval({a: data}), [[-4, 5, 6], [2, 2, 2]])
+    last = C.sequence.slice(a, -1, 0)
+    np.testing.assert_array_equal(last.eval({a: data}), [[7, 8, 9], [2, 2, 2]])
+    g = one.grad({a: data}, wrt=[a])
+    np.testing.assert_array_equal(g[0], [[0, 0, 0], [1, 1, 1], [0, 0, 0]])
+    # Longer slices stay sequences.
+    assert len(C.sequence.slice(a, 0, 2).dynamic_axes) == 2

@@ -328,7 +328,8 @@ FunctionPtr is_last(const Variable& x, const std::string& name = "");
 // A per-sample value ([#] or static) repeated over every frame of `broadcast_as_operand`'s sequences.
 FunctionPtr broadcast_as(const Variable& operand, const Variable& broadcast_as_operand,
                          const std::string& name = "");
-// Frames [begin, end) of every sequence (negative: from the end; end 0: to the end); a new sequence axis.
+// Frames [begin, end) of every sequence (negative: from the end; end 0: to the end); a new sequence axis,
+// or none when the slice is one frame (end == begin + 1: a batch, as CNTK).
 FunctionPtr slice(const Variable& x, int64_t begin_index, int64_t end_index, const std::string& name = "");
 // The frames where condition (one value per frame) is nonzero, on a new sequence axis named after the
 // condition as CNTK named it ("whereNodeDynamicAxis_conditionVar_<uid>"), so that gathers by one condition

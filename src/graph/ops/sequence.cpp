@@ -679,6 +679,14 @@ FunctionPtr broadcast_as(const Variable& operand, const Variable& broadcast_as_o
     return detail::make_op(PrimitiveOp::sequence_broadcast_as, {operand, broadcast_as_operand}, {}, name);
 }
 FunctionPtr slice(const Variable& x, int64_t begin_index, int64_t end_index, const std::string& name) {
+    // One frame per sequence (CNTK's derived axis of one fixed frame): no sequence axis left, a batch.
+    if (end_index == begin_index + 1)
+        return first(detail::make_op(PrimitiveOp::sequence_slice, {x},
+                                     Attributes{{"beginIndex", begin_index},
+                                                {"endIndex", end_index},
+                                                {"newAxis", new_axis_name("sliceAxis")}},
+                                     ""),
+                     name);
     return detail::make_op(
         PrimitiveOp::sequence_slice, {x},
         Attributes{
