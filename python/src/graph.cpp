@@ -473,11 +473,16 @@ void bind_graph(py::module_& m) {
         .def(
             "backward",
             [](const FunctionPtr& f, const std::shared_ptr<BackPropState>& state,
-               const py::dict& root_gradients, const py::object& variables, bool as_numpy) {
+               const py::object& root_gradients, const py::object& variables, bool as_numpy) {
                 ValueMap roots;
-                for (auto item : root_gradients) {
-                    Variable v = to_variable(item.first);
-                    roots[v] = value_for(v, item.second);
+                if (py::isinstance<py::dict>(root_gradients)) {
+                    for (auto item : py::dict(root_gradients)) {
+                        Variable v = to_variable(item.first);
+                        roots[v] = value_for(v, item.second);
+                    }
+                } else {  // CNTK: the gradient of the one output, given as data
+                    const Variable out = f->output();
+                    roots[out] = value_for(out, root_gradients);
                 }
                 std::vector<Variable> wrt = to_variables(py::list(variables));
                 ValueMap grads;

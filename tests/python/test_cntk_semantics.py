@@ -661,3 +661,12 @@ def test_sequence_slice_of_one_frame_is_a_batch():
     np.testing.assert_array_equal(g[0], [[0, 0, 0], [1, 1, 1], [0, 0, 0]])
     # Longer slices stay sequences.
     assert len(C.sequence.slice(a, 0, 2).dynamic_axes) == 2
+
+
+def test_backward_takes_the_one_outputs_gradient_as_data():
+    param = C.parameter(init=np.arange(8, dtype=np.float32).reshape(4, 2))
+    r = C.reshape(param, (8, 1))
+    state, result = r.forward({}, [r.output], [r.output])
+    np.testing.assert_array_equal(result[r.output], np.arange(8).reshape(8, 1))
+    grad = r.backward(state, np.arange(8, dtype=np.float32).reshape(8, 1), [param])
+    np.testing.assert_array_equal(grad[param], np.arange(8).reshape(4, 2))
