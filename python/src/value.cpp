@@ -23,11 +23,16 @@ const int64_t kOneHotSkip = -1;
 Value one_hot_value(const py::object& batch, const py::object& num_classes, const py::object& dtype,
                     const py::object& device) {
     const Device dev = device_from(device);
+    // A shape (d..., C) makes samples of d... one-hot rows: each sequence's indices, taken in groups of
+    // prod(d...), are its samples (CNTK's one_hot over multi-dimensional samples).
     Dims classes = dims_arg(num_classes);
-    CTK_CHECK(classes.size() == 1 && classes[0] > 0, ValueError,
-              "Value.one_hot: num_classes must be a positive ", "number (or a one-element shape), got ",
+    CTK_CHECK(!classes.empty() && std::all_of(classes.begin(), classes.end(), [](int64_t d) { return d > 0; }),
+              ValueError, "Value.one_hot: num_classes must be a positive number or a shape of them, got ",
               std::string(py::str(num_classes)));
-    const int64_t c = classes[0];
+    const int64_t c = classes.back();
+    const Dims row_dims(classes.begin(), classes.end() - 1);
+    int64_t group = 1;
+    for (int64_t d : row_dims) group *= d;
     const DataType dt = dtype.is_none() ? DataType::f32 : dtype_from_python(dtype);
     std::vector<std::vector<int64_t>> seqs;
     std::vector<int64_t> lengths;
@@ -52,15 +57,20 @@ Value one_hot_value(const py::object& batch, const py::object& num_classes, cons
             CTK_CHECK(idx[j] >= -1 && idx[j] < c, ValueError, "Value.one_hot: index ", idx[j],
                       " at position ", j, " of sequence ", seqs.size(), " is outside [0, ", c,
                       ") (-1: Value.ONE_HOT_SKIP)");
-        lengths.push_back(static_cast<int64_t>(idx.size()));
+        CTK_CHECK(idx.size() % static_cast<size_t>(group) == 0, ValueError, "Value.one_hot: sequence ",
+                  seqs.size(), " has ", idx.size(), " indices, not a multiple of the ", group,
+                  " rows of a sample of shape ", dims_to_string(classes));
+        lengths.push_back(static_cast<int64_t>(idx.size()) / group);
         seqs.push_back(std::move(idx));
     }
     CTK_CHECK(!seqs.empty(), ValueError, "Value.one_hot: the batch is empty");
     auto layout = std::make_shared<SequenceLayout>(lengths);  // ValueError for an empty sequence
-    Tensor indices = Tensor::full(Shape{layout->num_sequences(), layout->max_length()}, -1.0, DataType::i64);
+    Dims index_dims{layout->num_sequences(), layout->max_length()};
+    index_dims.insert(index_dims.end(), row_dims.begin(), row_dims.end());
+    Tensor indices = Tensor::full(Shape(index_dims), -1.0, DataType::i64);
     int64_t* p = indices.data<int64_t>();
     for (size_t i = 0; i < seqs.size(); ++i)
-        std::copy(seqs[i].begin(), seqs[i].end(), p + static_cast<int64_t>(i) * layout->max_length());
+        std::copy(seqs[i].begin(), seqs[i].end(), p + static_cast<int64_t>(i) * layout->max_length() * group);
     return Value::one_hot(indices, c, dt, layout).to(dev);
 }
 

@@ -26,7 +26,11 @@ Value frames_as_batch(const Variable& var, const Value& value, const BindOptions
     for (int64_t n : l.lengths()) one_frame_each = one_frame_each && n == 1;
     CTK_CHECK(one_frame_each, ShapeError, describe(value, var, o), ": it holds sequences of up to ",
               l.max_length(), " samples; an input without a sequence axis takes one sample per sequence");
-    if (value.is_one_hot()) return value.one_hot_reshaped({l.num_sequences()});
+    if (value.is_one_hot()) {  // [N, 1, rows...] -> [N, rows...]
+        Dims dims = value.one_hot_indices().shape().dims();
+        dims.erase(dims.begin() + 1);
+        return value.one_hot_reshaped(dims);
+    }
     return Value(value.data().select(1, 0));
 }
 
@@ -34,11 +38,20 @@ Value frames_as_batch(const Variable& var, const Value& value, const BindOptions
 Value bind_one_hot(const Variable& var, const Value& value, const BindOptions& o) {
     const int dyn = var.dynamic_rank();
     const Tensor& idx = value.one_hot_indices();
-    CTK_CHECK(
-        var.shape().size() == 1 && (var.shape()[0] == value.num_classes() || var.shape()[0] == kFreeDim),
-        ShapeError, describe(value, var, o), ": a one-hot value feeds a variable of sample shape [",
-        value.num_classes(), "]");
-    CTK_CHECK(idx.rank() == dyn, ShapeError, describe(value, var, o), ": expected ", dyn,
+    // The indices are [dynamic..., rows...] for samples [rows..., num_classes].
+    const Dims& vs = var.shape();
+    bool fits = !vs.empty() && idx.rank() - dyn == static_cast<int>(vs.size()) - 1 &&
+                (vs.back() == value.num_classes() || vs.back() == kFreeDim);
+    for (size_t i = 0; fits && i + 1 < vs.size(); ++i)
+        fits = vs[i] == kFreeDim || vs[i] == idx.dim(dyn + static_cast<int>(i));
+    CTK_CHECK(fits || idx.rank() < dyn, ShapeError, describe(value, var, o),
+              ": a one-hot value feeds a variable of sample shape ",
+              dims_to_string([&] {
+                  Dims s(idx.shape().dims().begin() + std::min(dyn, idx.rank()), idx.shape().dims().end());
+                  s.push_back(value.num_classes());
+                  return s;
+              }()));
+    CTK_CHECK(idx.rank() >= dyn, ShapeError, describe(value, var, o), ": expected ", dyn,
               " leading dynamic axes (", detail::dynamic_axes_string(var.dynamic_axes()), ")");
     if (var.has_sequence_axis() && value.layout()) {
         const SequenceLayout& l = *value.layout();

@@ -80,16 +80,19 @@ Value Value::one_hot(Tensor indices, int64_t num_classes, DataType dtype,
               " is not floating-point");
     Tensor idx = indices.device().is_cpu() ? indices.contiguous() : indices.to(Device::cpu());
     if (layout) {
+        // [N, T] for vector samples; [N, T, d...] for samples [d..., num_classes].
         CTK_CHECK(
-            idx.rank() == 2 && idx.dim(0) == layout->num_sequences() && idx.dim(1) == layout->max_length(),
+            idx.rank() >= 2 && idx.dim(0) == layout->num_sequences() && idx.dim(1) == layout->max_length(),
             ShapeError, "Value::one_hot: indices of shape ", idx.shape().to_string(), " for ",
             layout->num_sequences(), " sequences of at most ", layout->max_length(), " frames");
         if (layout->has_padding()) idx = idx.clone();
     }
     int64_t* p = idx.data<int64_t>();
     const int64_t frames = idx.rank() >= 2 ? idx.dim(1) : 1;
+    const int64_t per_frame = idx.rank() > 2 ? idx.numel() / (idx.dim(0) * frames) : 1;
     for (int64_t k = 0; k < idx.numel(); ++k) {
-        if (layout && k % frames >= layout->lengths()[static_cast<size_t>(k / frames)]) {
+        const int64_t frame = k / per_frame;  // over [N, T]
+        if (layout && frame % frames >= layout->lengths()[static_cast<size_t>(frame / frames)]) {
             p[k] = -1;  // padding is zero, as the executor makes every padded frame
             continue;
         }

@@ -670,3 +670,24 @@ def test_backward_takes_the_one_outputs_gradient_as_data():
     np.testing.assert_array_equal(result[r.output], np.arange(8).reshape(8, 1))
     grad = r.backward(state, np.arange(8, dtype=np.float32).reshape(8, 1), [param])
     np.testing.assert_array_equal(grad[param], np.arange(8).reshape(4, 2))
+
+
+def test_one_hot_over_samples_of_several_rows():
+    # Value.one_hot with a shape (2, 6): each sequence's indices, two at a time, are its [2 x 6] samples.
+    idx = [[1, 3, 4, 2, 0, 5], [2, 4]]
+    v = C.Value.one_hot(idx, (2, 6))
+    a = C.sequence.input_variable((2, 6), is_sparse=True)
+    w = C.parameter(init=np.arange(36, dtype=np.float32).reshape(6, 6))
+    out = C.times(a, w).eval({a: v})
+    W = np.arange(36, dtype=np.float32).reshape(6, 6)
+    np.testing.assert_array_equal(out[0], W[idx[0]].reshape(3, 2, 6))
+    np.testing.assert_array_equal(out[1], W[idx[1]].reshape(1, 2, 6))
+    # Without a sequence axis: sequences of one sample each are the batch.
+    b = C.input_variable((2, 6), is_sparse=True)
+    np.testing.assert_array_equal(C.times(b, w).eval({b: C.Value.one_hot([[1, 3], [0, 5]], (2, 6))}),
+                                  [W[[1, 3]], W[[0, 5]]])
+    with pytest.raises(ValueError, match="multiple"):
+        C.Value.one_hot([[1, 3, 4]], (2, 6))
+    c3 = C.sequence.input_variable((3, 6), is_sparse=True)
+    with pytest.raises(ValueError, match=r"sample shape \[2, 6\]"):
+        C.times(c3, w).eval({c3: v})
