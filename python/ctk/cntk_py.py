@@ -17,6 +17,13 @@ from .io_config import MinibatchSourceConfig, to_dictionary, create_composite_mi
 InferredDimension = -1
 FreeDimension = -3
 
+# CNTK's DataType enum as its SWIG layer named it: ctk takes and gives NumPy dtypes where CNTK took these
+# (sanitize_dtype_cntk returns them). ctk has no integer-typed parameters (CNTK 2.7's Int8/Int16).
+import numpy as _np  # noqa: E402
+DataType_Float = _np.float32
+DataType_Double = _np.float64
+DataType_Float16 = _np.float16
+
 
 class ProgressWriter(_PythonProgressWriter):
     """CNTK's SWIG base class of progress writers, constructed as CNTK's C++ ProgressWriter was: the
@@ -112,4 +119,5 @@ __all__ = ['Dictionary', 'allow_renaming_functions', 'MinibatchSourceConfig', 't
            'enable_synchronous_gpukernel_execution', 'disable_forward_values_sharing', 'enable_cpueval_optimization',
            'disable_cpueval_optimization', 'set_gpumemory_allocation_trace_level', 'constant_initializer',
            'InferredDimension',
-           'FreeDimension', 'Value', 'NDArrayView', 'universal_learner']
+           'FreeDimension', 'Value', 'NDArrayView', 'universal_learner', 'DataType_Float', 'DataType_Double',
+           'DataType_Float16']

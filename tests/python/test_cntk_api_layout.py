@@ -50,6 +50,10 @@ def test_names_scripts_import():
     assert C.layers.Parameter is C.Parameter and C.DATATYPE is np.float32
     # `from .train import *` in CNTK's package also brought the submodules it had imported.
     assert C.trainer.Trainer is C.Trainer and C.distributed.Communicator is C.Communicator
+    # CNTK's DataType names: ctk's dtypes are NumPy's.
+    from cntk.internal import sanitize_dtype_cntk
+    assert sanitize_dtype_cntk('float') == C.cntk_py.DataType_Float == np.float32
+    assert sanitize_dtype_cntk(float) == C.cntk_py.DataType_Double
     assert C.InferredDimension == -1 and C.FreeDimension == -3
 
 
