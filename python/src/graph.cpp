@@ -249,7 +249,8 @@ void bind_graph(py::module_& m) {
         "uniform", [](double scale, Seed seed) { return uniform(scale, seed.value_or(kSentinelSeed)); },
         py::arg("scale"), py::arg("seed") = py::none());
     m.def(
-        "truncated_normal", [](double stdev, Seed seed) { return truncated_normal(stdev, seed.value_or(kSentinelSeed)); },
+        "truncated_normal",
+        [](double stdev, Seed seed) { return truncated_normal(stdev, seed.value_or(kSentinelSeed)); },
         py::arg("stdev"), py::arg("seed") = py::none());
     using Ranked = Initializer (*)(double, int, int, uint64_t);
     auto ranked = [](Ranked make) {
@@ -259,8 +260,10 @@ void bind_graph(py::module_& m) {
     };
     m.def("normal", ranked(&normal), py::arg("scale"), py::arg("output_rank") = kRank,
           py::arg("filter_rank") = kRank, py::arg("seed") = py::none());
-    for (auto [name, make] : {std::pair<const char*, Ranked>{"xavier", &xavier}, {"glorot_uniform", &glorot_uniform},
-                              {"glorot_normal", &glorot_normal}, {"he_uniform", &he_uniform},
+    for (auto [name, make] : {std::pair<const char*, Ranked>{"xavier", &xavier},
+                              {"glorot_uniform", &glorot_uniform},
+                              {"glorot_normal", &glorot_normal},
+                              {"he_uniform", &he_uniform},
                               {"he_normal", &he_normal}})
         m.def(name, ranked(make), py::arg("scale") = 1.0, py::arg("output_rank") = kRank,
               py::arg("filter_rank") = kRank, py::arg("seed") = py::none());
@@ -624,10 +627,11 @@ void bind_graph(py::module_& m) {
            const std::string& name) {
             const bool is_array = py::isinstance<py::array>(init) || py::isinstance<py::list>(init);
             if (is_array) {
-                return parameter_from(float_tensor_from_python(init, dtype.is_none() ? std::optional<DataType>()
-                                                                                     : dtype_from_python(dtype))
-                                          .to(device_from(device)),
-                                      name);
+                return parameter_from(
+                    float_tensor_from_python(
+                        init, dtype.is_none() ? std::optional<DataType>() : dtype_from_python(dtype))
+                        .to(device_from(device)),
+                    name);
             }
             // Initialized values land on the default device when first read; a graph moves them where
             // it computes (CNTK's `device` placed them at once).

@@ -214,8 +214,10 @@ layers::ConvolutionOptions conv_options(const py::object& activation, const py::
     o.bias = opt<bool>(bias);
     // CNTK took one value or one per filter.
     if (!init_bias.is_none() && !is_unset(init_bias) &&
-        (py::isinstance<py::list>(init_bias) || py::isinstance<py::tuple>(init_bias) || py::hasattr(init_bias, "shape")))
-        o.init_bias_values = tensor_from_numpy(py::module_::import("numpy").attr("asarray")(init_bias), DataType::f32);
+        (py::isinstance<py::list>(init_bias) || py::isinstance<py::tuple>(init_bias) ||
+         py::hasattr(init_bias, "shape")))
+        o.init_bias_values =
+            tensor_from_numpy(py::module_::import("numpy").attr("asarray")(init_bias), DataType::f32);
     else
         o.init_bias = opt<double>(init_bias);
     o.dilation = dims_arg(dilation);
@@ -307,15 +309,16 @@ void bind_layers_learners(py::module_& m) {
         if (n.is_none() || (py::isinstance<py::tuple>(n) && py::len(n) == 0)) return 0;
         return n.cast<int64_t>();
     };
-    auto conv = [U, &l, filter_count](const char* pyname,
-                                      FunctionPtr (*make)(const Dims&, int64_t, const layers::ConvolutionOptions&)) {
+    auto conv = [U, &l, filter_count](
+                    const char* pyname,
+                    FunctionPtr (*make)(const Dims&, int64_t, const layers::ConvolutionOptions&)) {
         l.def(
             pyname,
             [make, filter_count](const py::object& filter_shape, const py::object& num_filters,
                                  const py::object& activation, const py::object& init, const py::object& pad,
-                                 const py::object& strides, const py::object& bias, const py::object& init_bias,
-                                 int reduction_rank, const py::object& dilation, int64_t groups,
-                                 const std::string& name) {
+                                 const py::object& strides, const py::object& bias,
+                                 const py::object& init_bias, int reduction_rank, const py::object& dilation,
+                                 int64_t groups, const std::string& name) {
                 layers::ConvolutionOptions o =
                     conv_options(activation, init, pad, strides, bias, init_bias, dilation, name);
                 o.groups = groups;
@@ -323,8 +326,8 @@ void bind_layers_learners(py::module_& m) {
                 return make(dims_arg(filter_shape), filter_count(num_filters), o);
             },
             arg("filter_shape"), arg("num_filters") = py::none(), arg("activation") = U, arg("init") = U,
-            arg("pad") = U, arg("strides") = 1, arg("bias") = U, arg("init_bias") = U, arg("reduction_rank") = 1,
-            arg("dilation") = 1, arg("groups") = 1, arg("name") = "");
+            arg("pad") = U, arg("strides") = 1, arg("bias") = U, arg("init_bias") = U,
+            arg("reduction_rank") = 1, arg("dilation") = 1, arg("groups") = 1, arg("name") = "");
     };
     conv("Convolution1D", &layers::Convolution1D);
     conv("Convolution2D", &layers::Convolution2D);
@@ -338,12 +341,13 @@ void bind_layers_learners(py::module_& m) {
                 const py::object& filter_shape, const py::object& num_filters, bool sequential,
                 const py::object& activation, const py::object& init, const py::object& pad,
                 const py::object& strides, const py::object& sharing, const py::object& bias,
-                const py::object& init_bias, int reduction_rank, bool transpose_weight, const py::object& dilation,
-                int64_t groups, int64_t /*max_temp_mem_size_in_samples*/, const std::string& /*op_name*/,
-                const std::string& name) {
+                const py::object& init_bias, int reduction_rank, bool transpose_weight,
+                const py::object& dilation, int64_t groups, int64_t /*max_temp_mem_size_in_samples*/,
+                const std::string& /*op_name*/, const std::string& name) {
                 CTK_CHECK(sharing.is_none() || is_unset(sharing) || sharing.cast<bool>(), NotImplementedError,
                           "Convolution: sharing=False is not supported");
-                CTK_CHECK(!transpose_weight, NotImplementedError, "Convolution: transpose_weight=True is not "
+                CTK_CHECK(!transpose_weight, NotImplementedError,
+                          "Convolution: transpose_weight=True is not "
                           "supported");
                 layers::ConvolutionOptions o =
                     conv_options(activation, init, pad, strides, bias, init_bias, dilation, name);
@@ -725,7 +729,8 @@ void bind_layers_learners(py::module_& m) {
     // CNTK's low-level form (cntk_py.universal_learner): the update already built over `gradients`.
     ln.def(
         "universal_learner",
-        [](const std::vector<Variable>& params, const std::vector<Variable>& gradients, const py::object& update) {
+        [](const std::vector<Variable>& params, const std::vector<Variable>& gradients,
+           const py::object& update) {
             return universal(params, gradients,
                              py::isinstance<Function>(update) ? update.cast<FunctionPtr>()
                                                               : as_function(to_variable(update)));

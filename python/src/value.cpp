@@ -26,9 +26,10 @@ Value one_hot_value(const py::object& batch, const py::object& num_classes, cons
     // A shape (d..., C) makes samples of d... one-hot rows: each sequence's indices, taken in groups of
     // prod(d...), are its samples (CNTK's one_hot over multi-dimensional samples).
     Dims classes = dims_arg(num_classes);
-    CTK_CHECK(!classes.empty() && std::all_of(classes.begin(), classes.end(), [](int64_t d) { return d > 0; }),
-              ValueError, "Value.one_hot: num_classes must be a positive number or a shape of them, got ",
-              std::string(py::str(num_classes)));
+    CTK_CHECK(
+        !classes.empty() && std::all_of(classes.begin(), classes.end(), [](int64_t d) { return d > 0; }),
+        ValueError, "Value.one_hot: num_classes must be a positive number or a shape of them, got ",
+        std::string(py::str(num_classes)));
     const int64_t c = classes.back();
     const Dims row_dims(classes.begin(), classes.end() - 1);
     int64_t group = 1;

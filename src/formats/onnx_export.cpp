@@ -608,9 +608,11 @@ void Exporter::export_conv_like(const Function& f, const std::vector<std::string
     } else {
         const Variable& w = inputs[0];
         const Dims& ws = w.shape();
-        if (op == PrimitiveOp::convolution && a.get<int64_t>("groups") > 1 && ws.size() >= 2 && ws[1] == xs[0])
-            unsupported(f, "a grouped kernel with every input channel (CNTK before 2.7) has no ONNX form; "
-                           "ONNX's Conv takes [out, in / group, kernel...]");
+        if (op == PrimitiveOp::convolution && a.get<int64_t>("groups") > 1 && ws.size() >= 2 &&
+            ws[1] == xs[0])
+            unsupported(f,
+                        "a grouped kernel with every input channel (CNTK before 2.7) has no ONNX form; "
+                        "ONNX's Conv takes [out, in / group, kernel...]");
         const Dims strides = spatial_list(a.get<Dims>("strides"), rank, spatial);
         const Dims dilation = spatial_list(a.get<Dims>("dilation"), rank, spatial);
         const Dims pad = spatial_list(a.get<Dims>("autoPadding"), rank, spatial);

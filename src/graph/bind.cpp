@@ -45,8 +45,7 @@ Value bind_one_hot(const Variable& var, const Value& value, const BindOptions& o
     for (size_t i = 0; fits && i + 1 < vs.size(); ++i)
         fits = vs[i] == kFreeDim || vs[i] == idx.dim(dyn + static_cast<int>(i));
     CTK_CHECK(fits || idx.rank() < dyn, ShapeError, describe(value, var, o),
-              ": a one-hot value feeds a variable of sample shape ",
-              dims_to_string([&] {
+              ": a one-hot value feeds a variable of sample shape ", dims_to_string([&] {
                   Dims s(idx.shape().dims().begin() + std::min(dyn, idx.rank()), idx.shape().dims().end());
                   s.push_back(value.num_classes());
                   return s;

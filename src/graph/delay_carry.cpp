@@ -103,8 +103,8 @@ void record_delay_carry(const Plan& plan, size_t step_index, const std::vector<V
     if (plan.delay_carry.size() != plan.steps.size()) plan.delay_carry.resize(plan.steps.size());
     Dims frame_dims = x.data().shape().dims();
     frame_dims[1] = 1;
-    const Tensor init =
-        detail::delay_initial_frame(step.in_vars[1], values[static_cast<size_t>(step.in[1])], frame_dims, true);
+    const Tensor init = detail::delay_initial_frame(step.in_vars[1], values[static_cast<size_t>(step.in[1])],
+                                                    frame_dims, true);
     plan.delay_carry[step_index] =
         next_delay_carry(plan, step_index, x, step.fn->attributes().get<int64_t>("offset"), init);
 }

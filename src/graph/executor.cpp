@@ -150,7 +150,8 @@ void accumulate_frame(Tensor& acc, const Value& value, int64_t f, const Tensor& 
 namespace {
 // Per sequence of an initial-state sequence value: the frame a delay starts from (see graph_internal.h).
 std::vector<int64_t> initial_state_frames(const Value& init, bool past) {
-    CTK_CHECK(init.has_layout(), ValueError, "a delay's initial state is a sequence but its value has no "
+    CTK_CHECK(init.has_layout(), ValueError,
+              "a delay's initial state is a sequence but its value has no "
               "sequence layout");
     std::vector<int64_t> frames;
     for (int64_t len : init.layout()->lengths()) {
@@ -166,8 +167,9 @@ Tensor detail::delay_initial_frame(const Variable& init_var, const Value& init, 
     Tensor d = init.data();
     if (init_var.has_sequence_axis()) {  // [N, T', sample...] -> [N, 1, sample...]
         const std::vector<int64_t> frames = initial_state_frames(init, past);
-        CTK_CHECK(static_cast<int64_t>(frames.size()) == frame_dims[0], ShapeError, "a delay's initial state ",
-                  init_var.to_string(), " holds ", frames.size(), " sequences for ", frame_dims[0]);
+        CTK_CHECK(static_cast<int64_t>(frames.size()) == frame_dims[0], ShapeError,
+                  "a delay's initial state ", init_var.to_string(), " holds ", frames.size(),
+                  " sequences for ", frame_dims[0]);
         Dims one = d.shape().dims();
         one[1] = 1;
         Tensor picked = Tensor::empty(Shape(one), d.dtype(), d.device());
@@ -259,9 +261,8 @@ void run_loop_forward(const Plan& plan, const Loop& loop, std::vector<Value>& va
                     dims.push_back(d);
                 }
                 const Value& x = values[static_cast<size_t>(step.in[0])];
-                Tensor init =
-                    detail::delay_initial_frame(inputs[1], values[static_cast<size_t>(step.in[1])], dims,
-                                                step.def->delay_direction < 0);
+                Tensor init = detail::delay_initial_frame(inputs[1], values[static_cast<size_t>(step.in[1])],
+                                                          dims, step.def->delay_direction < 0);
                 const int64_t off = delay_offset(step);
                 const int64_t src = step.def->delay_direction < 0 ? t - off : t + off;
                 Tensor y = Tensor::empty(Shape(dims), ov.dtype(), init.device());
@@ -543,10 +544,9 @@ void run_loop_backward(const Plan& plan, const Loop& loop, const std::vector<Val
                     accumulate_frame(grads[static_cast<size_t>(xs)], values[static_cast<size_t>(xs)], src,
                                      to_x);
                 if (to_init.defined() && leads[static_cast<size_t>(is)])
-                    accumulate(
-                        grads[static_cast<size_t>(is)],
-                        detail::delay_initial_grad(inputs[1], values[static_cast<size_t>(is)], to_init,
-                                                   step.def->delay_direction < 0));
+                    accumulate(grads[static_cast<size_t>(is)],
+                               detail::delay_initial_grad(inputs[1], values[static_cast<size_t>(is)], to_init,
+                                                          step.def->delay_direction < 0));
                 continue;
             }
             if (!step.def->backward) continue;

@@ -103,13 +103,14 @@ FunctionPtr Dense(const Dims& shape, std::optional<ActivationFn> activation, std
 namespace {
 // A convolution layer's bias [filters, 1 per spatial axis], or none when the options say so. Given as an
 // array, it has the array's own shape when `array_shape` (CNTK's SequentialConvolution: see there).
-Variable convolution_bias(const ConvolutionOptions& o, int64_t filters, size_t spatial, const std::string& where,
-                          bool array_shape = false) {
+Variable convolution_bias(const ConvolutionOptions& o, int64_t filters, size_t spatial,
+                          const std::string& where, bool array_shape = false) {
     if (!option(o.bias, &LayerDefaults::bias, true)) return {};
     Dims b_shape(spatial + 1, 1);
     b_shape[0] = filters;
     if (o.init_bias_values.defined() && array_shape)
-        return parameter(o.init_bias_values.shape().dims(), initial_values(o.init_bias_values), DataType::f32, "b");
+        return parameter(o.init_bias_values.shape().dims(), initial_values(o.init_bias_values), DataType::f32,
+                         "b");
     if (o.init_bias_values.defined()) {
         CTK_CHECK(o.init_bias_values.numel() == filters, ValueError, where, ": init_bias has ",
                   o.init_bias_values.numel(), " values for ", filters, " filters");
@@ -185,7 +186,8 @@ FunctionPtr Convolution3D(const Dims& filter_shape, int64_t num_filters, const C
     return Convolution(filter_shape.size() == 3 ? filter_shape : Dims(3, filter_shape[0]), num_filters,
                        options);
 }
-FunctionPtr SequentialConvolution(const Dims& filter_shape, int64_t num_filters, const ConvolutionOptions& o) {
+FunctionPtr SequentialConvolution(const Dims& filter_shape, int64_t num_filters,
+                                  const ConvolutionOptions& o) {
     const std::string where = "SequentialConvolution '" + o.name + "'";
     CTK_CHECK(!filter_shape.empty(), ValueError, where, ": empty filter_shape");
     CTK_CHECK(num_filters >= 0, ValueError, where, ": num_filters must be >= 0 (0: none), got ", num_filters);
@@ -234,14 +236,15 @@ FunctionPtr SequentialConvolution(const Dims& filter_shape, int64_t num_filters,
         if (pad && strides[0] == 1) {
             out = to_sequence_like(per_frame, x);
         } else {
-            const Variable one_per_frame =
-                plus(element_times(sequence::is_first(x), constant(0.0, x.dtype())), constant(1.0, x.dtype()));
+            const Variable one_per_frame = plus(
+                element_times(sequence::is_first(x), constant(0.0, x.dtype())), constant(1.0, x.dtype()));
             const Variable length = sequence::reduce_sum(one_per_frame);
             const Variable s = constant(stride, x.dtype());
             const Variable out_length =
                 pad ? Variable(ceil(element_divide(length, s)))
-                    : Variable(relu(plus(floor(element_divide(minus(length, constant(kernel_frames, x.dtype())), s)),
-                                         constant(1.0, x.dtype()))));
+                    : Variable(relu(
+                          plus(floor(element_divide(minus(length, constant(kernel_frames, x.dtype())), s)),
+                               constant(1.0, x.dtype()))));
             out = to_sequence(per_frame, out_length);
         }
         return activate(act, out->output());

@@ -16,14 +16,16 @@ public:
     UniversalLearner(const std::vector<Variable>& parameters, const std::vector<Variable>& gradients,
                      const FunctionPtr& update)
         : Learner(parameters, TrainingParameterSchedule(1.0), LearnerOptions{}, "universal"),
-          gradients_(gradients), update_func_(update) {
+          gradients_(gradients),
+          update_func_(update) {
         check_shapes_known(parameters_);
         CTK_CHECK(update_func_ != nullptr, ValueError, name_, ": the update function is null");
         CTK_CHECK(gradients_.size() == parameters_.size(), ValueError, name_, ": ", gradients_.size(),
                   " gradient variables for ", parameters_.size(), " parameters");
         for (size_t i = 0; i < gradients_.size(); ++i)
-            CTK_CHECK(gradients_[i].shape() == parameters_[i].shape(), ShapeError, name_, ": gradient variable ",
-                      gradients_[i].to_string(), " does not have the shape of ", parameters_[i].to_string());
+            CTK_CHECK(gradients_[i].shape() == parameters_[i].shape(), ShapeError, name_,
+                      ": gradient variable ", gradients_[i].to_string(), " does not have the shape of ",
+                      parameters_[i].to_string());
         check_update();
     }
 
@@ -60,8 +62,10 @@ public:
         ValueMap args;
         for (size_t i = 0; i < parameters_.size(); ++i) {
             const Tensor& g = gradients.at(parameters_[i]);
-            if (bound_[i]) args.emplace(gradients_[i], Value(g));
-            else if (gradients_[i].is_constant() || gradients_[i].is_parameter()) gradients_[i].set_value(g);
+            if (bound_[i])
+                args.emplace(gradients_[i], Value(g));
+            else if (gradients_[i].is_constant() || gradients_[i].is_parameter())
+                gradients_[i].set_value(g);
         }
         // Inference-mode evaluation where the parameters live: the assigns take effect when it returns.
         update_func_->eval(args, {}, parameters_.front().value().device());

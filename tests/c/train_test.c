@@ -147,13 +147,15 @@ static void make_data(float* x, float* labels, int n) {
 
 /* An MLP 2-8-2 trained with Adam; its parameters after training go to `params` (8*2 + 8 + 8*2 + 2). */
 static void train_mlp(uint64_t seed, float* params, double* error) {
-    OK(ctk_reset_random_seed(seed)); /* seeds seed, seed + 1, ...: W1 and W2 differ (a fixed seed gives both one) */
+    OK(ctk_reset_random_seed(
+        seed)); /* seeds seed, seed + 1, ...: W1 and W2 differ (a fixed seed gives both one) */
     int64_t two[1] = {2}, hidden[1] = {8}, w1s[2] = {2, 8}, w2s[2] = {8, 2};
     ctk_variable_t *x, *y, *w1, *b1, *w2, *b2;
     ctk_initializer_t *glorot, *zero;
-    OK(ctk_initializer_create(CTK_INIT_GLOROT_UNIFORM, 1, CTK_SENTINEL_RANK, CTK_SENTINEL_RANK, CTK_SENTINEL_SEED,
-                              &glorot));
-    OK(ctk_initializer_create(CTK_INIT_CONSTANT, 0, CTK_SENTINEL_RANK, CTK_SENTINEL_RANK, CTK_SENTINEL_SEED, &zero));
+    OK(ctk_initializer_create(CTK_INIT_GLOROT_UNIFORM, 1, CTK_SENTINEL_RANK, CTK_SENTINEL_RANK,
+                              CTK_SENTINEL_SEED, &glorot));
+    OK(ctk_initializer_create(CTK_INIT_CONSTANT, 0, CTK_SENTINEL_RANK, CTK_SENTINEL_RANK, CTK_SENTINEL_SEED,
+                              &zero));
     OK(ctk_input_variable(two, 1, CTK_FLOAT32, CTK_AXES_BATCH, 0, 0, "features", &x));
     OK(ctk_input_variable(two, 1, CTK_FLOAT32, CTK_AXES_BATCH, 0, 0, "labels", &y));
     OK(ctk_parameter(w1s, 2, CTK_FLOAT32, glorot, "W1", &w1));

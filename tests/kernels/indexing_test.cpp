@@ -353,10 +353,14 @@ TEST(Pad, GradientCountsTheCopies) {
     // Constant padding passes the interior through; a weighted gradient lands on the mirrored cells.
     EXPECT_EQ(pad_grad(ones, Shape{2, 3}, {1, 2}, PadMode::constant).to_vector<float>(),
               (std::vector<float>(6, 1.0f)));
-    EXPECT_EQ(pad_grad(vec<double>({10, 20, 1, 2, 3, 30}), Shape{3}, {2}, PadMode::reflect).to_vector<double>(),
-              (std::vector<double>{1, 2 + 20 + 30, 3 + 10}));
-    expect_error<ValueError>([&] { pad_grad(ones, Shape{2, 8}, {1, 2}, PadMode::reflect); },
-                             {"pad_grad", "[4, 7]", "[2, 8]"});
+    EXPECT_EQ(
+        pad_grad(vec<double>({10, 20, 1, 2, 3, 30}), Shape{3}, {2}, PadMode::reflect).to_vector<double>(),
+        (std::vector<double>{1, 2 + 20 + 30, 3 + 10}));
+    expect_error<ValueError>(
+        [&] {
+            pad_grad(ones, Shape{2, 8}, {1, 2}, PadMode::reflect);
+        },
+        {"pad_grad", "[4, 7]", "[2, 8]"});
 }
 
 // ---- one_hot ----

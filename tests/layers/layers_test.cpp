@@ -157,7 +157,8 @@ TEST(Layers, SequentialConvolutionRunsAlongTheSequenceAxis) {
     o.pad = true;
     o.strides = {2};
     FunctionPtr strided = call(SequentialConvolution({3}, 0, o), x);
-    EXPECT_EQ(strided->eval({{x, in}}).at(strided->output()).layout()->lengths(), (std::vector<int64_t>{3, 2}));
+    EXPECT_EQ(strided->eval({{x, in}}).at(strided->output()).layout()->lengths(),
+              (std::vector<int64_t>{3, 2}));
     o.strides = {1};
     FunctionPtr same = call(SequentialConvolution({3}, 2, o), x);
     EXPECT_EQ(same->output().dynamic_axes(), x.dynamic_axes());

@@ -133,9 +133,10 @@ std::vector<OutputSpec> infer_conv(InferContext& c) {
               " does not divide the ", xs[0], " channels of ", x.to_string());
     if (ws[1] == kInferredDim) ws[1] = xs[0] / groups;
     CTK_CHECK(ws[1] * groups == xs[0] || full_grouped_kernel(ws, xs[0], groups), ShapeError, c.where, ": ",
-              w.to_string(), " expects ", ws[1] * groups, " input channels but ", x.to_string(), " has ", xs[0]);
-    CTK_CHECK(!full_grouped_kernel(ws, xs[0], groups) || ws[0] % groups == 0, ValueError, c.where, ": groups ",
-              groups, " does not divide the ", ws[0], " output channels of ", w.to_string());
+              w.to_string(), " expects ", ws[1] * groups, " input channels but ", x.to_string(), " has ",
+              xs[0]);
+    CTK_CHECK(!full_grouped_kernel(ws, xs[0], groups) || ws[0] % groups == 0, ValueError, c.where,
+              ": groups ", groups, " does not divide the ", ws[0], " output channels of ", w.to_string());
     Dims run = ws;  // the kernel the convolution runs (a full grouped kernel's diagonal)
     if (full_grouped_kernel(ws, xs[0], groups)) run[1] = xs[0] / groups;
     Dims out = infer_with_free_dims(xs, c.where, [&](const Dims& probe) {
@@ -170,7 +171,8 @@ void backward_conv(BackwardContext& c) {
     if (c.needs[0]) {
         Tensor dw = convolution_backward_weights(xf, dy, w.shape(), a, false).dw;
         const Dims& given = c.inputs[0].data().shape().dims();
-        if (full_grouped_kernel(given, sample_dims(x, dyn)[0], groups)) dw = from_kernel_diagonal(dw, given, groups);
+        if (full_grouped_kernel(given, sample_dims(x, dyn)[0], groups))
+            dw = from_kernel_diagonal(dw, given, groups);
         c.input_grads[0] = dw.reshape(given);
     }
     if (c.needs[1])

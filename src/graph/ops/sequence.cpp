@@ -46,9 +46,11 @@ std::vector<OutputSpec> infer_delay(InferContext& c) {
     CTK_CHECK(init.dynamic_axes().empty() || (init.dynamic_axes().size() == 1 && init.has_batch_axis()) ||
                   state_sequence,
               ShapeError, c.where, ": the initial state ", init.to_string(),
-              " must be static, have only the batch axis or be a sequence with ", x.to_string(), "'s batch axis");
+              " must be static, have only the batch axis or be a sequence with ", x.to_string(),
+              "'s batch axis");
     CTK_CHECK(!state_sequence || c.attrs.get<int64_t>("offset") == 1, ShapeError, c.where,
-              ": an initial state that is a sequence (", init.to_string(), ") takes offset 1 here; build the "
+              ": an initial state that is a sequence (", init.to_string(),
+              ") takes offset 1 here; build the "
               "delay with the sequence already known for larger offsets");
     CTK_CHECK(init.rank() <= x.rank(), ShapeError, c.where, ": the initial state ", init.to_string(),
               " does not broadcast to ", x.to_string());

@@ -348,9 +348,9 @@ void forward_pad(ForwardContext& c) {
 }
 void backward_pad(BackwardContext& c) {
     const int dyn = c.dyn_rank(0);
-    c.input_grads[0] = pad_grad(c.output_grads[0], c.inputs[0].data().shape(),
-                                full_pad(c.attrs.get<Dims>("padLo"), dyn),
-                                static_cast<PadMode>(c.attrs.get<int64_t>("mode")));
+    c.input_grads[0] =
+        pad_grad(c.output_grads[0], c.inputs[0].data().shape(), full_pad(c.attrs.get<Dims>("padLo"), dyn),
+                 static_cast<PadMode>(c.attrs.get<int64_t>("mode")));
 }
 
 // ---- gather ----
