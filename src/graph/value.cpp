@@ -89,7 +89,7 @@ Value Value::one_hot(Tensor indices, int64_t num_classes, DataType dtype,
     }
     int64_t* p = idx.data<int64_t>();
     const int64_t frames = idx.rank() >= 2 ? idx.dim(1) : 1;
-    const int64_t per_frame = idx.rank() > 2 ? idx.numel() / (idx.dim(0) * frames) : 1;
+    const int64_t per_frame = idx.rank() > 2 && idx.numel() > 0 ? idx.numel() / (idx.dim(0) * frames) : 1;
     for (int64_t k = 0; k < idx.numel(); ++k) {
         const int64_t frame = k / per_frame;  // over [N, T]
         if (layout && frame % frames >= layout->lengths()[static_cast<size_t>(frame / frames)]) {
