@@ -226,12 +226,6 @@ struct Row {
     FunctionPtr (*load)(const LoadCall& c) = nullptr;
 };
 using Rows = std::vector<Row>;
-// The load of an op that has operands and no attributes: lo..hi operands in ctk's order.
-template <PrimitiveOp Op, size_t Lo, size_t Hi>
-FunctionPtr load_plain(const LoadCall& c) {
-    c.expect(Lo, Hi);
-    return c.make(Op, std::move(c.in), {});
-}
 void add_math_rows(Rows& rows);   // cntk_v2_rows_math.cpp: element-wise, times, reductions, softmax, losses
 void add_shape_rows(Rows& rows);  // cntk_v2_rows_shape.cpp: reshape, slice, splice, transpose, ...
 void add_nn_rows(Rows& rows);     // cntk_v2_rows_nn.cpp: convolution, pooling, normalization, random
@@ -255,6 +249,17 @@ FunctionPtr load_op(uint64_t cntk, std::vector<Variable> in, const DictReader& r
 // (cntk_op_type) over its operands. `set` adds an attribute.
 SavedOp primitive_form(uint64_t cntk_op, std::vector<Variable> inputs);
 SavedOp as_numbered(const Function& f);
+// The load of an op that has operands and no attributes: lo..hi operands in ctk's order.
+template <PrimitiveOp Op, size_t Lo, size_t Hi>
+FunctionPtr load_plain(const LoadCall& c) {
+    c.expect(Lo, Hi);
+    return c.make(Op, std::move(c.in), {});
+}
+// The row of such an op: written as its own CNTK number, read back with lo..hi operands.
+template <PrimitiveOp Op, size_t Lo, size_t Hi>
+Row plain_row(std::vector<int> cntk_ops) {
+    return {{Op}, std::move(cntk_ops), as_numbered, nullptr, load_plain<Op, Lo, Hi>};
+}
 void set(SavedOp& s, const std::string& key, proto::DictionaryValue v);
 // A possibly negative static axis as 0..rank-1.
 inline int normalized(int axis, int rank) {

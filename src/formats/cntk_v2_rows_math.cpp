@@ -337,27 +337,11 @@ void add_math_rows(Rows& rows) {
                     save_softmax,
                     nullptr,
                     load_softmax});
-    rows.push_back({{PrimitiveOp::element_select},
-                    {42},
-                    as_numbered,
-                    nullptr,
-                    load_plain<PrimitiveOp::element_select, 3, 3>});
-    rows.push_back({{PrimitiveOp::squared_error},
-                    {34},
-                    as_numbered,
-                    nullptr,
-                    load_plain<PrimitiveOp::squared_error, 2, 2>});
+    rows.push_back(plain_row<PrimitiveOp::element_select, 3, 3>({42}));
+    rows.push_back(plain_row<PrimitiveOp::squared_error, 2, 2>({34}));
     // CNTK's Logistic, with an optional weight operand.
-    rows.push_back({{PrimitiveOp::binary_cross_entropy},
-                    {48},
-                    as_numbered,
-                    nullptr,
-                    load_plain<PrimitiveOp::binary_cross_entropy, 2, 3>});
-    rows.push_back({{PrimitiveOp::cosine_distance},
-                    {53},
-                    as_numbered,
-                    nullptr,
-                    load_plain<PrimitiveOp::cosine_distance, 2, 2>});
+    rows.push_back(plain_row<PrimitiveOp::binary_cross_entropy, 2, 3>({48}));
+    rows.push_back(plain_row<PrimitiveOp::cosine_distance, 2, 2>({53}));
     rows.push_back(
         {{PrimitiveOp::cross_entropy_with_softmax}, {35}, save_with_axis, nullptr, [](const LoadCall& c) {
              c.expect(2, 2);

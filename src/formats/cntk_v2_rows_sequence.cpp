@@ -55,11 +55,7 @@ void add_sequence_rows(Rows& rows) {
                     nullptr,
                     load_plain<PrimitiveOp::reconcile_dynamic_axes, 2, 2>});
     rows.push_back({{PrimitiveOp::to_sequence}, {70}, save_to_sequence, nullptr, load_to_sequence});
-    rows.push_back({{PrimitiveOp::to_sequence_like},
-                    {71},
-                    as_numbered,
-                    nullptr,
-                    load_plain<PrimitiveOp::to_sequence_like, 2, 2>});
+    rows.push_back(plain_row<PrimitiveOp::to_sequence_like, 2, 2>({71}));
     rows.push_back({{PrimitiveOp::unpack_batch, PrimitiveOp::to_batch},
                     {79, 80},
                     as_numbered,

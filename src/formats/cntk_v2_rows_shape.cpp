@@ -240,16 +240,10 @@ void add_shape_rows(Rows& rows) {
     rows.push_back({{PrimitiveOp::one_hot}, {68}, save_one_hot, nullptr, load_one_hot});
     rows.push_back({{PrimitiveOp::top_k}, {87}, save_top_k, nullptr, load_top_k});
     rows.push_back({{PrimitiveOp::cast}, {91}, save_cast, nullptr, load_cast});
-    rows.push_back({{PrimitiveOp::stop_gradient},
-                    {64},
-                    as_numbered,
-                    nullptr,
-                    load_plain<PrimitiveOp::stop_gradient, 1, 1>});
+    rows.push_back(plain_row<PrimitiveOp::stop_gradient, 1, 1>({64}));
     // CNTK's Pass and NoOp.
-    rows.push_back(
-        {{PrimitiveOp::pass}, {56, 62}, as_numbered, nullptr, load_plain<PrimitiveOp::pass, 1, 1>});
-    rows.push_back(
-        {{PrimitiveOp::assign}, {73}, as_numbered, nullptr, load_plain<PrimitiveOp::assign, 2, 2>});
+    rows.push_back(plain_row<PrimitiveOp::pass, 1, 1>({56, 62}));
+    rows.push_back(plain_row<PrimitiveOp::assign, 2, 2>({73}));
 }
 
 }  // namespace ctk::formats::v2

@@ -143,72 +143,7 @@ void accumulate_frame(Tensor& acc, const Value& value, int64_t f, const Tensor& 
     view.copy_from(plus(view, g));
 }
 
-// A delay's initial state as one frame [N, 1, sample...]: a per-sequence state ([#] x sample) or a
-// value broadcast over the sample shape.
 }  // namespace
-
-namespace {
-// Per sequence of an initial-state sequence value: the frame a delay starts from (see graph_internal.h).
-std::vector<int64_t> initial_state_frames(const Value& init, bool past) {
-    CTK_CHECK(init.has_layout(), ValueError,
-              "a delay's initial state is a sequence but its value has no "
-              "sequence layout");
-    std::vector<int64_t> frames;
-    for (int64_t len : init.layout()->lengths()) {
-        CTK_CHECK(len > 0, ValueError, "a delay's initial-state sequence is empty");
-        frames.push_back(past ? len - 1 : 0);
-    }
-    return frames;
-}
-}  // namespace
-
-Tensor detail::delay_initial_frame(const Variable& init_var, const Value& init, const Dims& frame_dims,
-                                   bool past) {
-    Tensor d = init.data();
-    if (init_var.has_sequence_axis()) {  // [N, T', sample...] -> [N, 1, sample...]
-        const std::vector<int64_t> frames = initial_state_frames(init, past);
-        CTK_CHECK(static_cast<int64_t>(frames.size()) == frame_dims[0], ShapeError,
-                  "a delay's initial state ", init_var.to_string(), " holds ", frames.size(),
-                  " sequences for ", frame_dims[0]);
-        Dims one = d.shape().dims();
-        one[1] = 1;
-        Tensor picked = Tensor::empty(Shape(one), d.dtype(), d.device());
-        for (size_t s = 0; s < frames.size(); ++s) {
-            const auto i = static_cast<int64_t>(s);
-            Tensor dst = picked.slice(0, i, i + 1);
-            dst.copy_from(d.slice(0, i, i + 1).slice(1, frames[s], frames[s] + 1));
-        }
-        return picked.broadcast_to(Shape(frame_dims));
-    }
-    if (init_var.has_batch_axis()) {
-        Dims dims = d.shape().dims();
-        dims.insert(dims.begin() + 1, 1);
-        d = d.reshape(dims);
-    }
-    return d.broadcast_to(Shape(frame_dims));
-}
-
-// The gradient of a delay's initial state from one frame's gradient g [N, 1, sample...].
-Tensor detail::delay_initial_grad(const Variable& init_var, const Value& init, const Tensor& g, bool past) {
-    const Dims& shape = init.data().shape().dims();
-    if (init_var.has_sequence_axis()) {  // back onto the frame each sequence's state came from
-        const std::vector<int64_t> frames = initial_state_frames(init, past);
-        Tensor out = Tensor::zeros(Shape(shape), g.dtype(), g.device());
-        Dims frame_shape = shape;
-        frame_shape[1] = 1;
-        const Tensor per_frame = sum_to_shape(g, Shape(frame_shape));
-        for (size_t s = 0; s < frames.size(); ++s) {
-            const auto i = static_cast<int64_t>(s);
-            Tensor dst = out.slice(0, i, i + 1).slice(1, frames[s], frames[s] + 1);
-            dst.copy_from(per_frame.slice(0, i, i + 1));
-        }
-        return out;
-    }
-    if (init_var.has_batch_axis()) return g.reshape(shape);
-    Dims aligned(static_cast<size_t>(g.rank()) - shape.size(), 1);
-    aligned.insert(aligned.end(), shape.begin(), shape.end());
-    return sum_to_shape(g, Shape(aligned)).reshape(shape);
-}
 
 namespace {
 

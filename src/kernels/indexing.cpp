@@ -8,6 +8,7 @@
 
 #include "ctk/kernels/kernel_table.h"
 #include "ctk/kernels/tensor_ops.h"
+#include "kernels/pad_source.h"
 
 namespace ctk {
 
@@ -216,13 +217,7 @@ Tensor pad_grad(const Tensor& dy, const Shape& x_shape, const Dims& lo, PadMode 
         Tensor source = Tensor::empty(Shape{out_n}, DataType::i64, Device::cpu());
         auto* s = static_cast<int64_t*>(source.raw_data());
         for (int64_t j = 0; j < out_n; ++j) {
-            const int64_t p = j - l;  // NumPy's mirrors, as the pad kernels read them
-            if (p < 0)
-                s[j] = mode == PadMode::reflect ? -p : -p - 1;
-            else if (p >= n)
-                s[j] = mode == PadMode::reflect ? 2 * (n - 1) - p : 2 * n - 1 - p;
-            else
-                s[j] = p;
+            s[j] = detail::pad_source(j - l, n, mode);  // the cell the pad kernels copied
             CTK_CHECK(s[j] >= 0 && s[j] < n, ValueError, "pad_grad: padding ", l, " on axis ", d,
                       " mirrors outside the operand's ", n, " cells");
         }

@@ -120,50 +120,70 @@ Variable convolution_bias(const ConvolutionOptions& o, int64_t filters, size_t s
                      DataType::f32, "b");
 }
 
+// What every convolution layer takes from its options and defaults: the activation, pad, the per-axis
+// strides and dilation of its filter axes, the same lists as convolution() takes them (the channel axis
+// first: stride 1, never padded), and the kernel W, [filters, C, filter...] ([C, filters, ...] when
+// transposed) with C inferred (1 for reduction_rank 0) and CNTK's fans (over channels x kernel).
+struct ConvolutionSetup {
+    ActivationFn act;
+    bool pad = false;
+    Dims strides, dilation;
+    Dims conv_strides, conv_dilation;
+    std::vector<bool> auto_padding;
+    Variable W;
+};
+ConvolutionSetup convolution_setup(const Dims& filter_shape, int64_t filters, const ConvolutionOptions& o,
+                                   bool transpose, const std::string& where) {
+    CTK_CHECK(!filter_shape.empty(), ValueError, where, ": empty filter_shape");
+    CTK_CHECK(o.reduction_rank == 0 || o.reduction_rank == 1, ValueError, where,
+              ": reduction_rank must be 0 or 1, got ", o.reduction_rank);
+    const size_t axes = filter_shape.size();
+    ConvolutionSetup s;
+    s.act = option(o.activation, &LayerDefaults::activation, ActivationFn());
+    s.pad = option(o.pad, &LayerDefaults::pad, false);
+    s.strides = repeat(o.strides, axes, "strides", where);
+    s.dilation = repeat(o.dilation, axes, "dilation", where);
+    s.conv_strides = s.strides;
+    s.conv_strides.insert(s.conv_strides.begin(), 1);
+    s.conv_dilation = s.dilation;
+    s.conv_dilation.insert(s.conv_dilation.begin(), 1);
+    s.auto_padding.assign(axes + 1, s.pad);
+    s.auto_padding[0] = false;
+    Initializer w_init = option(o.init, &LayerDefaults::init, glorot_uniform());
+    if (w_init.filter_rank == kSentinelRank) w_init.filter_rank = static_cast<int>(axes);
+    if (w_init.output_rank == kSentinelRank) w_init.output_rank = -1;
+    const int64_t in_channels = o.reduction_rank == 0 ? 1 : kInferredDim;
+    Dims w_shape = transpose ? Dims{in_channels, filters} : Dims{filters, in_channels};
+    w_shape.insert(w_shape.end(), filter_shape.begin(), filter_shape.end());
+    s.W = parameter(w_shape, w_init, DataType::f32, "W");
+    return s;
+}
+
 FunctionPtr convolution_layer(const Dims& filter_shape, int64_t num_filters, const ConvolutionOptions& o,
                               bool transpose, const Dims& output_shape, const char* op_name) {
     const std::string where = std::string(op_name) + " '" + o.name + "'";
-    CTK_CHECK(!filter_shape.empty(), ValueError, where, ": empty filter_shape");
     CTK_CHECK(num_filters > 0 || (num_filters == 0 && !transpose), ValueError, where,
               ": num_filters must be > 0", transpose ? "" : " (or 0: no filter axis)", ", got ", num_filters);
     const bool filter_axis = num_filters > 0;
     if (!filter_axis) num_filters = 1;
     CTK_CHECK(o.groups >= 1 && num_filters % o.groups == 0, ValueError, where, ": groups ", o.groups,
               " must divide num_filters ", num_filters);
-    CTK_CHECK(o.reduction_rank == 0 || o.reduction_rank == 1, ValueError, where,
-              ": reduction_rank must be 0 or 1, got ", o.reduction_rank);
     CTK_CHECK(o.reduction_rank == 1 || o.groups == 1, ValueError, where,
               ": groups need input channels (reduction_rank=1)");
-    const size_t spatial = filter_shape.size();
-    const ActivationFn act = option(o.activation, &LayerDefaults::activation, ActivationFn());
-    Initializer w_init = option(o.init, &LayerDefaults::init, glorot_uniform());
-    // CNTK: fan-in over the input channels and the kernel, fan-out over the filters.
-    if (w_init.filter_rank == kSentinelRank) w_init.filter_rank = static_cast<int>(spatial);
-    if (w_init.output_rank == kSentinelRank) w_init.output_rank = -1;
-    const bool pad = option(o.pad, &LayerDefaults::pad, false);
-    Dims strides = repeat(o.strides, spatial, "strides", where);
-    Dims dilation = repeat(o.dilation, spatial, "dilation", where);
-    // The lists cover the channel axis too (stride 1, never padded).
-    strides.insert(strides.begin(), 1);
-    dilation.insert(dilation.begin(), 1);
-    std::vector<bool> auto_padding(spatial + 1, pad);
-    auto_padding[0] = false;
-
+    const ConvolutionSetup s = convolution_setup(filter_shape, num_filters, o, transpose, where);
+    const Variable b = convolution_bias(o, num_filters, filter_shape.size(), where);
     // reduction_rank 0: one input channel, made by a unit axis in front of x's spatial axes.
-    const int64_t in_channels = o.reduction_rank == 0 ? 1 : kInferredDim;
     const bool add_channel_axis = o.reduction_rank == 0;
-    Dims w_shape = transpose ? Dims{in_channels, num_filters} : Dims{num_filters, in_channels};
-    w_shape.insert(w_shape.end(), filter_shape.begin(), filter_shape.end());
-    Variable W = parameter(w_shape, w_init, DataType::f32, "W");
-    const Variable b = convolution_bias(o, num_filters, spatial, where);
     const int64_t groups = o.groups;
     return make_layer(op_name, o.name, [=](const Variable& x_in) {
         const Variable x = add_channel_axis ? Variable(expand_dims(x_in, 0)) : x_in;
-        FunctionPtr r = transpose ? convolution_transpose(W, x, strides, auto_padding, output_shape, dilation)
-                                  : convolution(W, x, strides, auto_padding, dilation, groups);
+        FunctionPtr r =
+            transpose
+                ? convolution_transpose(s.W, x, s.conv_strides, s.auto_padding, output_shape, s.conv_dilation)
+                : convolution(s.W, x, s.conv_strides, s.auto_padding, s.conv_dilation, groups);
         if (b.defined()) r = plus(r, b);
         if (!filter_axis) r = reshape(r, {}, 0, 1);
-        return activate(act, r);
+        return activate(s.act, r);
     });
 }
 }  // namespace
@@ -189,65 +209,47 @@ FunctionPtr Convolution3D(const Dims& filter_shape, int64_t num_filters, const C
 FunctionPtr SequentialConvolution(const Dims& filter_shape, int64_t num_filters,
                                   const ConvolutionOptions& o) {
     const std::string where = "SequentialConvolution '" + o.name + "'";
-    CTK_CHECK(!filter_shape.empty(), ValueError, where, ": empty filter_shape");
     CTK_CHECK(num_filters >= 0, ValueError, where, ": num_filters must be >= 0 (0: none), got ", num_filters);
-    CTK_CHECK(o.reduction_rank == 0 || o.reduction_rank == 1, ValueError, where,
-              ": reduction_rank must be 0 or 1, got ", o.reduction_rank);
     CTK_CHECK(o.groups == 1, NotImplementedError, where, ": groups other than 1");
-    const size_t axes = filter_shape.size();  // the sequence axis, then the sample's spatial axes
-    const ActivationFn act = option(o.activation, &LayerDefaults::activation, ActivationFn());
-    Initializer w_init = option(o.init, &LayerDefaults::init, glorot_uniform());
-    if (w_init.filter_rank == kSentinelRank) w_init.filter_rank = static_cast<int>(axes);
-    if (w_init.output_rank == kSentinelRank) w_init.output_rank = -1;
-    const bool pad = option(o.pad, &LayerDefaults::pad, false);
-    const Dims strides = repeat(o.strides, axes, "strides", where);
-    const Dims dilation = repeat(o.dilation, axes, "dilation", where);
-    Dims conv_strides{1}, conv_dilation{1};  // the channel axis first, as convolution() takes them
-    conv_strides.insert(conv_strides.end(), strides.begin(), strides.end());
-    conv_dilation.insert(conv_dilation.end(), dilation.begin(), dilation.end());
-    std::vector<bool> auto_padding(axes + 1, pad);
-    auto_padding[0] = false;
-
     const int64_t filters = std::max<int64_t>(num_filters, 1);
-    Dims w_shape{filters, o.reduction_rank == 0 ? 1 : kInferredDim};
-    w_shape.insert(w_shape.end(), filter_shape.begin(), filter_shape.end());
-    Variable W = parameter(w_shape, w_init, DataType::f32, "W");
+    const ConvolutionSetup s = convolution_setup(filter_shape, filters, o, false, where);
+    const size_t axes = filter_shape.size();  // the sequence axis, then the sample's spatial axes
     // CNTK added the bias to each output frame [filters, spatial'...], and a bias given as an array kept
     // the array's shape: one value per filter without spatial axes, else (CNTK's quirk, kept) aligned
     // with the last spatial axis as NumPy broadcasting aligns it.
     const Variable b = convolution_bias(o, filters, axes - 1, where, true);
-    const double kernel_frames = static_cast<double>((filter_shape[0] - 1) * dilation[0] + 1);
-    const auto stride = static_cast<double>(strides[0]);
+    const double kernel_frames = static_cast<double>((filter_shape[0] - 1) * s.dilation[0] + 1);
+    const auto stride = static_cast<double>(s.strides[0]);
     const int reduction_rank = o.reduction_rank;
     // Axes 0 and 1 swapped in a rank-(axes + 1) tensor (x's shape is unknown until the layer is applied).
     std::vector<int> swap01{1, 0};
     for (int a = 2; a <= static_cast<int>(axes); ++a) swap01.push_back(a);
     return make_layer("SequentialConvolution", o.name, [=](const Variable& x) {
-        // [#, *] x [sample] -> [#] x [T, sample] with zeros past each end -> an image [C, T, spatial...].
-        const Variable frames = sequence::unpack(x, 0.0)->outputs()[0];
+        // [#, *] x [sample] -> [#] x [T, sample] with zeros past each end (and the mask [#] x [T] of the
+        // frames that are real) -> an image [C, T, spatial...].
+        const std::vector<Variable> unpacked = sequence::unpack(x, 0.0)->outputs();
+        const Variable& frames = unpacked[0];
         // (A unit axis put in front by reshaping the empty range before axis 0: T is a free dim.)
         const Variable image =
             reduction_rank == 0 ? Variable(reshape(frames, {1}, 0, 0)) : Variable(transpose(frames, swap01));
-        const Variable y = convolution(W, image, conv_strides, auto_padding, conv_dilation, 1);
+        const Variable y = convolution(s.W, image, s.conv_strides, s.auto_padding, s.conv_dilation, 1);
         Variable per_frame = transpose(y, swap01);  // [T', filters, spatial'...]
         if (b.defined()) per_frame = plus(per_frame, b);
         if (num_filters == 0) per_frame = reshape(per_frame, {}, 1, 2);
         FunctionPtr out;
-        if (pad && strides[0] == 1) {
+        if (s.pad && s.strides[0] == 1) {
             out = to_sequence_like(per_frame, x);
         } else {
-            const Variable one_per_frame = plus(
-                element_times(sequence::is_first(x), constant(0.0, x.dtype())), constant(1.0, x.dtype()));
-            const Variable length = sequence::reduce_sum(one_per_frame);
-            const Variable s = constant(stride, x.dtype());
+            const Variable length = reduce_sum(unpacked[1]);  // each sequence's frame count
+            const Variable step = constant(stride, x.dtype());
             const Variable out_length =
-                pad ? Variable(ceil(element_divide(length, s)))
-                    : Variable(relu(
-                          plus(floor(element_divide(minus(length, constant(kernel_frames, x.dtype())), s)),
-                               constant(1.0, x.dtype()))));
+                s.pad ? Variable(ceil(element_divide(length, step)))
+                      : Variable(relu(plus(
+                            floor(element_divide(minus(length, constant(kernel_frames, x.dtype())), step)),
+                            constant(1.0, x.dtype()))));
             out = to_sequence(per_frame, out_length);
         }
-        return activate(act, out->output());
+        return activate(s.act, out->output());
     });
 }
 

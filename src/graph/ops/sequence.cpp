@@ -132,10 +132,9 @@ std::vector<int64_t> picked_frames(const Value& v) {
     for (int64_t len : l.lengths()) f.push_back(First ? 0 : len - 1);
     return f;
 }
-template <bool First>
-void forward_pick(ForwardContext& c) {
-    const Tensor& x = c.inputs[0].data();
-    auto frames = picked_frames<First>(c.inputs[0]);
+// Frame frames[s] of each sequence s of x [N, T, sample...], as [N, sample...]; and the adjoint: g
+// [N, sample...] put at those frames of zeros shaped like x.
+Tensor pick_frames(const Tensor& x, const std::vector<int64_t>& frames) {
     Dims dims = x.shape().dims();
     dims.erase(dims.begin() + 1);
     Tensor y = Tensor::empty(Shape(dims), x.dtype(), x.device());
@@ -143,19 +142,61 @@ void forward_pick(ForwardContext& c) {
         Tensor dst = y.select(0, s);
         dst.copy_from(x.select(0, s).select(0, frames[static_cast<size_t>(s)]));
     }
-    c.outputs.push_back(Value(y));
+    return y;
+}
+Tensor place_frames(const Tensor& g, const Tensor& like, const std::vector<int64_t>& frames) {
+    Tensor dx = zero_like(like);
+    for (int64_t s = 0; s < like.dim(0); ++s) {
+        Tensor dst = dx.select(0, s).select(0, frames[static_cast<size_t>(s)]);
+        dst.copy_from(g.select(0, s));
+    }
+    return dx;
+}
+template <bool First>
+void forward_pick(ForwardContext& c) {
+    c.outputs.push_back(Value(pick_frames(c.inputs[0].data(), picked_frames<First>(c.inputs[0]))));
 }
 template <bool First>
 void backward_pick(BackwardContext& c) {
-    const Tensor& x = c.inputs[0].data();
-    auto frames = picked_frames<First>(c.inputs[0]);
-    Tensor dx = zero_like(x);
-    for (int64_t s = 0; s < x.dim(0); ++s) {
-        Tensor dst = dx.select(0, s).select(0, frames[static_cast<size_t>(s)]);
-        dst.copy_from(c.output_grads[0].select(0, s));
-    }
-    c.input_grads[0] = dx;
+    c.input_grads[0] = place_frames(c.output_grads[0], c.inputs[0].data(), picked_frames<First>(c.inputs[0]));
 }
+// The frames an initial-state sequence gives a delay: each sequence's last for a past delay, first for
+// a future one (graph_internal.h).
+std::vector<int64_t> initial_state_frames(const Value& init, bool past) {
+    return past ? picked_frames<false>(init) : picked_frames<true>(init);
+}
+}  // namespace
+
+Tensor delay_initial_frame(const Variable& init_var, const Value& init, const Dims& frame_dims, bool past) {
+    Tensor d = init.data();
+    if (init_var.has_sequence_axis()) {  // [N, T', sample...] -> [N, 1, sample...]
+        CTK_CHECK(d.dim(0) == frame_dims[0], ShapeError, "a delay's initial state ", init_var.to_string(),
+                  " holds ", d.dim(0), " sequences for ", frame_dims[0]);
+        return pick_frames(d, initial_state_frames(init, past))
+            .expand_dims(1)
+            .broadcast_to(Shape(frame_dims));
+    }
+    if (init_var.has_batch_axis()) d = d.expand_dims(1);
+    return d.broadcast_to(Shape(frame_dims));
+}
+
+// The gradient of a delay's initial state from one frame's gradient g [N, 1, sample...].
+Tensor delay_initial_grad(const Variable& init_var, const Value& init, const Tensor& g, bool past) {
+    const Tensor& d = init.data();
+    const Dims& shape = d.shape().dims();
+    if (init_var.has_sequence_axis()) {  // back onto the frame each sequence's state came from
+        Dims frame_shape = shape;
+        frame_shape[1] = 1;
+        const Tensor per_sequence = sum_to_shape(g, Shape(frame_shape)).squeeze(1);
+        return place_frames(per_sequence, d, initial_state_frames(init, past));
+    }
+    if (init_var.has_batch_axis()) return g.reshape(shape);
+    Dims aligned(static_cast<size_t>(g.rank()) - shape.size(), 1);
+    aligned.insert(aligned.end(), shape.begin(), shape.end());
+    return sum_to_shape(g, Shape(aligned)).reshape(shape);
+}
+
+namespace {
 
 // ---- reduce_sum, reduce_max, softmax over the sequence axis ----
 std::vector<OutputSpec> infer_seq_reduce(InferContext& c) {

@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/gather_layout.h"
+#include "kernels/pad_source.h"
 
 namespace ctk::cpu {
 
@@ -185,19 +186,7 @@ void concat_kernel(const KernelCall& call) {
 
 // ---- pad ----
 
-// Where output position p (relative to the start of x) reads from along an axis of size n; -1 for the
-// constant fill. The API has checked that mirrored positions land inside the axis.
-inline int64_t pad_source(int64_t p, int64_t n, PadMode mode) {
-    if (p >= 0 && p < n) return p;
-    switch (mode) {
-        case PadMode::reflect:
-            return p < 0 ? -p : 2 * (n - 1) - p;  // edge not repeated
-        case PadMode::symmetric:
-            return p < 0 ? -p - 1 : 2 * n - 1 - p;  // edge repeated
-        default:
-            return -1;
-    }
-}
+using detail::pad_source;  // kernels/pad_source.h
 
 // Works row by row over the output's last axis: the other axes map to one source row (or to the fill),
 // then the row is the left edge, the interior (one memcpy when x's rows are contiguous), the right edge.

@@ -5,6 +5,7 @@
 #include "kernels/cuda/map.cuh"
 #include "kernels/cuda/rows.cuh"
 #include "kernels/gather_layout.h"
+#include "kernels/pad_source.h"
 
 namespace ctk::cuda {
 
@@ -115,16 +116,10 @@ __global__ void pad_kernel(PadGeom g, const D* x, D* out, int64_t n, D value) {
         for (int d = g.rank - 1; d >= 0; --d) {
             int64_t k = rem % g.out_dims[d] - g.lo[d];
             rem /= g.out_dims[d];
-            const int64_t size = g.in_dims[d];
-            if (k < 0 || k >= size) {
-                if (g.mode == static_cast<int>(PadMode::constant)) {
-                    inside = false;
-                    break;
-                }
-                if (g.mode == static_cast<int>(PadMode::reflect))
-                    k = k < 0 ? -k : 2 * (size - 1) - k;  // edge left out
-                else
-                    k = k < 0 ? -k - 1 : 2 * size - 1 - k;  // edge repeated
+            k = ctk::detail::pad_source(k, g.in_dims[d], static_cast<PadMode>(g.mode));
+            if (k < 0) {  // the constant fill
+                inside = false;
+                break;
             }
             src += k * g.in_strides[d];
         }
