@@ -13,22 +13,41 @@
 namespace ctk::python {
 
 namespace {
+// Saved user functions are rebuilt by ctk.ops.functions._deserialize_user_function (CNTK's
+// _UDFDeserializeCallbackWrapper: a factory from `udf_factory_callback_map` by op name, else the saved
+// class's static deserialize), called with the GIL taken back.
+UserFunctionDeserializer python_user_functions(const py::object& factory_map) {
+    auto map = std::shared_ptr<py::object>(new py::object(factory_map), [](py::object* p) {
+        py::gil_scoped_acquire gil;
+        delete p;
+    });
+    return [map](const SavedUserFunction& saved) {
+        py::gil_scoped_acquire gil;
+        py::object f = py::module_::import("ctk.ops.functions")
+                           .attr("_deserialize_user_function")(py::cast(saved.inputs), saved.name,
+                                                               dictionary_to_python(saved.state), *map);
+        return f.cast<FunctionPtr>();
+    };
+}
+
 // CNTK's load_model / Function.load: `model` is a file path or the bytes of a CNTK v2 model. A legacy v1
 // file is recognised whatever `format` says, as CNTK's loader did.
-FunctionPtr load_model_from_python(const py::object& model, std::optional<ModelFormat> format) {
+FunctionPtr load_model_from_python(const py::object& model, std::optional<ModelFormat> format,
+                                   const py::object& udf_factory_callback_map = py::none()) {
+    const UserFunctionDeserializer user_functions = python_user_functions(udf_factory_callback_map);
     if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model)) {
         const std::string bytes =
             py::isinstance<py::bytes>(model) ? model.cast<std::string>() : std::string(py::bytes(model));
         if (format && *format != ModelFormat::cntk_v2)
             throw ValueError("load_model: a byte buffer must hold a CNTK v2 model");
         py::gil_scoped_release release;
-        return deserialize_cntk_v2_model(bytes, "<bytes>");
+        return deserialize_cntk_v2_model(bytes, "<bytes>", user_functions);
     }
     const std::string path = py::str(model);
     py::gil_scoped_release release;
     if (format == ModelFormat::cntk_v2 && detect_model_format(path) == ModelFormat::cntk_v1)
         format = ModelFormat::cntk_v1;
-    return load_model(path, format);
+    return load_model(path, format, user_functions);
 }
 
 // The dtype of whichever operand is a graph node (CNTK's sanitize_multi_var_inputs).
@@ -562,6 +581,21 @@ void bind_graph(py::module_& m) {
         .def("__repr__", &Function::to_string);
     // CNTK's Function.save / Function.load; a legacy v1 file is recognised whatever `format` says, as
     // CNTK's loader did.
+    // CNTK's Function.serialize: a user function's own dictionary (class, module, op_name, state), else
+    // the Function as a CNTK v2 model dictionary.
+    fn.def("serialize", [](const FunctionPtr& f) -> py::object {
+        FunctionPtr node = f;
+        if (f->is_composite() && f->outputs().size() == 1 && f->outputs()[0].is_output())
+            node = f->outputs()[0].owner();
+        if (auto cb = user_function_callbacks(*node); cb && cb->serialize)
+            return dictionary_to_python(cb->serialize());
+        Dictionary d;
+        {
+            py::gil_scoped_release release;
+            d = cntk_dictionary_from_bytes(serialize_cntk_v2_model(f), "serialize");
+        }
+        return dictionary_to_python(d);
+    });
     fn.def(
           "save",
           [](const FunctionPtr& f, const std::string& filename, ModelFormat format,
@@ -573,10 +607,12 @@ void bind_graph(py::module_& m) {
           py::arg("use_external_files_to_store_parameters") = false)
         .def_static(
             "load",
-            [](const py::object& model, const py::object& /*device*/, ModelFormat format) {
-                return load_model_from_python(model, format);
+            [](const py::object& model, const py::object& /*device*/, ModelFormat format,
+               const py::object& udf_factory_callback_map) {
+                return load_model_from_python(model, format, udf_factory_callback_map);
             },
-            py::arg("model"), py::arg("device") = py::none(), py::arg("format") = ModelFormat::cntk_v2);
+            py::arg("model"), py::arg("device") = py::none(), py::arg("format") = ModelFormat::cntk_v2,
+            py::arg("udf_factory_callback_map") = py::none());
     // CNTK's @Function / Function(python_function): built in Python (ctk.function_api).
     fn.def(py::init(
                [](const py::function& f, bool make_block, const py::object& op_name, const py::object& name) {
@@ -696,11 +732,14 @@ void bind_graph(py::module_& m) {
     m.def("as_function", &as_function);
     m.def(
         "load_model",
-        [](const py::object& model, const py::object& /*device*/, const py::object& format) {
+        [](const py::object& model, const py::object& /*device*/, const py::object& format,
+           const py::object& udf_factory_callback_map) {
             return load_model_from_python(
-                model, format.is_none() ? std::optional<ModelFormat>() : format.cast<ModelFormat>());
+                model, format.is_none() ? std::optional<ModelFormat>() : format.cast<ModelFormat>(),
+                udf_factory_callback_map);
         },
-        py::arg("model"), py::arg("device") = py::none(), py::arg("format") = py::none());
+        py::arg("model"), py::arg("device") = py::none(), py::arg("format") = py::none(),
+        py::arg("udf_factory_callback_map") = py::none());
 }
 
 }  // namespace ctk::python

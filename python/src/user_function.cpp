@@ -2,6 +2,7 @@
 // UserFunction calling conventions is Python, in ctk/ops/functions.py). Callbacks run with the GIL taken
 // back; states returned by forward are Python objects released under the GIL.
 #include "convert.h"
+#include "user_io.h"
 
 namespace ctk::python {
 
@@ -18,11 +19,13 @@ std::shared_ptr<py::object> held(const py::object& obj) {
 
 void bind_user_function(py::module_& m) {
     // infer(inputs) -> [(shape, dtype, dynamic_axes)]; forward(values, is_training) -> (state, [data]);
-    // backward(state, values, output_grads (None where absent), needs) -> [gradient or None].
+    // backward(state, values, output_grads (None where absent), needs) -> [gradient or None]; serialize()
+    // -> the dict a model file keeps.
     m.def(
         "_user_function",
         [](const std::string& op_name, const std::vector<Variable>& inputs, const py::function& infer,
-           const py::function& forward, const py::object& backward, const std::string& name) {
+           const py::function& forward, const py::object& backward, const std::string& name,
+           const py::object& serialize) {
             auto cb = std::make_shared<UserFunctionCallbacks>();
             auto infer_fn = held(infer), forward_fn = held(forward);
             cb->infer_outputs = [infer_fn](const std::vector<Variable>& in) {
@@ -73,10 +76,17 @@ void bind_user_function(py::module_& m) {
                     }
                 };
             }
+            if (!serialize.is_none()) {
+                auto serialize_fn = held(serialize);
+                cb->serialize = [serialize_fn, op_name]() {
+                    py::gil_scoped_acquire gil;
+                    return dictionary_from_python((*serialize_fn)(), op_name + ".serialize()");
+                };
+            }
             return user_function(op_name, inputs, cb, name);
         },
         py::arg("op_name"), py::arg("inputs"), py::arg("infer"), py::arg("forward"), py::arg("backward"),
-        py::arg("name") = "");
+        py::arg("name") = "", py::arg("serialize") = py::none());
 }
 
 }  // namespace ctk::python

@@ -12,6 +12,7 @@
 #include "ctk/core/tensor.h"
 #include "ctk/graph/axis.h"
 #include "ctk/graph/function.h"
+#include "ctk/graph/user_function.h"
 
 namespace ctk::formats {
 
@@ -81,5 +82,6 @@ const char* dv_type_name(int type);
 namespace ctk::formats {
 // A model as CNTK's CompositeFunction Dictionary, and back (src/formats/cntk_v2_model.cpp).
 proto::Dictionary cntk_v2_model_dictionary(const FunctionPtr& model);
-FunctionPtr cntk_v2_model_from_dictionary(const proto::Dictionary& d, const std::string& source);
+FunctionPtr cntk_v2_model_from_dictionary(const proto::Dictionary& d, const std::string& source,
+                                          const UserFunctionDeserializer& user_functions = {});
 }  // namespace ctk::formats

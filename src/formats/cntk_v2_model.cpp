@@ -197,7 +197,15 @@ private:
         put(d, "uid", dv_string(f.uid()));
         if (!f.name().empty()) put(d, "name", dv_string(f.name()));
         std::vector<Variable> inputs;
-        if (f.is_block()) {
+        if (auto callbacks = user_function_callbacks(f)) {
+            // CNTK's UDFUtils::Serialize: the common entries, the type and the function's own state.
+            CTK_CHECK(callbacks->serialize != nullptr, NotImplementedError, "save_model: '", f.name(),
+                      "' is a user function (", f.op_name(),
+                      ") without a serialize callback: its state cannot be written");
+            put(d, "type", dv_string("UserDefinedFunction"));
+            put(d, "user_defined_state", dv_dictionary(to_cntk_proto(callbacks->serialize())));
+            inputs = f.inputs();
+        } else if (f.is_block()) {
             const FunctionPtr& inner = f.block_root();
             const std::string inner_root = root_uid(*inner, inner->outputs());
             proto::Dictionary composite;
@@ -255,7 +263,8 @@ private:
 
 class Loader {
 public:
-    explicit Loader(std::string source) : source_(std::move(source)) {}
+    Loader(std::string source, const UserFunctionDeserializer& user_functions)
+        : source_(std::move(source)), user_functions_(user_functions) {}
 
     FunctionPtr load(const proto::Dictionary& top) {
         DictReader r{top, source_};
@@ -379,11 +388,12 @@ private:
         const std::string& uid = r.string("uid");
         const std::string name = r.has("name") ? r.string("name") : std::string();
         const std::string where = r.where + " ('" + uid + "')";
-        const uint64_t op = static_cast<uint64_t>(r.integer("op"));
         std::vector<Variable> inputs;
         for (const std::string& in : r.strings("inputs")) inputs.push_back(variable(in, where));
         FunctionPtr f;
-        if (op == kBlock) {
+        if (r.has("type") && r.string("type") == "UserDefinedFunction") {
+            f = load_user_function(r, where, uid, name, std::move(inputs));
+        } else if (const uint64_t op = static_cast<uint64_t>(r.integer("op")); op == kBlock) {
             DictReader composite{r.dictionary("block_function_composite"),
                                  where + "/block_function_composite"};
             FunctionPtr inner = function(composite.string("root"), composite.where);
@@ -417,7 +427,29 @@ private:
         for (size_t i = 0; i < outs.size(); ++i) variables_[uid + "_Output_" + std::to_string(i)] = outs[i];
     }
 
+    // CNTK's UDFUtils::Deserialize: the saved state goes to the deserializer, which gives back the
+    // Function whose outputs stand for the saved function's outputs.
+    FunctionPtr load_user_function(const DictReader& r, const std::string& where, const std::string& uid,
+                                   const std::string& name, std::vector<Variable> inputs) {
+        SavedUserFunction saved{
+            uid, name, std::move(inputs),
+            from_cntk_proto(r.dictionary("user_defined_state"), where + "/user_defined_state")};
+        if (!user_functions_) {
+            std::string what;
+            if (saved.state.contains("module") && saved.state.contains("class") &&
+                saved.state.at("module").is<std::string>() && saved.state.at("class").is<std::string>())
+                what = " (" + saved.state.at("module").as_string() + "." +
+                       saved.state.at("class").as_string() + ")";
+            throw NotImplementedError(where + ": '" + name + "' is a user function" + what +
+                                      "; loading it needs a deserializer that rebuilds it from its state");
+        }
+        FunctionPtr f = user_functions_(saved);
+        if (!f) throw ValueError(where + ": the user function deserializer returned no Function");
+        return f;
+    }
+
     std::string source_;
+    const UserFunctionDeserializer& user_functions_;
     std::unordered_map<std::string, Variable> variables_;
     std::unordered_map<std::string, FunctionPtr> functions_;
     std::unordered_map<std::string, Variable> forward_;
@@ -429,14 +461,16 @@ proto::Dictionary cntk_v2_model_dictionary(const FunctionPtr& model) {
     return Saver().save(model);
 }
 
-FunctionPtr cntk_v2_model_from_dictionary(const proto::Dictionary& d, const std::string& source) {
-    return Loader(source).load(d);
+FunctionPtr cntk_v2_model_from_dictionary(const proto::Dictionary& d, const std::string& source,
+                                          const UserFunctionDeserializer& user_functions) {
+    return Loader(source, user_functions).load(d);
 }
 
 }  // namespace formats
 
-FunctionPtr load_cntk_v2_model(const std::string& path) {
-    return formats::cntk_v2_model_from_dictionary(formats::read_cntk_dictionary_file(path), "'" + path + "'");
+FunctionPtr load_cntk_v2_model(const std::string& path, const UserFunctionDeserializer& user_functions) {
+    return formats::cntk_v2_model_from_dictionary(formats::read_cntk_dictionary_file(path), "'" + path + "'",
+                                                  user_functions);
 }
 
 std::string serialize_cntk_v2_model(const FunctionPtr& model) {
@@ -444,8 +478,10 @@ std::string serialize_cntk_v2_model(const FunctionPtr& model) {
     return formats::serialize_cntk_dictionary(formats::cntk_v2_model_dictionary(model));
 }
 
-FunctionPtr deserialize_cntk_v2_model(const std::string& bytes, const std::string& source) {
-    return formats::cntk_v2_model_from_dictionary(formats::parse_cntk_dictionary(bytes, source), source);
+FunctionPtr deserialize_cntk_v2_model(const std::string& bytes, const std::string& source,
+                                      const UserFunctionDeserializer& user_functions) {
+    return formats::cntk_v2_model_from_dictionary(formats::parse_cntk_dictionary(bytes, source), source,
+                                                  user_functions);
 }
 
 Dictionary cntk_v2_attributes(const Function& f) {

@@ -52,10 +52,11 @@ void save_model(const FunctionPtr& model, const std::string& path, ModelFormat f
     }
 }
 
-FunctionPtr load_model(const std::string& path, std::optional<ModelFormat> format) {
+FunctionPtr load_model(const std::string& path, std::optional<ModelFormat> format,
+                       const UserFunctionDeserializer& user_functions) {
     switch (format ? *format : detect_model_format(path)) {
         case ModelFormat::cntk_v2:
-            return load_cntk_v2_model(path);
+            return load_cntk_v2_model(path, user_functions);
         case ModelFormat::onnx:
             return load_onnx_model(path);
         case ModelFormat::cntk_v1:

@@ -15,6 +15,7 @@
 #include "ctk/formats/model.h"
 #include "ctk/graph/bind.h"
 #include "ctk/graph/graph_ops.h"
+#include "ctk/graph/user_function.h"
 #include "ctk/kernels/tensor_ops.h"
 #include "ctk/train/trainer.h"
 #include "train/step_graph.h"
@@ -631,7 +632,8 @@ Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
         std::filesystem::rename(next, path);
     }
     // Validate everything before changing anything, so a bad file leaves the trainer as it was.
-    const FunctionPtr saved = deserialize_cntk_v2_model(model, "'" + path + "'");
+    const FunctionPtr saved =
+        deserialize_cntk_v2_model(model, "'" + path + "'", live_user_functions(combined_));
     const auto params = combined_->parameters();
     const auto consts = combined_->constants();
     const auto& learner_states = d.at("Learners").as_list();

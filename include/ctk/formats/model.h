@@ -13,6 +13,7 @@
 
 #include "ctk/core/dictionary.h"
 #include "ctk/graph/function.h"
+#include "ctk/graph/user_function.h"
 
 namespace ctk {
 
@@ -26,8 +27,11 @@ ModelFormat detect_model_format(const std::string& path);
 // Writes `model` atomically (a temporary file, then rename). CNTK v1 cannot be written.
 void save_model(const FunctionPtr& model, const std::string& path, ModelFormat format = ModelFormat::cntk_v2);
 // Reads a model; without `format` it is detected. The result is a composite whose outputs are the
-// model's outputs, with its parameters, constants and inputs as in the file.
-FunctionPtr load_model(const std::string& path, std::optional<ModelFormat> format = std::nullopt);
+// model's outputs, with its parameters, constants and inputs as in the file. A CNTK v2 file's user
+// functions are rebuilt by `user_functions` (without one, such a file is a NotImplementedError naming
+// the function).
+FunctionPtr load_model(const std::string& path, std::optional<ModelFormat> format = std::nullopt,
+                       const UserFunctionDeserializer& user_functions = {});
 
 // CNTK v2 Dictionary files (a Trainer's `.ckp`, a learner's state): CNTK's protobuf, written
 // atomically. SizeT and Int become ints (a SizeT above 2^63 keeps its bits), Float and Double doubles,
@@ -46,12 +50,13 @@ Dictionary cntk_dictionary_from_bytes(const std::string& bytes, const std::strin
 Dictionary cntk_v2_attributes(const Function& f);
 
 // ---- the individual formats (load_model/save_model dispatch to these) ----
-FunctionPtr load_cntk_v2_model(const std::string& path);
+FunctionPtr load_cntk_v2_model(const std::string& path, const UserFunctionDeserializer& user_functions = {});
 void save_cntk_v2_model(const FunctionPtr& model, const std::string& path);
 // The bytes of a CNTK v2 model file, and a model from them (CNTK's Function::Load from a buffer);
 // `source` names the bytes in errors.
 std::string serialize_cntk_v2_model(const FunctionPtr& model);
-FunctionPtr deserialize_cntk_v2_model(const std::string& bytes, const std::string& source = "<buffer>");
+FunctionPtr deserialize_cntk_v2_model(const std::string& bytes, const std::string& source = "<buffer>",
+                                      const UserFunctionDeserializer& user_functions = {});
 FunctionPtr load_cntk_v1_model(const std::string& path);
 // ONNX opsets 1 to 17 are read. ctk's graphs have static shapes, so an operand that sets a shape (a
 // Reshape target, Slice's starts, TopK's k, ...) must be a constant; a model that takes one as a graph

@@ -2,8 +2,10 @@
 // computations no built-in op expresses (CNTK users wrote them in Python with NumPy; the Python package
 // builds its UserFunction class on this). A user function joins graphs like any op: it is differentiated
 // through, cloned (sharing its callbacks), evaluated on any device (it gets the values where the
-// evaluation runs and whatever it returns is moved there). It cannot run inside a recurrent loop, and model
-// files refuse it (CNTK saved the Python class to re-import; ctk keeps no such registry).
+// evaluation runs and whatever it returns is moved there). It cannot run inside a recurrent loop. A CNTK v2
+// model file holds one as CNTK wrote it (a "UserDefinedFunction" entry with the state its `serialize`
+// callback returns); loading it back needs a deserializer that rebuilds the callbacks from that state
+// (CNTK's Python package re-imports the user's class; ctk's does the same).
 #pragma once
 
 #include <functional>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ctk/core/dictionary.h"
 #include "ctk/graph/function.h"
 
 namespace ctk {
@@ -35,7 +38,25 @@ struct UserFunctionCallbacks {
                        const std::vector<Tensor>& output_grads, const std::vector<bool>& needs,
                        std::vector<Tensor>& input_grads)>
         backward;
+    // The state a model file keeps for this function (CNTK's Function::Serialize of a user function).
+    // Null: the function cannot be saved.
+    std::function<Dictionary()> serialize;
 };
+
+// A user function as a model file holds it: the uid it had when saved, its name, its inputs (rebuilt
+// from the file) and the state its `serialize` callback returned.
+struct SavedUserFunction {
+    std::string uid;
+    std::string name;
+    std::vector<Variable> inputs;
+    Dictionary state;
+};
+// Rebuilds a saved user function (CNTK's UDFDeserializeCallback). Returns the Function that stands
+// where the saved one stood: its outputs take the saved outputs' places.
+using UserFunctionDeserializer = std::function<FunctionPtr(const SavedUserFunction& saved)>;
+// A deserializer that rebuilds each saved user function with the callbacks of the user function of the
+// same uid in `graph` (reading back a checkpoint of the graph being trained); ValueError for one it lacks.
+UserFunctionDeserializer live_user_functions(const FunctionPtr& graph);
 
 // The user function over `inputs`; `op_name` is what Function::op_name reports (CNTK: the class name).
 FunctionPtr user_function(const std::string& op_name, const std::vector<Variable>& inputs,

@@ -1,4 +1,6 @@
 """cntk.ops.functions: Function, load_model and the model formats, and CNTK's UserFunction."""
+import importlib
+
 from .._ctk import Function, CloneMethod, ModelFormat, BackPropState, load_model  # noqa: F401
 from .. import _ctk
 
@@ -27,8 +29,10 @@ class UserFunction:
         backward(self, state, root_gradients, variables), filling `variables` (keyed by self.inputs),
     and wrap an instance with user_function(...). `arguments` is one array for one input, else a tuple;
     `root_gradients` one array for one output, else a dict. With as_numpy=False they are Values.
-    Without a backward method no gradient flows through. ctk differences: the wrapped op cannot be saved
-    to a model file, and sequence data arrives padded ([batch, max_length, ...])."""
+    Without a backward method no gradient flows through. A model file keeps the function as CNTK's did:
+    its module, class, op_name and what serialize() returns; Function.load rebuilds it with the class's
+    static deserialize(inputs, name, state), or a factory of udf_factory_callback_map (by op_name).
+    ctk difference: sequence data arrives padded ([batch, max_length, ...])."""
 
     def __init__(self, inputs, as_numpy=True, attributes=None, name=''):
         self.inputs = [i.output if isinstance(i, Function) else i for i in inputs]
@@ -55,6 +59,12 @@ class UserFunction:
 
     def backward(self, *args, **kwargs):
         raise NotImplementedError('%s has no backward' % self.op_name)
+
+    def serialize(self):
+        """The state a model file keeps for this function (a dict of bool, int, float, str, NumPy arrays,
+        lists and dicts). Override it, with a static deserialize(inputs, name, state), for a function
+        with state of its own."""
+        return {}
 
     def __ctk_function__(self):
         """A graph node running this user function: CNTK's UserFunction was itself a Function, so an
@@ -114,9 +124,40 @@ def user_function(user_func):
         return grads
 
     has_backward = type(uf).backward is not UserFunction.backward
-    f = _ctk._user_function(uf.op_name, uf.inputs, infer, forward, backward if has_backward else None, uf.name)
+    f = _ctk._user_function(uf.op_name, uf.inputs, infer, forward, backward if has_backward else None, uf.name,
+                            lambda: _serialized(uf))
     uf.outputs = list(f.outputs)
     return f
+
+
+_SERIALIZATION_VERSION = 1
+
+
+def _serialized(uf):
+    """What a model file keeps of a user function (CNTK's layout, so each reads the other's files)."""
+    return {'class': type(uf).__name__, 'module': type(uf).__module__, 'op_name': uf.op_name,
+            'state': uf.serialize(), 'version': _SERIALIZATION_VERSION}
+
+
+def _deserialize_user_function(inputs, name, saved, factory_map=None):
+    """Rebuilds a saved user function (CNTK's _UDFDeserializeCallbackWrapper): the factory given for its
+    op_name, else its class's static deserialize, called as factory(inputs, name, state)."""
+    module, cls, op_name = saved.get('module'), saved.get('class'), saved.get('op_name')
+    if factory_map and op_name in factory_map:
+        factory = factory_map[op_name]
+    else:
+        try:
+            klass = getattr(importlib.import_module(module), cls)
+        except (ImportError, AttributeError, TypeError, ValueError) as e:
+            raise ValueError("cannot load the user function '%s': its class %s.%s cannot be imported (%s); "
+                             "pass udf_factory_callback_map={'%s': factory} to Function.load"
+                             % (name, module, cls, e, op_name)) from None
+        factory = getattr(klass, 'deserialize', None)
+    if factory is None:
+        raise ValueError("cannot load the user function '%s': %s.%s has no static deserialize method and no "
+                         "factory was given for op '%s' in udf_factory_callback_map" % (name, module, cls, op_name))
+    f = factory(list(inputs), name, saved.get('state', {}))
+    return user_function(f) if isinstance(f, UserFunction) else f
 
 
 __all__ = ['Function', 'CloneMethod', 'ModelFormat', 'BackPropState', 'load_model', 'UserFunction',

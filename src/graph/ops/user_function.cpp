@@ -3,6 +3,9 @@
 // tensors as an empty tensor whose storage owns it.
 #include "ctk/graph/user_function.h"
 
+#include <unordered_map>
+#include <unordered_set>
+
 #include "graph/ops/ops_common.h"
 
 namespace ctk {
@@ -110,6 +113,28 @@ std::shared_ptr<const UserFunctionCallbacks> user_function_callbacks(const Funct
     if (f.is_block() || f.is_composite() || f.op() != PrimitiveOp::user_function) return nullptr;
     return std::static_pointer_cast<const UserFunctionCallbacks>(
         f.attributes().get<OpaqueAttr>(detail::kCallbacks).ptr);
+}
+
+UserFunctionDeserializer live_user_functions(const FunctionPtr& graph) {
+    auto found = std::make_shared<std::unordered_map<std::string, FunctionPtr>>();
+    std::unordered_set<const Function*> seen;
+    std::vector<FunctionPtr> todo{graph};
+    while (!todo.empty()) {
+        FunctionPtr f = std::move(todo.back());
+        todo.pop_back();
+        if (!f || !seen.insert(f.get()).second) continue;
+        if (user_function_callbacks(*f)) found->emplace(f->uid(), f);
+        if (f->is_block()) todo.push_back(f->block_root());
+        for (const Variable& v : f->is_composite() ? f->outputs() : f->inputs())
+            if (v.is_output()) todo.push_back(v.owner());
+    }
+    return [found](const SavedUserFunction& saved) {
+        auto it = found->find(saved.uid);
+        CTK_CHECK(it != found->end(), ValueError, "the user function '", saved.name, "' (", saved.uid,
+                  ") of the saved model is not in this graph");
+        return user_function(it->second->op_name(), saved.inputs, user_function_callbacks(*it->second),
+                             saved.name);
+    };
 }
 
 }  // namespace ctk
