@@ -360,12 +360,14 @@ Value value_from_data(const Variable& var, const py::handle& data) {
         } else {
             Tensor t = tensor_from_numpy(data, dtype);
             if (scalar_samples && t.rank() >= 1 && t.dim(-1) != 1) t = t.expand_dims(-1);
-            // CNTK also takes one array [length, sample...] as one sequence.
+            // CNTK also takes one array [length, sample...] as one sequence, and one sample as a sequence of
+            // one.
             if (t.rank() == sample_rank + 1) return Value::from_sequences({t});
+            if (t.rank() == sample_rank) return Value::from_sequences({t.expand_dims(0)});
             CTK_CHECK(t.rank() == sample_rank + 2, ValueError, "data of shape ", t.shape().to_string(),
                       " for sequence input ", var.to_string(),
-                      ": pass a list of sequences, an array [batch, length, sample...] or one sequence "
-                      "[length, sample...]");
+                      ": pass a list of sequences, an array [batch, length, sample...], one sequence "
+                      "[length, sample...] or one sample");
             for (int64_t i = 0; i < t.dim(0); ++i) sequences.push_back(t.select(0, i));
         }
         return Value::from_sequences(sequences);

@@ -181,6 +181,7 @@ private:
 };
 
 DictionaryValue value_from_python(const py::handle& v, const std::string& key) {
+    if (v.is_none()) return DictionaryValue();
     if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
     if (py::isinstance<py::int_>(v)) return v.cast<int64_t>();
     if (py::isinstance<py::float_>(v)) return v.cast<double>();
@@ -195,7 +196,7 @@ DictionaryValue value_from_python(const py::handle& v, const std::string& key) {
     if (hasattr(v, "__index__")) return v.attr("__index__")().cast<int64_t>();  // NumPy integers
     if (hasattr(v, "__float__")) return v.attr("__float__")().cast<double>();   // NumPy floats
     CTK_THROW(TypeError, "checkpoint state: the value of '", key, "' is a ", class_name(v),
-              "; a state holds bool, int, float, str, NumPy arrays, and lists and dicts of them");
+              "; a state holds None, bool, int, float, str, NumPy arrays, and lists and dicts of them");
 }
 
 py::object value_to_python(const DictionaryValue& v) {

@@ -32,7 +32,7 @@ private:
     int64_t samples_ = 0, sweeps_ = 0;
 };
 
-// A Python dict of str keys (values: bool, int, float, str, NumPy arrays, lists and dicts of them) as a
+// A Python dict of str keys (values: None, bool, int, float, str, NumPy arrays, lists and dicts of them) as a
 // Dictionary, and back. TypeError naming the key whose value cannot be stored.
 Dictionary dictionary_from_python(const py::handle& obj, const std::string& what);
 py::dict dictionary_to_python(const Dictionary& d);

@@ -227,3 +227,76 @@ def test_a_trainer_checkpoint_of_a_model_with_a_user_function(tmp_path):
     assert not np.allclose(w.value, saved)
     trainer.restore_from_checkpoint(path)
     np.testing.assert_array_equal(w.value, saved)
+
+
+class Plus2(UserFunction):
+    """a + b with CNTK's backward convention for a function of several inputs (a dict to fill)."""
+
+    def __init__(self, a, b, name='plus2'):
+        super(Plus2, self).__init__([a, b], name=name)
+
+    def forward(self, arguments, device=None, outputs_to_retain=None):
+        return None, arguments[0] + arguments[1]
+
+    def backward(self, state, root_gradients, variables):
+        for v in variables:
+            variables[v] = root_gradients
+
+    def infer_outputs(self):
+        return [C.output_variable(self.inputs[0].shape, self.inputs[0].dtype, self.inputs[0].dynamic_axes)]
+
+    def serialize(self):
+        return None  # a state of None is kept as None
+
+    @staticmethod
+    def deserialize(inputs, name, state):
+        assert state is None
+        return Plus2(inputs[0], inputs[1], name)
+
+
+def test_inputs_follow_the_graph_and_several_inputs_fill_a_dict():
+    # Made on a placeholder, bound later: infer_outputs and backward see the input the op has now.
+    ph = C.placeholder()
+    x = C.sequence.input_variable(3, needs_gradient=True, name='x')
+    f = C.user_function(Plus2(ph, C.constant(2.0)))
+    f.replace_placeholders({ph: x})
+    assert f.output.shape == (3,) and len(f.output.dynamic_axes) == 2
+    data = [np.array([[1, 2, 3], [4, 5, 6]], np.float32)]
+    g, r = f.grad({x: data}, wrt=[x], outputs=[f.output])
+    np.testing.assert_allclose(r[0], data[0] + 2)
+    np.testing.assert_allclose(g[0], np.ones((2, 3)))  # two inputs, one differentiable: still the dict form
+    # One sample for a sequence input (of a free dim): a sequence of one frame, as CNTK took it.
+    y = C.sequence.input_variable(C.FreeDimension, needs_gradient=True, name='y')
+    h = C.user_function(Plus2(y, C.constant(3.0)))
+    g, r = h.grad({y: np.array([1, 2, 3, 4], np.float32)}, wrt=[y], outputs=[h.output])
+    np.testing.assert_allclose(r[0], [[4, 5, 6, 7]])
+    np.testing.assert_allclose(g[0], [[1, 1, 1, 1]])
+
+
+def test_user_function_instances_as_inputs_and_registered_deserializers(tmp_path):
+    x = C.input_variable(2, name='x')
+    inner = Plus2(x, C.constant(1.0), name='inner')
+    outer = C.user_function(Plus2(inner, inner, name='outer'))  # an instance as an operand
+    data = np.array([[1, 2]], np.float32)
+    np.testing.assert_allclose(outer.eval({x: data}), [[4, 6]])
+    path = str(tmp_path / 'nested.model')
+    outer.save(path)
+    np.testing.assert_allclose(C.Function.load(path).eval({'x': data}), [[4, 6]])
+    assert Plus2._op_name() == 'Plus2'
+    made = []
+
+    def double_plus(inputs, name, state):
+        made.append(name)
+        return C.user_function(Plus2(inputs[0], inputs[0], name)) if name == 'inner' else Plus2(*inputs, name)
+
+    C.Function.register_udf_deserialize_callback('Plus2', double_plus)
+    try:
+        loaded = C.Function.load(path)
+        assert sorted(made) == ['inner', 'outer']
+        np.testing.assert_allclose(loaded.eval({'x': data}), [[4, 8]])
+        # A factory given to load wins over the registered one.
+        loaded = C.Function.load(path, udf_factory_callback_map={'Plus2': lambda i, n, s: Plus2(i[0], i[1], n)})
+        np.testing.assert_allclose(loaded.eval({'x': data}), [[4, 6]])
+    finally:
+        from ctk.ops import functions
+        functions._registered_deserializers.clear()

@@ -25,8 +25,9 @@ class UserFunction:
       forward(self, arguments, device=None, outputs_to_retain=None) -> (state, result) for one output, or
         forward(self, arguments, outputs, device=None, outputs_to_retain=None) -> state, filling the dict
         `outputs` (keyed by self.outputs) for several,
-      backward(self, state, root_gradients) -> the gradient when one input can take a gradient, or
-        backward(self, state, root_gradients, variables), filling `variables` (keyed by self.inputs),
+      backward(self, state, root_gradients) -> the gradient for a function of one input, or
+        backward(self, state, root_gradients, variables) for several, filling `variables` (keyed by the
+        inputs whose gradients are needed),
     and wrap an instance with user_function(...). `arguments` is one array for one input, else a tuple;
     `root_gradients` one array for one output, else a dict. With as_numpy=False they are Values.
     Without a backward method no gradient flows through. A model file keeps the function as CNTK's did:
@@ -35,15 +36,22 @@ class UserFunction:
     ctk difference: sequence data arrives padded ([batch, max_length, ...])."""
 
     def __init__(self, inputs, as_numpy=True, attributes=None, name=''):
-        self.inputs = [i.output if isinstance(i, Function) else i for i in inputs]
+        # An input may be a Function or another user function instance (its op joins the graph; one op
+        # for an instance given twice).
+        made = {}
+        self.inputs = [_operand(i, made) for i in inputs]
         self.as_numpy = as_numpy
         self.attributes = attributes or {}
         self.name = name
         self.outputs = []
 
+    @classmethod
+    def _op_name(cls):
+        return cls.__name__
+
     @property
     def op_name(self):
-        return type(self).__name__
+        return type(self)._op_name()
 
     @property
     def output(self):
@@ -73,6 +81,14 @@ class UserFunction:
         return user_function(self)
 
 
+def _operand(x, made):
+    if isinstance(x, UserFunction):
+        if id(x) not in made:
+            made[id(x)] = user_function(x)
+        x = made[id(x)]
+    return x.output if isinstance(x, Function) else x
+
+
 def user_function(user_func):
     """The Function that runs `user_func` (a UserFunction instance) as an op of the graph. A Function
     (a graph already holding user functions) comes back as its composite, as CNTK's did."""
@@ -87,6 +103,8 @@ def user_function(user_func):
         return value.asarray() if uf.as_numpy else value
 
     def infer(inputs):
+        # The inputs the op has now (a placeholder may have been replaced since the instance was made).
+        uf.inputs = list(inputs)
         outputs = uf.infer_outputs()
         uf._outputs_need_gradient = [o.needs_gradient for o in outputs]
         return [(o.shape, o.dtype, o.dynamic_axes) for o in outputs]
@@ -101,9 +119,6 @@ def user_function(user_func):
         state = uf.forward(args, outputs, None, None)
         return state, [outputs[o] for o in uf.outputs]
 
-    # CNTK's rule: one input that can take a gradient -> backward returns it; several -> a dict to fill.
-    possible = [i for i, v in enumerate(uf.inputs) if v.is_parameter or v.is_output or v.needs_gradient]
-
     def backward(state, values, output_grads, needs):
         # Outputs declared with needs_gradient=False pass no gradient back: backward is not called.
         if not any(uf._outputs_need_gradient):
@@ -112,15 +127,17 @@ def user_function(user_func):
             rg = output_grads[0]
         else:
             rg = {o: g for o, g in zip(uf.outputs, output_grads)}
+        # CNTK's rule: a function of one input returns its gradient; one of several fills the dict of the
+        # inputs whose gradients are needed.
         grads = [None] * len(values)
-        if len(possible) > 1:
-            variables = {uf.inputs[i]: None for i in possible if needs[i]}
+        if len(uf.inputs) > 1:
+            variables = {uf.inputs[i]: None for i in range(len(values)) if needs[i]}
             uf.backward(state, rg, variables)
-            for i in possible:
+            for i in range(len(values)):
                 if needs[i]:
                     grads[i] = variables.get(uf.inputs[i])
-        elif possible:
-            grads[possible[0]] = uf.backward(state, rg)
+        elif needs and needs[0]:
+            grads[0] = uf.backward(state, rg)
         return grads
 
     has_backward = type(uf).backward is not UserFunction.backward
@@ -139,12 +156,23 @@ def _serialized(uf):
             'state': uf.serialize(), 'version': _SERIALIZATION_VERSION}
 
 
+_registered_deserializers = {}
+
+
+def register_udf_deserialize_callback(op_name, callback):
+    """CNTK's Function.register_udf_deserialize_callback: from now on, a saved user function of this
+    op_name is rebuilt by callback(inputs, name, state) (a udf_factory_callback_map given to load wins)."""
+    _registered_deserializers[op_name] = callback
+
+
 def _deserialize_user_function(inputs, name, saved, factory_map=None):
     """Rebuilds a saved user function (CNTK's _UDFDeserializeCallbackWrapper): the factory given for its
     op_name, else its class's static deserialize, called as factory(inputs, name, state)."""
     module, cls, op_name = saved.get('module'), saved.get('class'), saved.get('op_name')
     if factory_map and op_name in factory_map:
         factory = factory_map[op_name]
+    elif op_name in _registered_deserializers:
+        factory = _registered_deserializers[op_name]
     else:
         try:
             klass = getattr(importlib.import_module(module), cls)
@@ -159,6 +187,8 @@ def _deserialize_user_function(inputs, name, saved, factory_map=None):
     f = factory(list(inputs), name, saved.get('state', {}))
     return user_function(f) if isinstance(f, UserFunction) else f
 
+
+Function.register_udf_deserialize_callback = staticmethod(register_udf_deserialize_callback)
 
 __all__ = ['Function', 'CloneMethod', 'ModelFormat', 'BackPropState', 'load_model', 'UserFunction',
            'user_function', 'output_variable']
