@@ -48,15 +48,28 @@ TrainingSession::TrainingSession(std::shared_ptr<Trainer> trainer, std::shared_p
     // Only a cross-validation callback could stop such a run; without one it would never return.
     CTK_CHECK(max_samples_ != kInfinitelyRepeat || !source_->repeats_forever() || (cv_ && cv_->callback),
               ValueError,
-              "training_session: the minibatch source repeats forever (max_samples and max_sweeps are "
-              "INFINITELY_REPEAT) and no max_samples is given, so training would never end; give "
-              "training_session max_samples, or the source max_sweeps");
+              "training_session: Train minibatch source must have a limited number of samples or sweeps: "
+              "it repeats forever (max_samples and max_sweeps are INFINITELY_REPEAT) and no max_samples "
+              "is given, so training would never end; give training_session max_samples, or the source "
+              "max_sweeps");
     if (checkpoint_)
         CTK_CHECK(!checkpoint_->filename.empty(), ValueError,
                   "training_session: the checkpoint filename is empty");
     if (cv_)
-        CTK_CHECK(cv_->source, ValueError, "training_session: the cross-validation config has no source");
-    if (test_) CTK_CHECK(test_->source, ValueError, "training_session: the test config has no source");
+        CTK_CHECK(cv_->source || cv_->callback, ValueError,
+                  "training_session: the cross-validation config has neither a source nor a callback");
+    if (cv_ && cv_->source)
+        CTK_CHECK(cv_->max_samples != kInfinitelyRepeat || !cv_->source->repeats_forever(), ValueError,
+                  "training_session: Cross validation minibatch source must have a limited number of samples "
+                  "or sweeps: it repeats forever and the cross-validation config gives no max_samples, so a "
+                  "cross-validation would never end");
+    if (test_) {
+        CTK_CHECK(test_->source, ValueError, "training_session: the test config has no source");
+        CTK_CHECK(
+            !test_->source->repeats_forever(), ValueError,
+            "training_session: Test minibatch source must have a limited number of samples or sweeps: it "
+            "repeats forever, so the test would never end");
+    }
 }
 
 bool TrainingSession::due(const Frequency& f, int64_t samples_before, int64_t samples_after,
@@ -73,11 +86,39 @@ bool TrainingSession::due(const Frequency& f, int64_t samples_before, int64_t sa
     return false;
 }
 
-void TrainingSession::checkpoint(int64_t index) {
+// CNTK's choice: the checkpoint file itself, else the kept one (filename + N, with its .ckp) of the
+// largest N; "" when there is none.
+std::string TrainingSession::checkpoint_to_restore() const {
+    namespace fs = std::filesystem;
+    const fs::path path(checkpoint_->filename);
+    if (fs::exists(path)) return path.string();
+    const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    const std::string base = path.filename().string();
+    std::error_code ec;
+    std::string best;
+    int64_t best_index = -1;
+    for (const auto& entry : fs::directory_iterator(parent, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() <= base.size() || name.compare(0, base.size(), base) != 0) continue;
+        const std::string suffix = name.substr(base.size());
+        if (suffix.size() > 18 ||
+            !std::all_of(suffix.begin(), suffix.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            continue;
+        if (!fs::exists(entry.path().string() + ".ckp")) continue;
+        const int64_t index = std::stoll(suffix);
+        if (index > best_index) {
+            best_index = index;
+            best = entry.path().string();
+        }
+    }
+    return best;
+}
+
+void TrainingSession::checkpoint(int64_t index, bool final) {
     Dictionary external{{"TrainingMinibatchSource", source_->checkpoint_state()}, {"CheckpointIndex", index}};
     trainer_->save_checkpoint(checkpoint_->filename, external);
-    if (checkpoint_->preserve_all) {
-        const std::string kept = checkpoint_->filename + "." + std::to_string(index);
+    if (checkpoint_->preserve_all && !final) {  // CNTK keeps the periodic ones; the final is `filename`
+        const std::string kept = checkpoint_->filename + std::to_string(index);  // CNTK's names
         std::filesystem::copy_file(checkpoint_->filename, kept,
                                    std::filesystem::copy_options::overwrite_existing);
         std::filesystem::copy_file(checkpoint_->filename + ".ckp", kept + ".ckp",
@@ -87,6 +128,7 @@ void TrainingSession::checkpoint(int64_t index) {
 }
 
 bool TrainingSession::cross_validate(int64_t index) {
+    if (!cv_->source) return cv_->callback(index, 0.0, 0, 0);  // CNTK: only the callback runs
     const Dictionary start = cv_->source->checkpoint_state();
     const StreamMap& map = cv_->model_inputs_to_streams.empty() ? map_ : cv_->model_inputs_to_streams;
     double total = 0;
@@ -141,8 +183,9 @@ void TrainingSession::test() {
 void TrainingSession::train(Device device) {
     device_ = device;
     int64_t checkpoint_index = 0;
-    if (checkpoint_ && checkpoint_->restore && std::filesystem::exists(checkpoint_->filename)) {
-        Dictionary external = trainer_->restore_from_checkpoint(checkpoint_->filename);
+    const std::string restore_from = checkpoint_ && checkpoint_->restore ? checkpoint_to_restore() : "";
+    if (!restore_from.empty()) {
+        Dictionary external = trainer_->restore_from_checkpoint(restore_from);
         source_->restore_from_checkpoint(external.at("TrainingMinibatchSource").as_dictionary());
         checkpoint_index = external.at("CheckpointIndex").as_int() + 1;
     }
@@ -158,6 +201,7 @@ void TrainingSession::train(Device device) {
             distributed_after = std::max(distributed_after, d->distributed_after());
         }
     int64_t minibatches = 0, since_summary = 0, cv_index = 0;
+    int64_t last_checkpoint_samples = trainer_->total_number_of_samples_seen();
     bool stop = false, profiler_enabled = false;
     while (!stop && trainer_->total_number_of_samples_seen() < max_samples_) {
         const int64_t samples_before = trainer_->total_number_of_samples_seen();
@@ -189,6 +233,7 @@ void TrainingSession::train(Device device) {
         if (checkpoint_ && due(checkpoint_->frequency, samples_before, samples_after, minibatches,
                                sweeps_before, sweeps_after)) {
             checkpoint(checkpoint_index++);
+            last_checkpoint_samples = samples_after;
             warmed_up = true;
         }
         const bool periodic_checkpoints = checkpoint_ && checkpoint_->frequency.value > 0;
@@ -202,7 +247,14 @@ void TrainingSession::train(Device device) {
     // CNTK: a cross-validation config without a frequency (or sys.maxsize) validates once, at the end.
     if (cv_ && !stop && (cv_->frequency.value <= 0 || cv_->frequency.value == INT64_MAX))
         cross_validate(cv_index++);
-    if (checkpoint_) checkpoint(checkpoint_index);
+    if (checkpoint_) {
+        // CNTK: a periodic checkpoint not yet written for the last samples is written (and kept), then
+        // the final one.
+        if (checkpoint_->frequency.value > 0 &&
+            last_checkpoint_samples != trainer_->total_number_of_samples_seen())
+            checkpoint(checkpoint_index++);
+        checkpoint(checkpoint_index, true);
+    }
     if (test_) test();
 }
 

@@ -2,6 +2,7 @@
 # Function.grad runs in training mode, momentum_schedule's second argument is the epoch size, the
 # cross_entropy_with_softmax block's gradients, CNTK's clipped log / sqrt / reciprocal / divide / pow,
 # and a training_session that could never end. Each test fails on a ctk that differs from CNTK.
+import os
 import warnings
 
 import numpy as np
@@ -193,9 +194,24 @@ def test_training_session_that_could_never_end_is_a_value_error(tmp_path):
     with pytest.raises(ValueError, match='never end'):
         C.training_session(trainer=trainer, mb_source=source, mb_size=2,
                            model_inputs_to_streams={x: source.streams.x, y: source.streams.y})
-    # With a sample limit it trains and returns.
+    # CNTK's words lead the message.
+    with pytest.raises(ValueError, match='Train minibatch source must have a limited number of samples'):
+        C.training_session(trainer=trainer, mb_source=source, mb_size=2,
+                           model_inputs_to_streams={x: source.streams.x, y: source.streams.y})
+    # A test or cross-validation source that repeats forever would never end either (this hung).
+    streams = {x: source.streams.x, y: source.streams.y}
+    with pytest.raises(ValueError, match='Test minibatch source must have a limited number'):
+        C.training_session(trainer=trainer, mb_source=source, mb_size=2, max_samples=8,
+                           model_inputs_to_streams=streams,
+                           test_config=C.TestConfig(_infinite_source(tmp_path), minibatch_size=2))
+    with pytest.raises(ValueError, match='Cross validation minibatch source must have a limited number'):
+        C.training_session(trainer=trainer, mb_source=source, mb_size=2, max_samples=8,
+                           model_inputs_to_streams=streams,
+                           cv_config=C.CrossValidationConfig(_infinite_source(tmp_path)))
+    # With a sample limit it trains and returns; a cross-validation with a sample limit ends too.
     C.training_session(trainer=trainer, mb_source=source, mb_size=2, max_samples=8,
-                       model_inputs_to_streams={x: source.streams.x, y: source.streams.y}).train()
+                       model_inputs_to_streams=streams,
+                       cv_config=C.CrossValidationConfig(_infinite_source(tmp_path), max_samples=4)).train()
     assert trainer.total_number_of_samples_seen == 8
 
 
@@ -691,3 +707,32 @@ def test_one_hot_over_samples_of_several_rows():
     c3 = C.sequence.input_variable((3, 6), is_sparse=True)
     with pytest.raises(ValueError, match=r"sample shape \[2, 6\]"):
         C.times(c3, w).eval({c3: v})
+
+
+def test_training_session_keeps_checkpoints_under_cntks_names(tmp_path):
+    source = _infinite_source(tmp_path)
+    x = C.input_variable(1)
+    y = C.input_variable(1)
+    z = C.layers.Dense(1)(x)
+    loss = C.squared_error(z, y)
+    trainer = C.Trainer(z, (loss, loss), [C.sgd(z.parameters, 0.01)])
+    name = str(tmp_path / 'ckp' / 'run')
+    streams = {x: source.streams.x, y: source.streams.y}
+    calls = []
+    C.training_session(trainer=trainer, mb_source=source, mb_size=4, max_samples=60,
+                       model_inputs_to_streams=streams,
+                       checkpoint_config=C.CheckpointConfig(name, frequency=35, preserve_all=True),
+                       cv_config=C.CrossValidationConfig(frequency=20, callback=lambda *a: calls.append(a))).train()
+    # One periodic checkpoint at 36 samples (run0), one for the samples after it at the end (run1), and the
+    # final one under the name itself, as CNTK wrote them; a cross-validation without a source is its
+    # callback alone.
+    assert sorted(os.listdir(tmp_path / 'ckp')) == ['run', 'run.ckp', 'run0', 'run0.ckp', 'run1', 'run1.ckp']
+    assert calls == [(0, 0.0, 0, 0), (1, 0.0, 0, 0), (2, 0.0, 0, 0)]
+    # Without the file itself a new session restores the newest kept one (run1: all 60 samples).
+    os.remove(name)
+    os.remove(name + '.ckp')
+    trainer2 = C.Trainer(z, (loss, loss), [C.sgd(z.parameters, 0.01)])
+    C.training_session(trainer=trainer2, mb_source=_infinite_source(tmp_path), mb_size=4, max_samples=60,
+                       model_inputs_to_streams=streams,
+                       checkpoint_config=C.CheckpointConfig(name, frequency=35, preserve_all=True)).train()
+    assert trainer2.total_number_of_samples_seen == 60

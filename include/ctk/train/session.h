@@ -22,9 +22,11 @@ struct Frequency {
 
 struct CheckpointConfig {
     std::string filename{};
-    Frequency frequency{};      // 0: only at the end
-    bool restore = true;        // start from `filename` when it exists
-    bool preserve_all = false;  // keep every checkpoint as filename + "." + index
+    Frequency frequency{};  // 0: only at the end
+    // Start from `filename` when it exists, else from the kept checkpoint (filename + N) of the largest N.
+    bool restore = true;
+    // Also keep every periodic checkpoint as filename + index (CNTK's names; the final one is `filename`).
+    bool preserve_all = false;
 };
 struct CrossValidationConfig {
     std::shared_ptr<MinibatchSource> source{};
@@ -33,7 +35,8 @@ struct CrossValidationConfig {
     int64_t max_samples = kInfinitelyRepeat;
     StreamMap model_inputs_to_streams{};  // empty: the training map
     // Called with (index, average metric, samples, minibatches) after each cross-validation, as CNTK's
-    // on_cross_validation_end; returning false stops training.
+    // on_cross_validation_end; returning false stops training. Without a source only the callback runs,
+    // with (index, 0, 0, 0).
     std::function<bool(int64_t, double, int64_t, int64_t)> callback{};
 };
 struct TestConfig {
@@ -66,7 +69,8 @@ public:
 private:
     bool due(const Frequency& f, int64_t samples_before, int64_t samples_after, int64_t minibatches,
              int64_t sweeps_before, int64_t sweeps_after) const;
-    void checkpoint(int64_t index);
+    void checkpoint(int64_t index, bool final = false);
+    std::string checkpoint_to_restore() const;
     bool cross_validate(int64_t index);
     void test();
 
