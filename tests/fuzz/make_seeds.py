@@ -99,9 +99,37 @@ def model_seeds():
         write('cntk_dictionary', 'trainer.ckp', f.read())
 
 
+class _SeedOffset(C.ops.functions.UserFunction):
+    """x + 1 with a state of every kind a saved user function's state can hold."""
+    __module__ = 'ctk_fuzz_seed'  # the same bytes whoever imports this file
+
+    def __init__(self, arg, name='offset'):
+        super().__init__([arg], name=name)
+
+    def forward(self, argument, device=None, outputs_to_retain=None):
+        return None, argument + 1
+
+    def infer_outputs(self):
+        return [C.output_variable(self.inputs[0].shape, self.inputs[0].dtype, self.inputs[0].dynamic_axes)]
+
+    def serialize(self):
+        return {'int': 3, 'float': 0.5, 'text': 'x', 'none': None, 'list': [1, [2.0]], 'dict': {'b': True},
+                'array': np.arange(4, dtype=np.float32).reshape(2, 2)}
+
+
+def user_function_seed():
+    # A CNTK v2 model holding a user function (CNTK's UserDefinedFunction entry and its state).
+    x = C.input_variable(3, name='x')
+    model = C.layers.Dense(2)(C.user_function(_SeedOffset(x)))
+    model.save('/tmp/ctk_seed.dnn')
+    with open('/tmp/ctk_seed.dnn', 'rb') as f:
+        write('cntk_v2', 'user_function.dnn', f.read())
+
+
 if __name__ == '__main__':
     ctf_seeds()
     idx_seeds()
     cifar_seeds()
     image_seeds()
     model_seeds()
+    user_function_seed()
