@@ -50,6 +50,12 @@ FunctionPtr load_model_from_python(const py::object& model, std::optional<ModelF
     return load_model(path, format, user_functions);
 }
 
+// A new value for a parameter or constant: an NDArrayView (Tensor) as it is, else an array of its dtype.
+Tensor parameter_value(const Variable& v, const py::handle& data) {
+    if (py::isinstance<Tensor>(data)) return data.cast<Tensor>().to(v.dtype());
+    return tensor_from_numpy(data, v.dtype());
+}
+
 // The dtype of whichever operand is a graph node (CNTK's sanitize_multi_var_inputs).
 DataType common_dtype(const py::handle& a, const py::handle& b) {
     for (const py::handle& h : {a, b}) {
@@ -324,9 +330,10 @@ void bind_graph(py::module_& m) {
                                })
         .def_property(
             "value", [](const Variable& v) { return numpy_from_tensor(v.value()); },
-            [](const Variable& v, const py::handle& data) {
-                v.set_value(tensor_from_numpy(data, v.dtype()));
-            })
+            [](const Variable& v, const py::handle& data) { v.set_value(parameter_value(v, data)); })
+        // CNTK's Parameter/Constant.set_value (what a UserLearner's update calls): an NDArrayView or array.
+        .def("set_value",
+             [](const Variable& v, const py::handle& data) { v.set_value(parameter_value(v, data)); })
         .def("asarray", [](const Variable& v) { return numpy_from_tensor(v.value()); })
         .def("__hash__", [](const Variable& v) { return reinterpret_cast<intptr_t>(v.impl()); })
         .def("__eq__",

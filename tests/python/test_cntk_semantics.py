@@ -736,3 +736,15 @@ def test_training_session_keeps_checkpoints_under_cntks_names(tmp_path):
                        model_inputs_to_streams=streams,
                        checkpoint_config=C.CheckpointConfig(name, frequency=35, preserve_all=True)).train()
     assert trainer2.total_number_of_samples_seen == 60
+
+
+def test_parameter_set_value_takes_an_ndarrayview_or_an_array():
+    # What CNTK's UserLearner.update calls on each parameter.
+    p = C.parameter((2, 2), init=0)
+    p.set_value(C.NDArrayView.from_dense(np.ones((2, 2), np.float64)))
+    np.testing.assert_array_equal(p.value, np.ones((2, 2)))
+    assert p.value.dtype == np.float32
+    p.set_value(np.full((2, 2), 3, np.float32))
+    np.testing.assert_array_equal(p.value, np.full((2, 2), 3))
+    with pytest.raises(ValueError, match='does not match'):
+        p.set_value(np.zeros(3, np.float32))
