@@ -24,6 +24,11 @@ DataType_Float = _np.float32
 DataType_Double = _np.float64
 DataType_Float16 = _np.float16
 
+# CNTK's DeviceKind enum values as its SWIG layer named them.
+from .device import DeviceKind as _DeviceKind  # noqa: E402
+DeviceKind_CPU = _DeviceKind.CPU
+DeviceKind_GPU = _DeviceKind.GPU
+
 
 class ProgressWriter(_PythonProgressWriter):
     """CNTK's SWIG base class of progress writers, constructed as CNTK's C++ ProgressWriter was: the
@@ -120,4 +125,4 @@ __all__ = ['Dictionary', 'allow_renaming_functions', 'MinibatchSourceConfig', 't
            'disable_cpueval_optimization', 'set_gpumemory_allocation_trace_level', 'constant_initializer',
            'InferredDimension',
            'FreeDimension', 'Value', 'NDArrayView', 'universal_learner', 'DataType_Float', 'DataType_Double',
-           'DataType_Float16']
+           'DataType_Float16', 'DeviceKind_CPU', 'DeviceKind_GPU']

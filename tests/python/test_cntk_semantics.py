@@ -748,3 +748,8 @@ def test_parameter_set_value_takes_an_ndarrayview_or_an_array():
     np.testing.assert_array_equal(p.value, np.full((2, 2), 3))
     with pytest.raises(ValueError, match='does not match'):
         p.set_value(np.zeros(3, np.float32))
+
+
+def test_cntk_py_device_kinds():
+    assert C.cpu().type() == C.cntk_py.DeviceKind_CPU
+    assert C.cntk_py.DeviceKind_GPU == C.device.DeviceKind.GPU != C.cntk_py.DeviceKind_CPU
