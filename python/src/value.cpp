@@ -171,8 +171,11 @@ void bind_values(py::module_& m) {
     // ---- Value: a minibatch's data, and its sequence layout ----
     py::class_<Value>(m, "Value")
         .def(
-            py::init([](const py::object& shape, const py::object& dtype, const py::object& batch,
-                        const py::object& seq_starts, const py::object& device, const py::object& data) {
+            py::init([](py::object shape, const py::object& dtype, const py::object& batch,
+                        const py::object& seq_starts, const py::object& device, py::object data) {
+                // CNTK's SWIG Value(NDArrayView): the data given first.
+                if (py::isinstance<Tensor>(shape) && data.is_none() && batch.is_none())
+                    std::swap(shape, data);
                 const Device dev = device_from(device);
                 std::optional<DataType> dt;
                 if (!dtype.is_none()) dt = dtype_from_python(dtype);

@@ -753,3 +753,9 @@ def test_parameter_set_value_takes_an_ndarrayview_or_an_array():
 def test_cntk_py_device_kinds():
     assert C.cpu().type() == C.cntk_py.DeviceKind_CPU
     assert C.cntk_py.DeviceKind_GPU == C.device.DeviceKind.GPU != C.cntk_py.DeviceKind_CPU
+
+
+def test_value_of_an_ndarrayview_given_first():
+    # CNTK's SWIG constructor Value(NDArrayView).
+    nd = C.NDArrayView.from_dense(np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(C.Value(nd).asarray(), np.arange(6).reshape(2, 3))
