@@ -361,6 +361,12 @@ FunctionPtr Embedding(const Dims& shape, std::optional<Initializer> init, const 
     Variable E;
     if (weights.defined()) {
         CTK_CHECK(!init, ValueError, "Embedding '", name, "': give init or weights, not both");
+        // CNTK: a shape given beside the weights must be theirs (the weights are [vocabulary, shape...]).
+        const Dims& w = weights.shape().dims();
+        CTK_CHECK(shape.empty() || (w.size() >= 1 && Dims(w.begin() + 1, w.end()) == shape), ValueError,
+                  "Embedding '", name, "': shape ", Shape(shape).to_string(),
+                  " does not match weights of shape ", weights.shape().to_string(),
+                  " (the weights set the shape; give one of them)");
         E = constant(weights, "E");
     } else {
         CTK_CHECK(!shape.empty(), ValueError, "Embedding '", name, "': empty shape");

@@ -652,6 +652,10 @@ def test_learnable_values_given_as_integers_are_float32():
     y = C.input_variable(2)
     e = C.layers.Embedding(weights=[[1, 3, 2], [3, 4, 1]])
     np.testing.assert_array_equal(e(y).eval({y: np.array([[-1., 1.]], np.float32)}), [[2., 1., -1.]])
+    # A shape beside the weights must be theirs (CNTK's ValueError otherwise).
+    assert C.layers.Embedding(3, weights=[[1, 3, 2], [3, 4, 1]])(y).shape == (3,)
+    with pytest.raises(ValueError, match='does not match weights'):
+        C.layers.Embedding(3, weights=[1., 2., 3.])
 
 
 def test_times_with_an_input_of_inferred_dims_checks_them_with_data():
