@@ -184,13 +184,17 @@ def _infinite_source(tmp_path):
         x=C.io.StreamDef(field='x', shape=1), y=C.io.StreamDef(field='y', shape=1))))
 
 
-def test_training_session_that_could_never_end_is_a_value_error(tmp_path):
-    source = _infinite_source(tmp_path)
+def _dense_trainer():
     x = C.input_variable(1)
     y = C.input_variable(1)
     z = C.layers.Dense(1)(x)
     loss = C.squared_error(z, y)
-    trainer = C.Trainer(z, (loss, loss), [C.sgd(z.parameters, 0.01)])
+    return x, y, z, loss, C.Trainer(z, (loss, loss), [C.sgd(z.parameters, 0.01)])
+
+
+def test_training_session_that_could_never_end_is_a_value_error(tmp_path):
+    source = _infinite_source(tmp_path)
+    x, y, z, loss, trainer = _dense_trainer()
     with pytest.raises(ValueError, match='never end'):
         C.training_session(trainer=trainer, mb_source=source, mb_size=2,
                            model_inputs_to_streams={x: source.streams.x, y: source.streams.y})
@@ -715,11 +719,7 @@ def test_one_hot_over_samples_of_several_rows():
 
 def test_training_session_keeps_checkpoints_under_cntks_names(tmp_path):
     source = _infinite_source(tmp_path)
-    x = C.input_variable(1)
-    y = C.input_variable(1)
-    z = C.layers.Dense(1)(x)
-    loss = C.squared_error(z, y)
-    trainer = C.Trainer(z, (loss, loss), [C.sgd(z.parameters, 0.01)])
+    x, y, z, loss, trainer = _dense_trainer()
     name = str(tmp_path / 'ckp' / 'run')
     streams = {x: source.streams.x, y: source.streams.y}
     calls = []
